@@ -1,0 +1,40 @@
+"""Datasets for scsparse: registry of public files, AnnData loaders and the embedded demo dataset.
+
+- :func:`kang_pbmc` — embedded counts subset of Kang et al. (2018), no download needed;
+- :func:`load` / :func:`kang2018`, :func:`zeisel_subset`, :func:`zeisel_full`, :func:`pbmc3k`,
+  :func:`cellbench` — AnnData with raw integer counts in ``.layers["counts"]``;
+- :func:`fetch`, :func:`registry`, :func:`list_datasets`, :func:`data_dir` — the file registry and local cache
+  (``SCSPARSE_DATA_DIR``; ``SCSPARSE_OFFLINE=1`` disables downloads).
+"""
+
+from ._embedded import kang_pbmc
+from ._loaders import cellbench, kang2018, load, pbmc3k, zeisel_full, zeisel_subset
+from ._registry import (
+    DataChecksumError,
+    DataNotAvailableError,
+    UnknownDatasetError,
+    data_dir,
+    fetch,
+    list_datasets,
+    registry,
+)
+from ._simulate import SyntheticData, simulate_eq9
+
+__all__ = [
+    "DataChecksumError",
+    "DataNotAvailableError",
+    "SyntheticData",
+    "UnknownDatasetError",
+    "cellbench",
+    "data_dir",
+    "fetch",
+    "kang2018",
+    "kang_pbmc",
+    "list_datasets",
+    "load",
+    "pbmc3k",
+    "registry",
+    "simulate_eq9",
+    "zeisel_full",
+    "zeisel_subset",
+]

@@ -1,0 +1,1 @@
+"""Baselines, metrics and benchmarks on plain arrays."""

@@ -1,0 +1,181 @@
+"""Results shared by the scsparse models: loadings, inclusion probabilities, active factors, AnnData export."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from anndata import AnnData
+
+from ._results import check_keys_free, data_hash, h5ad_safe, package_versions
+from ._validation import InvalidInputError
+
+__all__ = ["SparseFactorMixin"]
+
+
+class SparseFactorMixin:
+    """Methods on the mask ``W`` and its Spike-and-Slab Lasso state.
+
+    For models whose module has ``decoder.W`` and ``prior`` (:class:`~scsparse.nn.SpikeSlabLasso`).
+    """
+
+    _default_key = "sparsevae"
+
+    # ------------------------------------------------------------------ accessors
+    def _layer(self) -> str | None:
+        return self.registry_["setup_args"].get("layer")
+
+    @property
+    def factor_names(self) -> list[str]:
+        """Names of the latent factors, ``factor_0`` ... ``factor_{K-1}``."""
+        return [f"factor_{k}" for k in range(self.module.n_latent)]
+
+    @property
+    def _gene_names(self) -> pd.Index:
+        return pd.Index(self.adata_manager.get_state_registry("X").get("column_names", self.adata.var_names))
+
+    def get_loadings(self) -> pd.DataFrame:
+        """The mask ``W`` as a genes x factors DataFrame (``w_jk`` scales factor ``k``'s input to gene ``j``).
+
+        Examples
+        --------
+        >>> W = model.get_loadings()
+        >>> W[model.active_factors()].abs().idxmax()  # the gene each active factor drives most
+        """
+        return pd.DataFrame(
+            self.module.decoder.W.detach().cpu().numpy(), index=self.adata.var_names, columns=self.factor_names
+        )
+
+    def get_inclusion_probabilities(self) -> pd.DataFrame:
+        """Posterior inclusion probabilities ``p*_jk = P(gamma_jk = 1 | w_jk, eta_k)`` (genes x factors).
+
+        ``p*_jk`` is the probability that ``w_jk`` comes from the slab, i.e. that gene ``j`` belongs to
+        programme ``k``. Values come from the last EM update of training.
+        """
+        return pd.DataFrame(
+            self.module.prior.p_star.detach().cpu().numpy(), index=self.adata.var_names, columns=self.factor_names
+        )
+
+    def get_factor_weights(self) -> pd.Series:
+        """``eta_k``, the prior fraction of genes in each factor's slab (small for switched-off factors)."""
+        return pd.Series(self.module.prior.eta.detach().cpu().numpy(), index=self.factor_names, name="eta")
+
+    def active_factors(self, pip_threshold: float = 0.5, min_genes: int = 1) -> list[str]:
+        """Factors the prior kept: those with at least ``min_genes`` genes with ``p* > pip_threshold``.
+
+        Examples
+        --------
+        >>> model.active_factors()
+        ['factor_0', 'factor_3', 'factor_7']
+        """
+        mask = self.module.active_factor_mask(pip_threshold, min_genes).cpu().numpy()
+        return [name for name, keep in zip(self.factor_names, mask, strict=True) if keep]
+
+    def get_anchor_genes(self, pip_threshold: float = 0.5) -> dict[str, list[str]]:
+        """Anchor genes per active factor: genes whose only included factor (``p* > pip_threshold``) it is.
+
+        Anchor genes are what makes the factors identifiable (Moran et al. 2022, assumption A1); a factor
+        with at least two anchors is identified up to a coordinate-wise transform. Genes are sorted by
+        decreasing ``|w_jk|``.
+        """
+        included = self.get_inclusion_probabilities() > pip_threshold
+        anchors = included[included.sum(1) == 1]
+        weights = self.get_loadings().abs()
+        out = {}
+        for factor in self.active_factors(pip_threshold):
+            genes = anchors.index[anchors[factor]]
+            out[factor] = list(weights.loc[genes, factor].sort_values(ascending=False).index)
+        return out
+
+    def get_top_genes(self, n_top: int = 10, pip_threshold: float = 0.5) -> dict[str, list[str]]:
+        """Top genes of each active factor by ``|w_jk|`` among genes with ``p*_jk > pip_threshold``."""
+        W = self.get_loadings().abs()
+        P = self.get_inclusion_probabilities()
+        return {
+            f: list(W.loc[P[f] > pip_threshold, f].sort_values(ascending=False).index[:n_top])
+            for f in self.active_factors(pip_threshold)
+        }
+
+    # ------------------------------------------------------------------ provenance and export
+    def _provenance(self) -> dict[str, Any]:
+        init = {k: v for k, v in self.init_params_.get("non_kwargs", {}).items()}
+        init.update(self.init_params_.get("kwargs", {}).get("module_kwargs", {}))
+        return {
+            "model": type(self).__name__,
+            "seed": int(getattr(self, "seed", -1)),
+            "params": h5ad_safe(init),
+            "train_params": h5ad_safe(getattr(self, "train_kwargs_", {})),
+            "setup_args": h5ad_safe(dict(self.registry_["setup_args"])),
+            "n_epochs_trained": int(len(self.history["elbo_train"])) if self.is_trained_ else 0,
+            "versions": package_versions(),
+            "data_hash": data_hash(self.adata, self._layer()),
+        }
+
+    def _check_same_genes(self, adata: AnnData) -> None:
+        if not np.array_equal(np.asarray(adata.var_names), np.asarray(self.adata.var_names)):
+            raise InvalidInputError(
+                "The AnnData's genes differ from the model's (names or order). Write results into the "
+                "AnnData the model was trained on, or subset it to the model's genes in the same order."
+            )
+
+    def write_results(
+        self,
+        adata: AnnData | None = None,
+        key_added: str | None = None,
+        overwrite: bool = False,
+        pip_threshold: float = 0.5,
+        batch_size: int | None = None,
+    ) -> None:
+        """Write factors, loadings and run metadata into ``adata`` (h5ad-writable).
+
+        Writes, with ``key = key_added``:
+
+        - ``adata.obsm[f"X_{key}"]``: posterior mean factors, cells x K (all K columns; see
+          ``uns[key]["active"]`` for the ones the prior kept);
+        - ``adata.varm[f"{key}_W"]``: the mask ``W``, genes x K;
+        - ``adata.varm[f"{key}_pip"]``: inclusion probabilities ``p*``, genes x K;
+        - ``adata.uns[key]``: ``factor_names``, ``active`` (bool per factor), ``active_factors``, ``eta``,
+          ``anchor_genes`` (dict of arrays), ``top_genes``, hyper-parameters, seed, package versions and a
+          hash of the training data.
+
+        Existing keys are not overwritten unless ``overwrite=True``; nothing is written if any key is taken.
+
+        Parameters
+        ----------
+        adata
+            Target AnnData (default: the one the model was set up with). It must have the model's genes.
+        key_added
+            Prefix of the keys (default ``"sparsevae"``).
+        overwrite
+            Replace existing keys.
+        pip_threshold
+            Inclusion threshold used for ``active``, ``anchor_genes`` and ``top_genes``.
+        batch_size
+            Minibatch size for the factors.
+
+        Examples
+        --------
+        >>> model.write_results(adata, key_added="sparsevae")
+        >>> adata.obsm["X_sparsevae"].shape
+        """
+        key = key_added or self._default_key
+        adata = self.adata if adata is None else adata
+        self._check_same_genes(adata)
+        check_keys_free(adata, {"obsm": [f"X_{key}"], "varm": [f"{key}_W", f"{key}_pip"], "uns": [key]}, overwrite)
+        latent = self.get_latent_representation(adata, batch_size=batch_size)
+        active = self.active_factors(pip_threshold)
+        uns = {
+            "factor_names": np.asarray(self.factor_names, dtype=object),
+            "active": np.asarray([f in active for f in self.factor_names]),
+            "active_factors": np.asarray(active, dtype=object),
+            "eta": self.get_factor_weights().to_numpy(),
+            "pip_threshold": float(pip_threshold),
+            "anchor_genes": {f: np.asarray(g, dtype=object) for f, g in self.get_anchor_genes(pip_threshold).items()},
+            "top_genes": {f: np.asarray(g, dtype=object) for f, g in self.get_top_genes(10, pip_threshold).items()},
+            **self._provenance(),
+        }
+        adata.obsm[f"X_{key}"] = latent
+        adata.varm[f"{key}_W"] = self.get_loadings().to_numpy()
+        adata.varm[f"{key}_pip"] = self.get_inclusion_probabilities().to_numpy()
+        adata.uns[key] = uns

@@ -1,0 +1,86 @@
+"""Writing model results into AnnData (h5ad-safe) and recording provenance."""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from anndata import AnnData
+
+from ._validation import InvalidInputError, get_matrix, iter_row_chunks
+
+__all__ = ["check_keys_free", "data_hash", "h5ad_safe", "package_versions"]
+
+_PACKAGES = ("scsparse", "scvi-tools", "torch", "lightning", "anndata", "scanpy", "numpy", "scipy", "pandas")
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of Python and of the packages a result depends on."""
+    out = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def data_hash(adata: AnnData, layer: str | None) -> str:
+    """SHA-256 of the data a model saw: shape, cell and gene names and the matrix values.
+
+    Dense and sparse storage of the same values give the same hash (blocks are hashed as CSR float64
+    with sorted indices), so the hash identifies the data, not its storage.
+    """
+    h = hashlib.sha256()
+    h.update(np.asarray(adata.shape, dtype=np.int64).tobytes())
+    h.update("\x1f".join(map(str, adata.obs_names)).encode())
+    h.update("\x1e".join(map(str, adata.var_names)).encode())
+    for block in iter_row_chunks(get_matrix(adata, layer)):
+        csr = sp.csr_matrix(block, dtype=np.float64)
+        csr.eliminate_zeros()
+        csr.sort_indices()
+        h.update(csr.indptr.astype(np.int64).tobytes())
+        h.update(csr.indices.astype(np.int64).tobytes())
+        h.update(csr.data.tobytes())
+    return h.hexdigest()
+
+
+def h5ad_safe(value: Any) -> Any:
+    """Convert a parameter value into something ``AnnData.write_h5ad`` stores (``None`` becomes ``"None"``)."""
+    if value is None:
+        return "None"
+    if isinstance(value, dict):
+        return {str(k): h5ad_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        if all(isinstance(v, int | float | bool | np.number) for v in value) and value:
+            return np.asarray(value)
+        return np.asarray([str(v) for v in value], dtype=object) if value else np.asarray([], dtype=float)
+    if isinstance(value, bool | int | float | str | np.number | np.ndarray):
+        return value
+    return str(value)
+
+
+def check_keys_free(adata: AnnData, keys: dict[str, list[str]], overwrite: bool) -> None:
+    """Refuse to overwrite existing AnnData keys unless asked to.
+
+    Parameters
+    ----------
+    adata
+        Target AnnData.
+    keys
+        Mapping of attribute (``"obsm"``, ``"varm"``, ``"uns"``) to the keys about to be written.
+    overwrite
+        Whether existing keys may be replaced.
+    """
+    if overwrite:
+        return
+    taken = [f"adata.{attr}[{k!r}]" for attr, names in keys.items() for k in names if k in getattr(adata, attr)]
+    if taken:
+        raise InvalidInputError(
+            f"{', '.join(taken)} already exist(s). Pass overwrite=True to replace them, or choose another "
+            "key_added."
+        )

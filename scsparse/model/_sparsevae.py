@@ -1,0 +1,338 @@
+"""SparseVAE: the sparse VAE (Moran et al., TMLR 2022) as an scvi-tools model on AnnData."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import torch
+from anndata import AnnData
+from scvi import REGISTRY_KEYS, settings
+from scvi.data import AnnDataManager
+from scvi.data.fields import CategoricalObsField, LayerField, NumericalObsField
+from scvi.model.base import BaseModelClass, UnsupervisedTrainingMixin, VAEMixin
+
+from scsparse.module import COUNT_LIKELIHOODS, SparseVAEModule
+from scsparse.nn import calibrate_inverse_gamma
+from scsparse.train import SparseVAETrainingPlan
+
+from ._base import SparseFactorMixin
+from ._validation import (
+    InvalidInputError,
+    check_anndata,
+    check_batch_key,
+    check_counts,
+    get_matrix,
+    iter_row_chunks,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SparseVAE"]
+
+
+def _feature_variances(adata: AnnData, layer: str | None) -> np.ndarray:
+    """Per-gene sample variances, streamed over row blocks."""
+    n, s1, s2 = 0, 0.0, 0.0
+    for block in iter_row_chunks(get_matrix(adata, layer)):
+        dense = block.toarray() if hasattr(block, "toarray") else block
+        dense = dense.astype(np.float64)
+        n += dense.shape[0]
+        s1 = s1 + dense.sum(0)
+        s2 = s2 + (dense**2).sum(0)
+    mean = s1 / n
+    return np.maximum(s2 / n - mean**2, 0.0) * n / max(n - 1, 1)
+
+
+class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseModelClass):
+    """Sparse VAE: identifiable gene programmes with a Spike-and-Slab Lasso mask on the decoder.
+
+    Every gene ``j`` has a mask row ``w_j`` over the ``K`` latent factors and the decoder sees
+    ``w_j ⊙ z_i``. The Spike-and-Slab Lasso prior on ``W`` picks the few factors that drive each gene,
+    switches unused factors off (``n_latent`` is an upper bound) and makes the factors identifiable
+    under the anchor-gene condition (Moran et al. 2022, Theorems 1-2).
+
+    Parameters
+    ----------
+    adata
+        AnnData registered with :meth:`setup_anndata`.
+    n_latent
+        Number of latent factors ``K`` (an upper bound).
+    n_hidden
+        Width of the decoder and encoder hidden layers.
+    n_layers
+        Number of hidden layers of the decoder and encoder.
+    gene_likelihood
+        ``"nb"`` (default), ``"zinb"``, ``"poisson"``, ``"multinomial"`` for counts; ``"normal"`` (Gaussian
+        with per-gene variances and an inverse-gamma prior) for normalised data.
+    lambda0, lambda1
+        Spike and slab Laplace rates of the prior on ``W`` (``lambda0 >> lambda1``).
+    a, b
+        Beta(a, b) prior on the fraction of genes each factor drives; ``b=None`` means ``b = n_genes``.
+    dropout_rate
+        Encoder dropout.
+    seed
+        Seed for the weights, the train/validation split and training; recorded in the results.
+    **module_kwargs
+        Passed to :class:`~scsparse.module.SparseVAEModule` (e.g. ``encode_covariates``,
+        ``decoder_kwargs={"chunk_size": 512}``).
+
+    Examples
+    --------
+    >>> import scsparse
+    >>> adata = scsparse.data.kang_pbmc()
+    >>> scsparse.model.SparseVAE.setup_anndata(adata, layer="counts")
+    >>> model = scsparse.model.SparseVAE(adata, n_latent=20)
+    >>> model.train(max_epochs=100)
+    >>> model.active_factors()
+    >>> model.write_results(adata, key_added="sparsevae")
+    """
+
+    _module_cls = SparseVAEModule
+    _training_plan_cls = SparseVAETrainingPlan
+    _default_key = "sparsevae"
+
+    def __init__(
+        self,
+        adata: AnnData,
+        n_latent: int = 20,
+        n_hidden: int = 128,
+        n_layers: int = 1,
+        gene_likelihood: Literal["nb", "zinb", "poisson", "multinomial", "normal"] = "nb",
+        lambda0: float = 10.0,
+        lambda1: float = 1.0,
+        a: float = 1.0,
+        b: float | None = None,
+        dropout_rate: float = 0.1,
+        seed: int = 0,
+        **module_kwargs: Any,
+    ) -> None:
+        super().__init__(adata)
+        layer = self._layer()
+        if gene_likelihood in COUNT_LIKELIHOODS:
+            check_counts(self.adata, layer, gene_likelihood)
+        sigma_prior_xi = 1.0
+        if gene_likelihood == "normal":
+            sigma_prior_xi = calibrate_inverse_gamma(_feature_variances(self.adata, layer))
+        self.seed = int(seed)
+        settings.seed = self.seed
+        self.module = self._module_cls(
+            n_input=self.summary_stats.n_vars,
+            n_batch=self.summary_stats.n_batch,
+            n_latent=n_latent,
+            n_hidden=n_hidden,
+            n_layers=n_layers,
+            gene_likelihood=gene_likelihood,
+            lambda0=lambda0,
+            lambda1=lambda1,
+            a=a,
+            b=b,
+            dropout_rate=dropout_rate,
+            sigma_prior_xi=sigma_prior_xi,
+            **module_kwargs,
+        )
+        self._model_summary_string = (
+            f"SparseVAE with n_latent={n_latent} (upper bound), n_hidden={n_hidden}, n_layers={n_layers}, "
+            f"gene_likelihood={gene_likelihood!r}, lambda0={lambda0}, lambda1={lambda1}, a={a}, "
+            f"b={'n_genes' if b is None else b}, n_genes={self.summary_stats.n_vars}, "
+            f"n_batch={self.summary_stats.n_batch}"
+        )
+        self.init_params_ = self._get_init_params(locals())
+
+    # ------------------------------------------------------------------ set-up
+    @classmethod
+    def setup_anndata(
+        cls,
+        adata: AnnData,
+        layer: str | None = None,
+        batch_key: str | None = None,
+        size_factor_key: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Register an AnnData with the model.
+
+        The data are checked first: a missing layer, an empty AnnData, NaN/inf values, genes that are
+        zero in every cell and a batch column with missing values each raise an
+        :class:`~scsparse.model.InvalidInputError` that says how to fix them. Whether the values are
+        counts is checked when the model is built, since it depends on ``gene_likelihood``.
+
+        Only scvi-tools' registration keys are added to ``adata`` (``adata.uns["_scvi_uuid"]``,
+        ``adata.uns["_scvi_manager_uuid"]`` and the encoded batch column ``adata.obs["_scvi_batch"]``);
+        the data themselves are not modified.
+
+        Parameters
+        ----------
+        adata
+            AnnData with cells in rows and genes in columns (dense or sparse).
+        layer
+            Layer holding the data (raw counts for count likelihoods); ``None`` uses ``adata.X``.
+        batch_key
+            Column of ``adata.obs`` with a batch covariate. It enters the decoder outside the mask,
+            so batch effects are modelled without leaking into ``W``.
+        size_factor_key
+            Column of ``adata.obs`` with per-cell size factors replacing the observed library size.
+
+        Examples
+        --------
+        >>> scsparse.model.SparseVAE.setup_anndata(adata, layer="counts", batch_key="sample")
+        """
+        setup_method_args = cls._get_setup_method_args(**locals())
+        check_anndata(adata, layer)
+        check_batch_key(adata, batch_key)
+        if size_factor_key is not None and size_factor_key not in adata.obs.columns:
+            raise InvalidInputError(
+                f"size_factor_key={size_factor_key!r} is not a column of adata.obs "
+                f"(columns: {list(adata.obs.columns)})."
+            )
+        fields = [
+            LayerField(REGISTRY_KEYS.X_KEY, layer, is_count_data=False),
+            CategoricalObsField(REGISTRY_KEYS.BATCH_KEY, batch_key),
+            NumericalObsField(REGISTRY_KEYS.SIZE_FACTOR_KEY, size_factor_key, required=False),
+        ]
+        adata_manager = AnnDataManager(fields=fields, setup_method_args=setup_method_args)
+        adata_manager.register_fields(adata, **kwargs)
+        cls.register_manager(adata_manager)
+
+    # ------------------------------------------------------------------ training
+    def train(
+        self,
+        max_epochs: int | None = None,
+        lr: float = 1e-3,
+        batch_size: int = 128,
+        train_size: float | None = 0.9,
+        early_stopping: bool = False,
+        seed: int | None = None,
+        em_every: Literal["step", "epoch"] = "step",
+        plan_kwargs: dict | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Train with Adam on the per-cell ELBO and the EM update of the Spike-and-Slab Lasso prior.
+
+        Parameters
+        ----------
+        max_epochs
+            Number of passes over the data; ``None`` uses scvi-tools' heuristic (fewer for more cells).
+        lr
+            Adam learning rate.
+        batch_size
+            Minibatch size.
+        train_size
+            Fraction of cells used for training; the rest is held out (``model.validation_indices``).
+        early_stopping
+            Stop when the validation ELBO stops improving.
+        seed
+            Seed for the split and training; defaults to the model's seed.
+        em_every
+            Run the EM update after every step (the paper's Algorithm 1) or every epoch.
+        plan_kwargs
+            Passed to :class:`~scsparse.train.SparseVAETrainingPlan` (``n_epochs_kl_warmup`` defaults to
+            ``None``: the KL weight is 1 from the start, as in the paper).
+        **kwargs
+            Passed to :meth:`scvi.model.base.UnsupervisedTrainingMixin.train` (``accelerator``,
+            ``devices``, ``strategy``, ``datasplitter_kwargs`` ...).
+        """
+        self.seed = self.seed if seed is None else int(seed)
+        settings.seed = self.seed
+        plan = {"lr": lr, "n_epochs_kl_warmup": None, "em_every": em_every}
+        plan.update(plan_kwargs or {})
+        self.train_kwargs_ = {
+            "max_epochs": max_epochs,
+            "batch_size": batch_size,
+            "train_size": train_size,
+            "early_stopping": early_stopping,
+            "plan_kwargs": plan,
+        }
+        super().train(
+            max_epochs=max_epochs,
+            batch_size=batch_size,
+            train_size=train_size,
+            early_stopping=early_stopping,
+            plan_kwargs=plan,
+            **kwargs,
+        )
+
+    # ------------------------------------------------------------------ results
+    @torch.inference_mode()
+    def get_normalized_expression(
+        self,
+        adata: AnnData | None = None,
+        indices: Sequence[int] | None = None,
+        n_samples: int = 1,
+        library_size: float | Literal["latent"] = 1.0,
+        batch_size: int | None = None,
+        return_numpy: bool = False,
+    ) -> pd.DataFrame | np.ndarray:
+        """Denoised expression from the decoder, computed in minibatches.
+
+        For count likelihoods this is ``library_size * softmax(f(W ⊙ z))`` (``library_size=1`` gives
+        proportions; ``"latent"`` uses each cell's observed library size); for ``"normal"`` the decoder
+        mean. ``z`` is the posterior mean when ``n_samples == 1``, otherwise the average over samples.
+
+        Returns
+        -------
+        Cells x genes DataFrame (or array with ``return_numpy=True``).
+        """
+        adata = self._validate_anndata(adata)
+        loader = self._make_data_loader(adata=adata, indices=indices, batch_size=batch_size)
+        module: SparseVAEModule = self.module
+        out = []
+        for tensors in loader:
+            inf = module.inference(**module._get_inference_input(tensors))
+            z = inf["qz"].loc if n_samples == 1 else inf["qz"].sample((n_samples,))
+            gen = module.generative(z, inf["library"], tensors.get(REGISTRY_KEYS.BATCH_KEY))
+            if module.gene_likelihood in COUNT_LIKELIHOODS:
+                value = gen["rho"] * (inf["library"] if library_size == "latent" else float(library_size))
+            else:
+                value = gen["logits"]
+            if n_samples > 1:
+                value = value.mean(0)
+            out.append(value.cpu().numpy())
+        values = np.concatenate(out, axis=0)
+        if return_numpy:
+            return values
+        obs_names = adata.obs_names if indices is None else adata.obs_names[np.asarray(indices)]
+        return pd.DataFrame(values, index=obs_names, columns=adata.var_names)
+
+    def get_heldout_nll(
+        self, adata: AnnData | None = None, indices: Sequence[int] | None = None, n_mc_samples: int = 100
+    ) -> float:
+        """Negative log-likelihood per cell, ``-log p(x)``, importance-sampled with ``q(z | x)``.
+
+        Defaults to the cells held out from training (``model.validation_indices``) when neither
+        ``adata`` nor ``indices`` is given. This is a true likelihood (all normalising constants kept),
+        comparable across models with the same likelihood.
+        """
+        if adata is None and indices is None:
+            indices = self.validation_indices
+            if indices is None or len(indices) == 0:
+                raise InvalidInputError("No held-out cells: train with train_size < 1 or pass indices=.")
+        return -float(self.get_marginal_ll(adata=adata, indices=indices, n_mc_samples=n_mc_samples))
+
+    # ------------------------------------------------------------------ save / load
+    @classmethod
+    def load(cls, dir_path: str, adata: AnnData | None = None, **kwargs: Any):
+        """Load a saved model; ``adata`` must have the genes the model was trained on, in the same order.
+
+        Examples
+        --------
+        >>> model.save("my_model/")
+        >>> model = scsparse.model.SparseVAE.load("my_model/", adata=adata)
+        """
+        if adata is not None:
+            prefix = kwargs.get("prefix") or ""
+            saved = torch.load(os.path.join(dir_path, f"{prefix}model.pt"), map_location="cpu", weights_only=False)
+            var_names = np.asarray(saved.get("var_names", []), dtype=str)
+            if var_names.size and not np.array_equal(var_names, np.asarray(adata.var_names, dtype=str)):
+                missing = np.setdiff1d(var_names, np.asarray(adata.var_names, dtype=str))
+                raise InvalidInputError(
+                    f"The AnnData does not match the saved model: the model was trained on {var_names.size} "
+                    f"genes, the AnnData has {adata.n_vars}"
+                    + (f" and lacks {missing.size} of them (e.g. {', '.join(missing[:5])})" if missing.size else "")
+                    + ". Subset and order the genes as in training, e.g. "
+                    "`adata = adata[:, model_genes].copy()` with model_genes from the training AnnData."
+                )
+        return super().load(dir_path, adata=adata, **kwargs)

@@ -1,0 +1,5 @@
+"""scvi-tools modules (``BaseModuleClass``) of the scsparse models."""
+
+from ._sparsevae import COUNT_LIKELIHOODS, GENE_LIKELIHOODS, SparseVAEModule
+
+__all__ = ["COUNT_LIKELIHOODS", "GENE_LIKELIHOODS", "SparseVAEModule"]

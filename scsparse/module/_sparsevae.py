@@ -1,0 +1,259 @@
+"""The sparse VAE as an scvi-tools module: inference, generative model, loss and EM update."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+from scvi import REGISTRY_KEYS
+from scvi.module.base import BaseModuleClass, LossOutput, auto_move_data
+from torch import nn
+from torch.distributions import Normal, kl_divergence
+
+from scsparse.nn import (
+    GaussianEncoder,
+    MaskedDecoder,
+    SpikeSlabLasso,
+    inverse_gamma_neg_log_prior,
+    log_multinomial,
+    log_nb,
+    log_normal,
+    log_poisson,
+    log_zinb,
+)
+
+GeneLikelihood = Literal["nb", "zinb", "poisson", "multinomial", "normal"]
+GENE_LIKELIHOODS: tuple[str, ...] = ("nb", "zinb", "poisson", "multinomial", "normal")
+COUNT_LIKELIHOODS: tuple[str, ...] = ("nb", "zinb", "poisson", "multinomial")
+
+__all__ = ["COUNT_LIKELIHOODS", "GENE_LIKELIHOODS", "SparseVAEModule"]
+
+
+class SparseVAEModule(BaseModuleClass):
+    """Sparse VAE module (Moran et al. 2022) with count and Gaussian likelihoods.
+
+    Generative model for cell ``i`` and gene ``j``: ``z_i ~ N(0, I_K)``,
+    ``x_ij ~ p(f_theta(w_j ⊙ z_i, s_i)_j)`` where ``s_i`` are covariates that enter the decoder outside
+    the mask, and ``W`` has a Spike-and-Slab Lasso prior. For count likelihoods the decoder outputs pass
+    through a softmax over genes and are multiplied by the library size.
+
+    Parameters
+    ----------
+    n_input
+        Number of genes ``G``.
+    n_batch
+        Number of batch categories (0 or 1 for none).
+    n_latent
+        Number of latent factors ``K`` (an upper bound: the prior switches unused factors off).
+    n_hidden, n_layers
+        Width and depth of the decoder (the encoder uses the same unless ``n_layers_encoder`` is given).
+    gene_likelihood
+        ``"nb"``, ``"zinb"``, ``"poisson"``, ``"multinomial"`` or ``"normal"``.
+    lambda0, lambda1, a, b
+        Spike-and-Slab Lasso hyper-parameters (``b=None`` means ``b = G``).
+    sigma_prior_nu, sigma_prior_xi
+        Inverse-gamma prior on the per-gene variances of the ``"normal"`` likelihood.
+    dropout_rate
+        Encoder dropout.
+    log_variational
+        Encode ``log1p(x)`` rather than ``x`` (count likelihoods).
+    encode_covariates
+        Feed the batch to the encoder too.
+    n_layers_encoder, n_hidden_encoder
+        Encoder depth and width (default: the decoder's).
+    decoder_kwargs
+        Passed to :class:`~scsparse.nn.MaskedDecoder` (``chunk_size``, ``memory_budget_mb``, ``activation``,
+        ``w_init`` ...).
+    """
+
+    def __init__(
+        self,
+        n_input: int,
+        n_batch: int = 0,
+        n_latent: int = 20,
+        n_hidden: int = 128,
+        n_layers: int = 1,
+        gene_likelihood: GeneLikelihood = "nb",
+        lambda0: float = 10.0,
+        lambda1: float = 1.0,
+        a: float = 1.0,
+        b: float | None = None,
+        sigma_prior_nu: float = 3.0,
+        sigma_prior_xi: float = 1.0,
+        dropout_rate: float = 0.1,
+        log_variational: bool = True,
+        encode_covariates: bool = False,
+        n_layers_encoder: int | None = None,
+        n_hidden_encoder: int | None = None,
+        decoder_kwargs: dict | None = None,
+    ) -> None:
+        super().__init__()
+        if gene_likelihood not in GENE_LIKELIHOODS:
+            raise ValueError(f"gene_likelihood must be one of {GENE_LIKELIHOODS}, got {gene_likelihood!r}.")
+        self.n_input, self.n_batch, self.n_latent = int(n_input), int(n_batch), int(n_latent)
+        self.gene_likelihood = gene_likelihood
+        self.log_variational = log_variational and gene_likelihood in COUNT_LIKELIHOODS
+        self.encode_covariates = encode_covariates
+        self.sigma_prior_nu, self.sigma_prior_xi = float(sigma_prior_nu), float(sigma_prior_xi)
+
+        batch_cats = [self.n_batch] if self.n_batch > 1 else []
+        self.encoder = GaussianEncoder(
+            n_input,
+            n_latent,
+            n_hidden=n_hidden_encoder or n_hidden,
+            n_layers=n_layers_encoder or n_layers,
+            n_cat_list=batch_cats if encode_covariates else (),
+            dropout_rate=dropout_rate,
+        )
+        self.decoder = MaskedDecoder(
+            n_latent,
+            n_input,
+            n_hidden=n_hidden,
+            n_layers=n_layers,
+            n_heads=2 if gene_likelihood == "zinb" else 1,
+            n_cat_list=batch_cats,
+            **(decoder_kwargs or {}),
+        )
+        self.prior = SpikeSlabLasso(n_input, n_latent, lambda0=lambda0, lambda1=lambda1, a=a, b=b)
+        if gene_likelihood in ("nb", "zinb"):
+            self.log_theta = nn.Parameter(torch.zeros(n_input))
+        if gene_likelihood == "normal":
+            self.log_var = nn.Parameter(torch.zeros(n_input))
+
+    # ------------------------------------------------------------------ scvi-tools plumbing
+    def _get_inference_input(self, tensors: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor | None]:
+        return {
+            "x": tensors[REGISTRY_KEYS.X_KEY],
+            "batch_index": tensors.get(REGISTRY_KEYS.BATCH_KEY),
+            "size_factor": tensors.get(REGISTRY_KEYS.SIZE_FACTOR_KEY),
+        }
+
+    def _get_generative_input(
+        self, tensors: dict[str, torch.Tensor], inference_outputs: dict[str, torch.Tensor], **kwargs
+    ) -> dict[str, torch.Tensor | None]:
+        return {
+            "z": inference_outputs["z"],
+            "library": inference_outputs["library"],
+            "batch_index": tensors.get(REGISTRY_KEYS.BATCH_KEY),
+        }
+
+    def _batch_cats(self, batch_index: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+        return (batch_index,) if (self.n_batch > 1 and batch_index is not None) else ()
+
+    @auto_move_data
+    def inference(
+        self,
+        x: torch.Tensor,
+        batch_index: torch.Tensor | None = None,
+        size_factor: torch.Tensor | None = None,
+        n_samples: int = 1,
+    ) -> dict[str, torch.Tensor | Normal]:
+        """Encode cells: ``q(z | x)``, a sample ``z`` and the library size."""
+        x_enc = torch.log1p(x) if self.log_variational else x
+        cats = self._batch_cats(batch_index) if self.encode_covariates else ()
+        qz, z = self.encoder(x_enc, *cats)
+        if n_samples > 1:
+            z = qz.rsample((n_samples,))
+        library = size_factor if size_factor is not None else x.sum(-1, keepdim=True)
+        return {"z": z, "qz": qz, "library": library}
+
+    @auto_move_data
+    def generative(
+        self, z: torch.Tensor, library: torch.Tensor, batch_index: torch.Tensor | None = None
+    ) -> dict[str, torch.Tensor]:
+        """Decode ``z`` into the parameters of ``p(x | z)``.
+
+        Returns a dict with ``"logits"`` (decoder output per gene), and for count likelihoods ``"rho"``
+        (normalised expression, softmax over genes) and ``"mu"`` (``library * rho``); ``"zi_logits"`` for ZINB.
+        """
+        lead = z.shape[:-1]
+        z_flat = z.reshape(-1, self.n_latent)
+        cats = self._batch_cats(batch_index)
+        if z.dim() == 3 and cats:  # several samples per cell: repeat the covariates
+            cats = tuple(c.reshape(1, -1).expand(z.shape[0], -1).reshape(-1) for c in cats)
+        heads = self.decoder(z_flat, *cats).reshape(self.decoder.n_heads, *lead, self.n_input)
+        out = {"logits": heads[0]}
+        if self.gene_likelihood in COUNT_LIKELIHOODS:
+            rho = torch.softmax(heads[0], dim=-1)
+            out["rho"] = rho
+            out["mu"] = library * rho
+        if self.gene_likelihood == "zinb":
+            out["zi_logits"] = heads[1]
+        return out
+
+    # ------------------------------------------------------------------ likelihood and loss
+    def log_likelihood(self, x: torch.Tensor, generative_outputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``log p(x | z)`` per cell (summed over genes), with all normalising constants."""
+        lik = self.gene_likelihood
+        if lik == "normal":
+            return log_normal(x, generative_outputs["logits"], self.log_var).sum(-1)
+        if lik == "multinomial":
+            return log_multinomial(x, generative_outputs["logits"])
+        mu = generative_outputs["mu"]
+        if lik == "poisson":
+            return log_poisson(x, mu).sum(-1)
+        theta = torch.exp(self.log_theta)
+        if lik == "nb":
+            return log_nb(x, mu, theta).sum(-1)
+        return log_zinb(x, mu, theta, generative_outputs["zi_logits"]).sum(-1)
+
+    def global_penalty(self) -> torch.Tensor:
+        """Negative log-prior of the global parameters that receive gradients: SSL on ``W``, variance prior."""
+        penalty = self.prior.penalty(self.decoder.W)
+        if self.gene_likelihood == "normal":
+            penalty = penalty + inverse_gamma_neg_log_prior(self.log_var, self.sigma_prior_nu, self.sigma_prior_xi)
+        return penalty
+
+    def loss(
+        self,
+        tensors: dict[str, torch.Tensor],
+        inference_outputs: dict[str, torch.Tensor],
+        generative_outputs: dict[str, torch.Tensor],
+        kl_weight: float = 1.0,
+        n_obs: int = 1,
+    ) -> LossOutput:
+        """Per-cell negative ELBO plus the global prior terms scaled by the number of training cells.
+
+        ``loss = mean_i[-log p(x_i | z_i) + kl_weight * KL(q(z_i | x_i) || N(0, I))] + penalty / n_obs``.
+        The global penalty is divided by the number of training cells (the data term is a sum over all
+        of them), not by the minibatch size, and it is not multiplied by ``kl_weight``.
+        """
+        x = tensors[REGISTRY_KEYS.X_KEY]
+        rec = -self.log_likelihood(x, generative_outputs)
+        qz = inference_outputs["qz"]
+        kl_z = kl_divergence(qz, Normal(torch.zeros_like(qz.loc), torch.ones_like(qz.scale))).sum(-1)
+        penalty = self.global_penalty()
+        loss = torch.mean(rec + kl_weight * kl_z) + penalty / max(int(n_obs), 1)
+        return LossOutput(loss=loss, reconstruction_loss=rec, kl_local=kl_z, kl_global=penalty)
+
+    # ------------------------------------------------------------------ EM
+    @torch.no_grad()
+    def em_update(self) -> None:
+        """E-step (``p*``) and ``eta`` update of the Spike-and-Slab Lasso, from the current ``W``."""
+        self.prior.em_update(self.decoder.W)
+
+    def active_factor_mask(self, pip_threshold: float = 0.5, min_genes: int = 1) -> torch.Tensor:
+        """Boolean mask of the factors the prior kept (see :meth:`SpikeSlabLasso.active_mask`)."""
+        return self.prior.active_mask(pip_threshold, min_genes)
+
+    # ------------------------------------------------------------------ evaluation
+    @torch.inference_mode()
+    @auto_move_data
+    def marginal_ll(
+        self, tensors: dict[str, torch.Tensor], n_mc_samples: int = 100, return_mean: bool = False
+    ) -> torch.Tensor | float:
+        """Importance-sampled ``log p(x)`` per cell with ``q(z | x)`` as the proposal.
+
+        ``log p(x) ~= logsumexp_s[log p(x | z_s) + log p(z_s) - log q(z_s | x)] - log S``.
+        """
+        inf = self.inference(**self._get_inference_input(tensors))
+        qz = inf["qz"]
+        z = qz.sample((n_mc_samples,))  # (S, B, K)
+        gen = self.generative(z, inf["library"], tensors.get(REGISTRY_KEYS.BATCH_KEY))
+        x = tensors[REGISTRY_KEYS.X_KEY]
+        log_px_z = self.log_likelihood(x.unsqueeze(0).expand(n_mc_samples, *x.shape), gen)
+        log_pz = Normal(0.0, 1.0).log_prob(z).sum(-1)
+        log_qz = qz.log_prob(z).sum(-1)
+        ll = torch.logsumexp(log_px_z + log_pz - log_qz, dim=0) - math.log(n_mc_samples)
+        return ll.mean().item() if return_mean else ll

@@ -1,0 +1,28 @@
+"""Torch building blocks shared by the scvi-tools models and :mod:`scsparse.generic`.
+
+Nothing here imports AnnData, Lightning or scvi-tools: every piece of the maths is written once, here.
+"""
+
+from ._encoder import GaussianEncoder
+from ._likelihoods import log_multinomial, log_nb, log_normal, log_poisson, log_zinb
+from ._masked_decoder import MaskedDecoder
+from ._mlp import MLP, make_activation, one_hot_covariates
+from ._priors import calibrate_inverse_gamma, inverse_gamma_neg_log_prior
+from ._ssl import SpikeSlabLasso, ssl_inclusion_logits
+
+__all__ = [
+    "GaussianEncoder",
+    "MLP",
+    "MaskedDecoder",
+    "SpikeSlabLasso",
+    "calibrate_inverse_gamma",
+    "inverse_gamma_neg_log_prior",
+    "log_multinomial",
+    "log_nb",
+    "log_normal",
+    "log_poisson",
+    "log_zinb",
+    "make_activation",
+    "one_hot_covariates",
+    "ssl_inclusion_logits",
+]

@@ -1,0 +1,50 @@
+"""Shared fixtures: quiet logging, small synthetic AnnData."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+
+import anndata as ad
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _quiet():
+    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
+    logging.getLogger("lightning").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+    warnings.filterwarnings("ignore", message=".*smaller than the logging interval.*")
+    try:
+        import scvi
+
+        scvi.settings.verbosity = logging.ERROR
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def make_counts(n_obs: int = 200, n_vars: int = 40, n_latent: int = 3, seed: int = 0) -> ad.AnnData:
+    """Counts from a sparse factor model: each gene driven by one of ``n_latent`` programmes."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n_obs, n_latent))
+    owner = np.arange(n_vars) % n_latent
+    rate = np.exp(1.0 + 0.8 * z[:, owner])
+    counts = rng.poisson(rate).astype(np.float32)
+    counts[:, counts.sum(0) == 0] = 1.0
+    adata = ad.AnnData(sp.csr_matrix(counts))
+    adata.obs_names = [f"cell{i}" for i in range(n_obs)]
+    adata.var_names = [f"gene{j}" for j in range(n_vars)]
+    adata.layers["counts"] = adata.X.copy()
+    adata.obs["batch"] = np.where(np.arange(n_obs) % 2 == 0, "a", "b")
+    adata.var["owner"] = owner
+    return adata
+
+
+@pytest.fixture
+def counts_adata() -> ad.AnnData:
+    return make_counts()
