@@ -16,6 +16,9 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 @pytest.fixture(autouse=True, scope="session")
 def _quiet():
+    import torch
+
+    torch.set_num_threads(1)  # the test models are tiny: one thread is faster and avoids contention
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     logging.getLogger("lightning").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")

@@ -1,0 +1,332 @@
+"""The ``scsparse`` command: ``scsparse demo``, ``scsparse fit`` and ``scsparse bench``.
+
+The CLI is thin: it parses arguments and calls the library (:func:`scsparse._demo.run_demo`,
+:func:`scsparse.tl.sparse_vae`, :func:`scsparse.generic.benchmarks.run`). Heavy packages (scvi-tools,
+scanpy, torch) are imported inside the handlers, so ``scsparse --help`` is fast. Errors caused by the input
+(missing file or layer, non-count data, taken keys, ...) are printed as one line, ``scsparse: error: ...``,
+with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["build_parser", "main"]
+
+PROG = "scsparse"
+GENE_LIKELIHOODS = ("nb", "zinb", "poisson", "multinomial", "normal")
+EXIT_INPUT_ERROR = 2
+
+
+class CLIError(Exception):
+    """An error to report as one line with exit status 2."""
+
+
+def _fail(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return EXIT_INPUT_ERROR
+
+
+def _input_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean "bad input", printed without a traceback."""
+    errors: list[type[BaseException]] = [CLIError, FileNotFoundError]
+    try:
+        from scsparse.model._validation import InvalidInputError  # light: no scvi import
+
+        errors.append(InvalidInputError)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(errors)
+
+
+# ---------------------------------------------------------------------------------------------------- handlers
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from scsparse._demo import run_demo
+
+    run_demo(out_dir=args.out, max_epochs=args.max_epochs, n_latent=args.n_latent, seed=args.seed)
+    return 0
+
+
+def _read_h5ad(path: Path):
+    import anndata as ad
+
+    if not path.exists():
+        raise FileNotFoundError(f"input file {str(path)!r} does not exist.")
+    if path.is_dir():
+        raise CLIError(f"input {str(path)!r} is a directory; expected an .h5ad file.")
+    try:
+        return ad.read_h5ad(path)
+    except (OSError, KeyError, ValueError) as exc:
+        raise CLIError(f"could not read {str(path)!r} as an .h5ad file ({type(exc).__name__}: {exc}).") from exc
+
+
+def _fit_figures(adata, key: str, folder: Path, seed: int) -> list[Path]:
+    """Heatmap and factor UMAP of a fit (UMAP computed on the active factors if ``X_umap`` is absent)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import scanpy as sc
+
+    from scsparse import pl
+
+    folder.mkdir(parents=True, exist_ok=True)
+    uns = adata.uns[key]
+    active = [str(f) for f in uns["active_factors"]]
+    if not active:
+        print(f"{PROG}: no active factor; no figures written (train longer with --max-epochs).", file=sys.stderr)
+        return []
+    written = [folder / "loadings_heatmap.png"]
+    ax = pl.loadings_heatmap(adata, key=key, show=False, save=written[0])
+    plt.close(ax.figure)
+    if "X_umap" not in adata.obsm:
+        names = [str(f) for f in uns["factor_names"]]
+        adata.obsm[f"X_{key}_active"] = np.asarray(adata.obsm[f"X_{key}"])[:, [names.index(f) for f in active]]
+        sc.pp.neighbors(adata, use_rep=f"X_{key}_active", random_state=seed)
+        sc.tl.umap(adata, random_state=seed)
+    written.append(folder / "factors_umap.png")
+    axes = pl.factor_embedding(adata, key=key, basis="umap", show=False, save=written[1])
+    plt.close((axes[0] if isinstance(axes, list) else axes).figure)
+    return written
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    in_path, out_path = Path(args.input), Path(args.out)
+    if out_path.exists() and not args.overwrite:
+        raise CLIError(f"output file {str(out_path)!r} exists; pass --overwrite to replace it.")
+    if out_path.resolve() == in_path.resolve():
+        raise CLIError("--out must differ from the input file.")
+    adata = _read_h5ad(in_path)
+    print(f"{PROG} fit: {adata.n_obs} cells x {adata.n_vars} genes from {in_path}", flush=True)
+
+    from scsparse import tl
+
+    start = time.perf_counter()
+    tl.sparse_vae(
+        adata,
+        layer=args.layer,
+        batch_key=args.batch_key,
+        n_latent=args.n_latent,
+        gene_likelihood=args.gene_likelihood,
+        max_epochs=args.max_epochs,
+        seed=args.seed,
+        key_added=args.key_added,
+        overwrite=args.overwrite,
+    )
+    uns = adata.uns[args.key_added]
+    active = [str(f) for f in uns["active_factors"]]
+    figures = _fit_figures(adata, args.key_added, Path(args.figures), args.seed) if args.figures else []
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    adata.write_h5ad(out_path)
+    print(
+        f"{PROG} fit: {len(active)} active factor(s) of {args.n_latent} in {time.perf_counter() - start:.0f} s; "
+        f"wrote {out_path} (obsm['X_{args.key_added}'], varm['{args.key_added}_W'], "
+        f"varm['{args.key_added}_pip'], uns['{args.key_added}'])"
+        + (f" and {len(figures)} figure(s) in {args.figures}" if figures else "")
+    )
+    return 0
+
+
+def _benchmark_names() -> list[str] | None:
+    try:
+        from scsparse.generic.benchmarks import BENCHMARKS
+    except ImportError:
+        return None
+    return sorted(BENCHMARKS)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    try:
+        from scsparse.generic import benchmarks
+    except ImportError as exc:
+        raise CLIError(f"benchmarks are not available in this installation ({exc}).") from exc
+    names = sorted(getattr(benchmarks, "BENCHMARKS", {}))
+    if args.name not in names:
+        raise CLIError(f"unknown benchmark {args.name!r}; available: {', '.join(names) or 'none'}.")
+    out = Path(args.out) if args.out else Path("bench_out") / args.name
+    results = benchmarks.run(
+        args.name, out=out, seeds=args.seeds, rho=args.rho, quick=args.quick, max_epochs=args.max_epochs
+    )
+    print(f"{PROG} bench {args.name}: {len(results)} result row(s) written to {out}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------- parser
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from exc
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser of the ``scsparse`` command.
+
+    Parameters
+    ----------
+    bench_choices
+        Names accepted by ``scsparse bench`` (``None``: not checked by the parser).
+
+    Returns
+    -------
+    argparse.ArgumentParser
+
+    Examples
+    --------
+    >>> build_parser().parse_args(["fit", "in.h5ad", "--out", "out.h5ad"]).n_latent
+    20
+    """
+    from scsparse import __version__
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Sparse, identifiable gene programmes for single-cell data (the sparse VAE on scvi-tools).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    from scsparse._demo import DEFAULT_MAX_EPOCHS  # stdlib-only module at import time
+
+    demo = sub.add_parser(
+        "demo",
+        help="fit SparseVAE on the embedded Kang PBMC data; write result.h5ad, figures and report.md",
+        description="Fit SparseVAE on the embedded Kang et al. (2018) PBMCs (no download) and write "
+        "result.h5ad, loadings_heatmap.png, factors_umap.png, umap_celltype_condition.png and report.md.",
+    )
+    demo.add_argument("--out", default="scsparse_demo", metavar="DIR", help="output folder (default: %(default)s)")
+    demo.add_argument(
+        "--max-epochs",
+        type=_positive_int,
+        default=DEFAULT_MAX_EPOCHS,
+        metavar="N",
+        help="training epochs (default: %(default)s)",
+    )
+    demo.add_argument(
+        "--n-latent",
+        type=_positive_int,
+        default=20,
+        metavar="K",
+        help="number of factors, an upper bound (default: %(default)s)",
+    )
+    demo.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default: %(default)s)")
+    demo.set_defaults(handler=_cmd_demo)
+
+    fit = sub.add_parser(
+        "fit",
+        help="fit SparseVAE on an .h5ad file and write the results into a new .h5ad",
+        description="Fit SparseVAE on IN.h5ad and write it with the results to OUT.h5ad: obsm['X_KEY'] "
+        "(factors), varm['KEY_W'] (loadings), varm['KEY_pip'] (inclusion probabilities), uns['KEY'].",
+    )
+    fit.add_argument("input", metavar="IN.h5ad", help="input AnnData")
+    fit.add_argument(
+        "--out", required=True, metavar="OUT.h5ad", help="output file (not overwritten without --overwrite)"
+    )
+    fit.add_argument("--layer", default=None, help="layer with the (count) data, e.g. counts (default: adata.X)")
+    fit.add_argument("--batch-key", default=None, metavar="KEY", help="obs column with a batch covariate")
+    fit.add_argument(
+        "--n-latent",
+        type=_positive_int,
+        default=20,
+        metavar="K",
+        help="number of factors, an upper bound (default: %(default)s)",
+    )
+    fit.add_argument(
+        "--gene-likelihood",
+        choices=GENE_LIKELIHOODS,
+        default="nb",
+        help="observation model (default: %(default)s; 'normal' for normalised data)",
+    )
+    fit.add_argument(
+        "--max-epochs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="training epochs (default: scvi-tools' heuristic, up to 400)",
+    )
+    fit.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default: %(default)s)")
+    fit.add_argument(
+        "--key-added", default="sparsevae", metavar="KEY", help="prefix of the keys (default: %(default)s)"
+    )
+    fit.add_argument(
+        "--overwrite", action="store_true", help="replace an existing OUT file and existing results under --key-added"
+    )
+    fit.add_argument(
+        "--figures",
+        default=None,
+        metavar="DIR",
+        help="also write loadings_heatmap.png and factors_umap.png into DIR (computes a UMAP on the "
+        "active factors when the input has none)",
+    )
+    fit.set_defaults(handler=_cmd_fit)
+
+    bench = sub.add_parser(
+        "bench",
+        help="run a benchmark on simulated or real data (see scsparse.generic.benchmarks)",
+        description="Run a benchmark and write results.csv, summary.md and figures into --out.",
+    )
+    bench_name = {"choices": list(bench_choices)} if bench_choices else {}
+    bench.add_argument(
+        "name",
+        metavar="NAME",
+        help="benchmark name" + (f" ({', '.join(bench_choices)})" if bench_choices else ""),
+        **bench_name,
+    )
+    bench.add_argument(
+        "--rho",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="R",
+        help="factor correlation(s), for benchmarks that take them",
+    )
+    bench.add_argument(
+        "--seeds", type=_positive_int, default=5, metavar="N", help="number of seeds (default: %(default)s)"
+    )
+    bench.add_argument("--out", default=None, metavar="DIR", help="output folder (default: bench_out/NAME)")
+    bench.add_argument("--quick", action="store_true", help="a short smoke run")
+    bench.add_argument(
+        "--max-epochs", type=_positive_int, default=None, metavar="N", help="training epochs (default: the benchmark's)"
+    )
+    bench.set_defaults(handler=_cmd_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``scsparse`` command.
+
+    Parameters
+    ----------
+    argv
+        Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        Exit status: 0 on success, 2 for bad input (printed as ``scsparse: error: ...``). Usage errors exit
+        through :class:`SystemExit` with status 2, as argparse does.
+
+    Examples
+    --------
+    >>> main(["fit", "data.h5ad", "--layer", "counts", "--out", "result.h5ad", "--max-epochs", "100"])
+    0
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # the benchmark registry imports torch: only load it when the bench command is used
+    bench_choices = _benchmark_names() if next((a for a in argv if not a.startswith("-")), None) == "bench" else None
+    args = build_parser(bench_choices).parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except _input_errors() as exc:
+        return _fail(str(exc))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,341 @@
+"""Pieces shared by the benchmarks: output folder, results table, markdown summary, provenance."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import platform
+import subprocess
+import sys
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "PROVENANCE_PACKAGES",
+    "format_mean_sd",
+    "machine_info",
+    "make_output_dir",
+    "markdown_table",
+    "package_versions",
+    "provenance",
+    "provenance_markdown",
+    "quiet_training_logs",
+    "summarise",
+    "torch_threads",
+    "write_results",
+]
+
+#: Packages whose versions are recorded with every benchmark result.
+PROVENANCE_PACKAGES: tuple[str, ...] = (
+    "scsparse",
+    "scvi-tools",
+    "torch",
+    "lightning",
+    "anndata",
+    "numpy",
+    "scipy",
+    "pandas",
+    "scikit-learn",
+    "matplotlib",
+)
+
+
+def make_output_dir(out: str | os.PathLike[str]) -> Path:
+    """Create the output folder (and its parents) if needed.
+
+    Parameters
+    ----------
+    out
+        Folder that receives ``results.csv``, ``summary.md`` and the figures.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder, resolved to an absolute path.
+    """
+    path = Path(out).expanduser().resolve()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"out={str(out)!r} exists and is not a folder")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def write_results(df: pd.DataFrame, out_dir: Path, columns: Sequence[str], name: str = "results.csv") -> Path:
+    """Write the per-run results with exactly the given columns, in that order.
+
+    Parameters
+    ----------
+    df
+        One row per method, setting and seed.
+    out_dir
+        Output folder (see :func:`make_output_dir`).
+    columns
+        The columns to write; every one must be in ``df``.
+    name
+        File name inside ``out_dir``.
+
+    Returns
+    -------
+    pathlib.Path
+        Path of the written CSV file.
+    """
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"results lack the columns {missing}")
+    path = out_dir / name
+    df.loc[:, list(columns)].to_csv(path, index=False)
+    return path
+
+
+def format_mean_sd(values: Sequence[float] | np.ndarray | pd.Series, digits: int = 3) -> str:
+    """``"mean ± sd"`` of the finite values (sample sd, ``ddof=1``); ``"mean"`` alone for one value.
+
+    Non-finite values are left out and counted, e.g. ``"0.812 ± 0.041 (1 nan)"``; no finite value gives
+    ``"n/a"``.
+
+    Examples
+    --------
+    >>> format_mean_sd([0.5, 0.7])
+    '0.600 ± 0.141'
+    >>> format_mean_sd([2.0])
+    '2.000'
+    """
+    arr = np.asarray(values, dtype=np.float64).ravel()
+    finite = arr[np.isfinite(arr)]
+    n_bad = arr.size - finite.size
+    if finite.size == 0:
+        return "n/a"
+    text = f"{finite.mean():.{digits}f}"
+    if finite.size > 1:
+        text += f" ± {finite.std(ddof=1):.{digits}f}"
+    if n_bad:
+        text += f" ({n_bad} nan)"
+    return text
+
+
+def summarise(df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str]) -> pd.DataFrame:
+    """Mean, sample standard deviation and count of each metric per group (non-finite values skipped).
+
+    Parameters
+    ----------
+    df
+        Per-run results.
+    by
+        Grouping columns (e.g. ``["method", "rho"]``); groups keep their order of first appearance.
+    metrics
+        Numeric columns to summarise.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group with columns ``{metric}_mean``, ``{metric}_sd`` and ``n_runs``.
+    """
+    rows = []
+    for key, group in df.groupby(list(by), sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        row: dict[str, Any] = dict(zip(by, key, strict=True))
+        row["n_runs"] = len(group)
+        for m in metrics:
+            vals = pd.to_numeric(group[m], errors="coerce").to_numpy(dtype=np.float64)
+            vals = vals[np.isfinite(vals)]
+            row[f"{m}_mean"] = float(vals.mean()) if vals.size else math.nan
+            row[f"{m}_sd"] = float(vals.std(ddof=1)) if vals.size > 1 else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def markdown_table(
+    df: pd.DataFrame,
+    by: Sequence[str],
+    metrics: Sequence[str],
+    digits: int | Mapping[str, int] = 3,
+    labels: Mapping[str, str] | None = None,
+) -> str:
+    """Markdown table of ``mean ± sd`` over seeds for each metric, one row per group.
+
+    Parameters
+    ----------
+    df
+        Per-run results (one row per method, setting and seed).
+    by
+        Grouping columns shown first (e.g. ``["method", "rho"]``).
+    metrics
+        Metric columns, shown as ``mean ± sd`` (sample sd over the runs of the group).
+    digits
+        Decimals, for all metrics or per metric (default 3).
+    labels
+        Optional column headers for the ``by`` and metric columns.
+
+    Returns
+    -------
+    str
+        A GitHub-flavoured markdown table; the last column is the number of runs (seeds) per group.
+    """
+    labels = dict(labels or {})
+    header = [labels.get(c, c) for c in by] + [labels.get(m, m) for m in metrics] + ["n seeds"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
+    for key, group in df.groupby(list(by), sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        cells = [str(k) for k in key]
+        for m in metrics:
+            d = digits.get(m, 3) if isinstance(digits, Mapping) else digits
+            cells.append(format_mean_sd(pd.to_numeric(group[m], errors="coerce"), d))
+        cells.append(str(len(group)))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def package_versions(packages: Sequence[str] = PROVENANCE_PACKAGES) -> dict[str, str]:
+    """Versions of Python and of the given packages (``"not installed"`` for missing ones)."""
+    out = {"python": platform.python_version()}
+    for name in packages:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _git_commit() -> str:
+    """The source tree's commit (read-only ``git rev-parse``), or ``"unknown"``."""
+    root = Path(__file__).resolve().parents[3]
+    try:
+        res = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return res.stdout.strip() or "unknown"
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU count, torch threads, compute device and platform of the machine running the benchmark."""
+    info: dict[str, Any] = {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+    }
+    try:
+        import torch
+
+        info["torch_threads"] = torch.get_num_threads()
+        if torch.cuda.is_available():
+            info["device"] = f"cuda ({torch.cuda.get_device_name(0)})"
+        elif getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            info["device"] = "mps"
+        else:
+            info["device"] = "cpu"
+    except ImportError:  # pragma: no cover - torch is a dependency
+        info["torch_threads"] = "n/a"
+        info["device"] = "cpu"
+    return info
+
+
+def provenance(benchmark: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything needed to tell where a benchmark result came from.
+
+    Parameters
+    ----------
+    benchmark
+        Benchmark name.
+    options
+        The options the benchmark was run with (as passed by the caller, after defaults).
+
+    Returns
+    -------
+    dict
+        ``benchmark``, ``date`` (UTC, ISO 8601), ``command`` (interpreter and ``sys.argv``), ``options``,
+        ``git_commit``, ``machine`` (:func:`machine_info`) and ``versions`` (:func:`package_versions`).
+    """
+    return {
+        "benchmark": benchmark,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join([sys.executable, *sys.argv]),
+        "options": dict(options),
+        "git_commit": _git_commit(),
+        "machine": machine_info(),
+        "versions": package_versions(),
+    }
+
+
+def provenance_markdown(prov: Mapping[str, Any]) -> str:
+    """Render :func:`provenance` as a short markdown block (for the top of ``summary.md``)."""
+    opts = ", ".join(f"`{k}={v!r}`" for k, v in prov["options"].items())
+    m = prov["machine"]
+    vers = ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
+    return "\n".join(
+        [
+            f"- benchmark: `{prov['benchmark']}`; date (UTC): {prov['date']}; commit: `{prov['git_commit']}`",
+            f"- options: {opts}",
+            f"- command: `{prov['command']}`",
+            f"- machine: {m['cpu_count']} CPUs, {m['torch_threads']} torch threads, device {m['device']}; "
+            f"{m['platform']}",
+            f"- versions: {vers}",
+        ]
+    )
+
+
+@contextlib.contextmanager
+def quiet_training_logs(level: int = logging.WARNING) -> Iterator[None]:
+    """Raise the level of the lightning and scvi-tools loggers for the duration of a benchmark.
+
+    The previous levels (and ``scvi.settings.verbosity``) are restored on exit.
+    """
+    names = ("lightning", "lightning.pytorch", "lightning.fabric", "scvi", "pytorch_lightning")
+    loggers = [logging.getLogger(n) for n in names]
+    saved = [lg.level for lg in loggers]
+    try:
+        import scvi
+
+        saved_verbosity = scvi.settings.verbosity
+        scvi.settings.verbosity = level
+    except ImportError:  # pragma: no cover
+        scvi = None
+        saved_verbosity = None
+    for lg in loggers:
+        lg.setLevel(level)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*smaller than the logging interval.*")
+            warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+            warnings.filterwarnings("ignore", message=".*LeafSpec.*")
+            yield
+    finally:
+        for lg, lvl in zip(loggers, saved, strict=True):
+            lg.setLevel(lvl)
+        if scvi is not None:
+            scvi.settings.verbosity = saved_verbosity
+
+
+@contextlib.contextmanager
+def torch_threads(n_threads: int | None) -> Iterator[None]:
+    """Set ``torch.set_num_threads(n_threads)`` for the duration of a benchmark (``None``: leave it).
+
+    Small models (the synthetic benchmark's 7-feature MLPs) gain nothing from intra-op threads, and on a
+    shared machine extra threads oversubscribe the cores and can slow training down by an order of
+    magnitude. The previous setting is restored on exit.
+    """
+    import torch
+
+    saved = torch.get_num_threads()
+    if n_threads is not None:
+        if int(n_threads) != n_threads or n_threads < 1:
+            raise ValueError(f"n_threads must be a positive integer or None, got {n_threads}")
+        torch.set_num_threads(int(n_threads))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)

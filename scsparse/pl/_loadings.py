@@ -1,0 +1,280 @@
+"""Heatmap of the sparse VAE loadings ``W`` (or inclusion probabilities ``p*``) of the top genes per factor."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from os import PathLike
+from typing import Any, Literal
+
+import matplotlib.pyplot as plt
+import numpy as np
+from anndata import AnnData
+from matplotlib.axes import Axes
+from matplotlib.colors import TwoSlopeNorm
+
+__all__ = ["loadings_heatmap"]
+
+
+class MissingResultsError(KeyError):
+    """Results of a sparse VAE (or an embedding) are missing from the AnnData; the message says what to run."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+def _results(adata: AnnData, key: str) -> dict[str, Any]:
+    """The fields written by ``write_results(adata, key_added=key)``, with a clear error when any is missing."""
+    wanted = {
+        "obsm": f"X_{key}",
+        "varm_W": f"{key}_W",
+        "varm_pip": f"{key}_pip",
+        "uns": key,
+    }
+    missing = [
+        f"adata.{attr.split('_')[0]}[{name!r}]"
+        for attr, name in wanted.items()
+        if name not in getattr(adata, attr.split("_")[0])
+    ]
+    if missing:
+        found = sorted(k for k in adata.uns if isinstance(adata.uns[k], dict) and "factor_names" in adata.uns[k])
+        hint = f" Results found under key(s): {found}." if found else ""
+        raise MissingResultsError(
+            f"No sparse VAE results under key={key!r} (missing {', '.join(missing)}). Run "
+            f"`scsparse.tl.sparse_vae(adata, key_added={key!r}, ...)` or "
+            f"`model.write_results(adata, key_added={key!r})` first, or pass the key you used.{hint}"
+        )
+    uns = adata.uns[key]
+    for field in ("factor_names", "active_factors", "top_genes"):
+        if field not in uns:
+            raise MissingResultsError(
+                f"adata.uns[{key!r}] has no {field!r}: it was not written by write_results. "
+                f"Run `scsparse.tl.sparse_vae(adata, key_added={key!r}, overwrite=True)` again."
+            )
+    return {
+        "Z": np.asarray(adata.obsm[f"X_{key}"]),
+        "W": np.asarray(adata.varm[f"{key}_W"]),
+        "pip": np.asarray(adata.varm[f"{key}_pip"]),
+        "factor_names": [str(f) for f in uns["factor_names"]],
+        "active_factors": [str(f) for f in np.atleast_1d(uns["active_factors"])],
+        "top_genes": {str(f): [str(g) for g in np.atleast_1d(v)] for f, v in dict(uns["top_genes"]).items()},
+        "eta": np.asarray(uns.get("eta", np.full(len(uns["factor_names"]), np.nan))),
+        "pip_threshold": float(uns.get("pip_threshold", 0.5)),
+    }
+
+
+def _resolve_factors(res: dict[str, Any], factors: Sequence[str | int] | str | int | None, key: str) -> list[str]:
+    """Factor names from names or indices; ``None`` gives the active factors (error if there are none)."""
+    names = res["factor_names"]
+    if factors is None:
+        if not res["active_factors"]:
+            raise ValueError(
+                f"No active factor in adata.uns[{key!r}] (no gene has p* > {res['pip_threshold']}): the model may "
+                "need more epochs. Pass factors=[...] (names or indices) to plot inactive factors anyway."
+            )
+        return list(res["active_factors"])
+    if isinstance(factors, str | int | np.integer):
+        factors = [factors]
+    out = []
+    for f in factors:
+        if isinstance(f, int | np.integer):
+            if not 0 <= int(f) < len(names):
+                raise ValueError(f"Factor index {f} out of range: there are {len(names)} factors.")
+            out.append(names[int(f)])
+        elif str(f) in names:
+            out.append(str(f))
+        else:
+            raise ValueError(f"Unknown factor {f!r}; factors are {names[0]} ... {names[-1]} (or integer indices).")
+    return out
+
+
+def _finish(fig: plt.Figure, show: bool | None, save: str | PathLike[str] | None) -> bool:
+    """Save (dpi 150, tight) and/or show; returns whether the caller should return its axes."""
+    if save is not None:
+        fig.savefig(save, dpi=150, bbox_inches="tight")
+    if show is None:
+        show = save is None
+    if show:
+        plt.show()
+        return False
+    return True
+
+
+def _label_fontsize(
+    ax: Axes, n_labels: int, axis: Literal["x", "y"] = "y", max_size: float = 9.0, min_size: float = 3.0
+) -> float:
+    """Font size (points) at which ``n_labels`` tick labels fit the height (or width) of ``ax`` without overlap."""
+    pos = ax.get_position()
+    if axis == "y":
+        extent_pt = pos.height * ax.figure.get_figheight() * 72
+    else:
+        extent_pt = pos.width * ax.figure.get_figwidth() * 72
+    return float(np.clip(0.75 * extent_pt / max(n_labels, 1), min_size, max_size))
+
+
+def top_genes_per_factor(
+    adata: AnnData, key: str, factors: Sequence[str], n_top_genes: int, pip_threshold: float | None = None
+) -> dict[str, list[str]]:
+    """Top genes of each factor by ``|w_jk|`` among genes with ``p*_jk > pip_threshold``, from the AnnData.
+
+    Parameters
+    ----------
+    adata
+        AnnData with results of :func:`scsparse.tl.sparse_vae` under ``key``.
+    key
+        The ``key_added`` of the fit.
+    factors
+        Factor names.
+    n_top_genes
+        Genes per factor (fewer if fewer genes pass the threshold).
+    pip_threshold
+        Inclusion threshold (default: the one stored in ``adata.uns[key]``).
+
+    Returns
+    -------
+    dict
+        Factor name -> list of gene names, by decreasing ``|w_jk|``.
+
+    Examples
+    --------
+    >>> top_genes_per_factor(adata, "sparsevae", ["factor_0"], 5)
+    """
+    res = _results(adata, key)
+    thr = res["pip_threshold"] if pip_threshold is None else float(pip_threshold)
+    genes = np.asarray(adata.var_names).astype(str)
+    out = {}
+    for f in factors:
+        k = res["factor_names"].index(f)
+        absw = np.abs(res["W"][:, k])
+        keep = np.flatnonzero(res["pip"][:, k] > thr)
+        order = keep[np.argsort(-absw[keep], kind="stable")]
+        out[f] = list(genes[order[:n_top_genes]])
+    return out
+
+
+def loadings_heatmap(
+    adata: AnnData,
+    *,
+    key: str = "sparsevae",
+    n_top_genes: int = 5,
+    factors: Sequence[str | int] | None = None,
+    use: Literal["W", "pip"] = "W",
+    pip_threshold: float | None = None,
+    cmap: str | None = None,
+    figsize: tuple[float, float] | None = None,
+    show: bool | None = None,
+    save: str | PathLike[str] | None = None,
+    ax: Axes | None = None,
+) -> Axes | None:
+    """Heatmap of the loadings of each factor's top genes: genes (rows, grouped by factor) x factors.
+
+    The rows are the union of each factor's ``n_top_genes`` top genes (by ``|w_jk|`` among genes with
+    ``p*_jk > pip_threshold``), in the order of the factors, so that a sparse, identifiable solution shows
+    as a block diagonal. Thin lines separate the genes contributed by each factor.
+
+    Reads ``adata.varm[f"{key}_W"]``, ``adata.varm[f"{key}_pip"]`` and ``adata.uns[key]`` as written by
+    :func:`scsparse.tl.sparse_vae` or :meth:`~scsparse.model.SparseVAE.write_results`.
+
+    Parameters
+    ----------
+    adata
+        AnnData with sparse VAE results.
+    key
+        The ``key_added`` of the fit.
+    n_top_genes
+        Top genes per factor.
+    factors
+        Factor names or indices (default: the active factors, ``adata.uns[key]["active_factors"]``).
+    use
+        ``"W"``: the loadings, diverging colour map centred at 0; ``"pip"``: the inclusion probabilities
+        ``p*`` on ``[0, 1]``.
+    pip_threshold
+        Inclusion threshold to pick the top genes (default: ``adata.uns[key]["pip_threshold"]``, 0.5).
+    cmap
+        Colour map (default ``"RdBu_r"`` for ``W``, ``"Reds"`` for ``pip``).
+    figsize
+        Figure size in inches when ``ax`` is ``None`` (default: grows with the number of genes and factors).
+    show
+        Show the figure (default: only when ``save`` is not given).
+    save
+        Path to write the figure to (dpi 150, tight bounding box); the format follows the extension.
+    ax
+        Axes to draw in (a colour bar is added beside it).
+
+    Returns
+    -------
+    matplotlib.axes.Axes or None
+        The heatmap axes when ``show`` is false, else ``None``.
+
+    Raises
+    ------
+    KeyError
+        When there are no results under ``key``.
+    ValueError
+        When no factor is active (and ``factors`` is not given) or no gene passes the threshold.
+
+    Examples
+    --------
+    >>> import scsparse
+    >>> scsparse.tl.sparse_vae(adata, layer="counts")
+    >>> scsparse.pl.loadings_heatmap(adata, n_top_genes=5)
+    >>> ax = scsparse.pl.loadings_heatmap(adata, use="pip", show=False, save="pip.png")
+    """
+    if use not in ("W", "pip"):
+        raise ValueError(f"use must be 'W' or 'pip', got {use!r}.")
+    res = _results(adata, key)
+    names = _resolve_factors(res, factors, key)
+    tops = top_genes_per_factor(adata, key, names, n_top_genes, pip_threshold)
+    genes: list[str] = []
+    owner: list[str] = []
+    for f in names:
+        for g in tops[f]:
+            if g not in genes:
+                genes.append(g)
+                owner.append(f)
+    if not genes:
+        thr = res["pip_threshold"] if pip_threshold is None else pip_threshold
+        raise ValueError(f"No gene has p* > {thr} for factors {names}; lower pip_threshold= or choose other factors.")
+    gene_idx = adata.var_names.get_indexer(genes)
+    fac_idx = [res["factor_names"].index(f) for f in names]
+    values = res[use][np.ix_(gene_idx, fac_idx)]
+
+    n_genes, n_fac = len(genes), len(names)
+    if ax is None:
+        if figsize is None:
+            figsize = (1.6 + 0.42 * n_fac + 1.2, max(3.0, 0.17 * n_genes + 1.4))
+        fig, ax = plt.subplots(figsize=figsize)
+    fig = ax.figure
+    if use == "W":
+        vmax = float(np.nanmax(np.abs(values))) or 1.0
+        norm = TwoSlopeNorm(vmin=-vmax, vcenter=0.0, vmax=vmax)
+        image = ax.imshow(values, aspect="auto", cmap=cmap or "RdBu_r", norm=norm, interpolation="nearest")
+        label = "loading $w_{jk}$"
+    else:
+        image = ax.imshow(values, aspect="auto", cmap=cmap or "Reds", vmin=0.0, vmax=1.0, interpolation="nearest")
+        label = "inclusion probability $p^*_{jk}$"
+    fontsize = _label_fontsize(ax, n_genes)
+    ax.set_yticks(np.arange(n_genes))
+    ax.set_yticklabels(genes, fontsize=fontsize)
+    ax.set_xticks(np.arange(n_fac))
+    short = [f.replace("factor_", "") for f in names]
+    ax.set_xticklabels(short, fontsize=_label_fontsize(ax, n_fac, axis="x"))
+    ax.set_xlabel("factor")
+    ax.set_ylabel(f"top {n_top_genes} genes per factor")
+    ax.tick_params(axis="both", length=2, pad=1.5)
+    # separators between the gene groups of consecutive factors
+    for i in range(1, n_genes):
+        if owner[i] != owner[i - 1]:
+            ax.axhline(i - 0.5, color="0.3", linewidth=0.5)
+    # outline each factor's own block so the block-diagonal structure is easy to read
+    for f in dict.fromkeys(owner):
+        rows = [i for i, o in enumerate(owner) if o == f]
+        col = names.index(f)
+        ax.add_patch(
+            plt.Rectangle(
+                (col - 0.5, rows[0] - 0.5), 1, len(rows), fill=False, edgecolor="black", linewidth=0.8, zorder=3
+            )
+        )
+    ax.set_title(f"{key}: {'W' if use == 'W' else 'p*'} of top genes", fontsize=10)
+    cbar = fig.colorbar(image, ax=ax, shrink=float(np.clip(4.0 / fig.get_figheight(), 0.25, 1.0)), pad=0.02)
+    cbar.set_label(label)
+    return ax if _finish(fig, show, save) else None

@@ -1,0 +1,200 @@
+import anndata as ad
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+import torch
+from conftest import make_counts
+
+from scsparse.model import InvalidInputError, SparseVAE
+from scsparse.nn import ssl_inclusion_logits
+
+SMALL = {"n_latent": 4, "n_hidden": 16}
+
+
+def fit(adata, epochs=2, seed=0, **kwargs):
+    SparseVAE.setup_anndata(adata, layer="counts")
+    model = SparseVAE(adata, seed=seed, **{**SMALL, **kwargs})
+    model.train(max_epochs=epochs, batch_size=64, enable_progress_bar=False)
+    return model
+
+
+@pytest.mark.parametrize("likelihood", ["nb", "zinb", "poisson", "multinomial", "normal"])
+def test_each_likelihood_trains_and_gives_finite_results(likelihood):
+    adata = make_counts(n_obs=120, n_vars=30)
+    model = fit(adata, gene_likelihood=likelihood)
+    z = model.get_latent_representation()
+    assert z.shape == (120, 4) and np.isfinite(z).all()
+    assert np.isfinite(model.history["elbo_train"].to_numpy(dtype=float)).all()
+    nll = model.get_heldout_nll(n_mc_samples=5)
+    assert np.isfinite(nll) and nll > 0
+    expr = model.get_normalized_expression(n_samples=2)
+    assert expr.shape == (120, 30)
+    if likelihood != "normal":
+        np.testing.assert_allclose(expr.sum(1), 1.0, rtol=1e-4)
+
+
+def test_results_tables_and_em_state(counts_adata):
+    model = fit(counts_adata, epochs=3)
+    W, P = model.get_loadings(), model.get_inclusion_probabilities()
+    assert list(W.index) == list(counts_adata.var_names) and W.shape == P.shape == (40, 4)
+    assert ((P >= 0) & (P <= 1)).all().all()
+    prior = model.module.prior
+    # eta is the closed-form update of the stored p*; p* is the E-step of the final W under some eta
+    torch.testing.assert_close(prior.eta, prior.eta_update(prior.p_star))
+    logit = torch.logit(prior.p_star.clamp(1e-7, 1 - 1e-7))
+    implied = logit - ssl_inclusion_logits(model.module.decoder.W.detach(), torch.full((4,), 0.5), 10.0, 1.0)
+    assert torch.allclose(implied, implied[:1].expand_as(implied), atol=1e-2)  # column-wise constant offset
+    assert set(model.active_factors()) <= set(model.factor_names)
+    anchors = model.get_anchor_genes()
+    for factor, genes in anchors.items():
+        assert factor in model.active_factors()
+        assert all((P.loc[genes] > 0.5).sum(1) == 1)
+    assert "n_active_factors" in model.history
+
+
+def test_same_seed_same_result_and_dense_equals_sparse():
+    a = make_counts()
+    b = make_counts()
+    b.layers["counts"] = b.layers["counts"].toarray()
+    za = fit(a, seed=3).get_latent_representation()
+    zb = fit(b, seed=3).get_latent_representation()
+    np.testing.assert_allclose(za, zb, rtol=1e-5, atol=1e-5)
+    zc = fit(make_counts(), seed=4).get_latent_representation()
+    assert not np.allclose(za, zc)
+
+
+def test_save_load_round_trip(tmp_path, counts_adata):
+    model = fit(counts_adata)
+    model.save(tmp_path / "m", overwrite=True)
+    loaded = SparseVAE.load(tmp_path / "m", adata=counts_adata)
+    np.testing.assert_array_equal(model.get_latent_representation(), loaded.get_latent_representation())
+    pd.testing.assert_frame_equal(model.get_inclusion_probabilities(), loaded.get_inclusion_probabilities())
+    torch.testing.assert_close(model.module.prior.eta, loaded.module.prior.eta)
+
+
+def test_load_rejects_mismatched_anndata(tmp_path, counts_adata):
+    model = fit(counts_adata)
+    model.save(tmp_path / "m", overwrite=True)
+    other = counts_adata[:, :30].copy()
+    with pytest.raises(InvalidInputError, match="does not match the saved model"):
+        SparseVAE.load(tmp_path / "m", adata=other)
+
+
+def test_write_results_keys_h5ad_and_no_silent_overwrite(tmp_path, counts_adata):
+    model = fit(counts_adata)
+    model.write_results(counts_adata, key_added="sv")
+    assert counts_adata.obsm["X_sv"].shape == (200, 4)
+    assert counts_adata.varm["sv_W"].shape == counts_adata.varm["sv_pip"].shape == (40, 4)
+    uns = counts_adata.uns["sv"]
+    for key in ("active", "eta", "seed", "versions", "data_hash", "params", "factor_names"):
+        assert key in uns
+    assert uns["seed"] == 0 and len(uns["data_hash"]) == 64
+    counts_adata.write_h5ad(tmp_path / "r.h5ad")
+    back = ad.read_h5ad(tmp_path / "r.h5ad")
+    np.testing.assert_array_equal(back.varm["sv_pip"], counts_adata.varm["sv_pip"])
+    assert back.uns["sv"]["data_hash"] == uns["data_hash"]
+    before = counts_adata.obsm["X_sv"].copy()
+    with pytest.raises(InvalidInputError, match="overwrite=True"):
+        model.write_results(counts_adata, key_added="sv")
+    np.testing.assert_array_equal(counts_adata.obsm["X_sv"], before)
+    model.write_results(counts_adata, key_added="sv", overwrite=True)
+
+
+def test_user_data_not_modified(counts_adata):
+    snapshot = counts_adata.copy()
+    model = fit(counts_adata)
+    model.get_latent_representation()
+    model.get_normalized_expression()
+    assert (counts_adata.layers["counts"] != snapshot.layers["counts"]).nnz == 0
+    assert (counts_adata.X != snapshot.X).nnz == 0
+    pd.testing.assert_frame_equal(counts_adata.var, snapshot.var)
+    pd.testing.assert_frame_equal(counts_adata.obs[snapshot.obs.columns], snapshot.obs)
+    assert set(counts_adata.obsm) == set() and set(counts_adata.varm) == set()
+    assert {k for k in counts_adata.uns if not k.startswith("_scvi")} == set()
+
+
+def test_batch_covariate_is_outside_the_mask(counts_adata):
+    SparseVAE.setup_anndata(counts_adata, layer="counts", batch_key="batch")
+    model = SparseVAE(counts_adata, **SMALL)
+    assert model.module.decoder.W.shape == (40, 4)
+    assert model.module.decoder.covariates is not None
+    model.train(max_epochs=1, enable_progress_bar=False)
+
+
+# ---------------------------------------------------------------------- bad input
+def test_missing_layer():
+    adata = make_counts()
+    with pytest.raises(InvalidInputError, match="Layer 'raw' not found.*available"):
+        SparseVAE.setup_anndata(adata, layer="raw")
+
+
+def test_non_integer_counts_with_count_likelihood():
+    adata = make_counts()
+    adata.layers["lognorm"] = adata.layers["counts"].copy()
+    adata.layers["lognorm"].data = np.log1p(adata.layers["lognorm"].data)
+    SparseVAE.setup_anndata(adata, layer="lognorm")
+    with pytest.raises(InvalidInputError, match="non-integer.*gene_likelihood='normal'"):
+        SparseVAE(adata, gene_likelihood="nb")
+    SparseVAE(adata, gene_likelihood="normal", **SMALL)  # fine for normalised data
+
+
+def test_negative_values_with_count_likelihood():
+    adata = make_counts()
+    adata.X = adata.X.toarray() - 1.0
+    SparseVAE.setup_anndata(adata)
+    with pytest.raises(InvalidInputError, match="negative values"):
+        SparseVAE(adata, gene_likelihood="poisson")
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_and_inf(bad):
+    adata = make_counts()
+    dense = adata.layers["counts"].toarray()
+    dense[3, 5] = bad
+    adata.layers["counts"] = sp.csr_matrix(dense)
+    with pytest.raises(InvalidInputError, match="NaN or infinite"):
+        SparseVAE.setup_anndata(adata, layer="counts")
+
+
+@pytest.mark.parametrize("shape", [(0, 10), (10, 0)])
+def test_empty_anndata(shape):
+    adata = ad.AnnData(np.zeros(shape, dtype=np.float32))
+    with pytest.raises(InvalidInputError, match="empty"):
+        SparseVAE.setup_anndata(adata)
+
+
+def test_all_zero_genes():
+    adata = make_counts()
+    dense = adata.layers["counts"].toarray()
+    dense[:, [2, 7]] = 0
+    adata.layers["counts"] = sp.csr_matrix(dense)
+    with pytest.raises(InvalidInputError, match="2 gene.*zero in every cell.*gene2"):
+        SparseVAE.setup_anndata(adata, layer="counts")
+
+
+def test_cells_with_zero_counts():
+    adata = make_counts()
+    dense = adata.layers["counts"].toarray()
+    dense[4] = 0
+    adata.layers["counts"] = sp.csr_matrix(dense)
+    SparseVAE.setup_anndata(adata, layer="counts")
+    with pytest.raises(InvalidInputError, match="zero total counts.*cell4"):
+        SparseVAE(adata)
+
+
+def test_batch_key_with_missing_values_or_absent():
+    adata = make_counts()
+    adata.obs["batch"] = adata.obs["batch"].astype(object)
+    adata.obs.loc[adata.obs_names[:3], "batch"] = np.nan
+    with pytest.raises(InvalidInputError, match="3 missing value"):
+        SparseVAE.setup_anndata(adata, layer="counts", batch_key="batch")
+    with pytest.raises(InvalidInputError, match="not a column of adata.obs"):
+        SparseVAE.setup_anndata(adata, layer="counts", batch_key="donor")
+
+
+def test_write_results_into_anndata_with_other_genes(counts_adata):
+    model = fit(counts_adata)
+    other = counts_adata[:, ::-1].copy()
+    with pytest.raises(InvalidInputError, match="genes differ"):
+        model.write_results(other)

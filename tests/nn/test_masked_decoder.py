@@ -1,0 +1,91 @@
+import pytest
+import torch
+
+from scsparse.nn import MaskedDecoder, one_hot_covariates
+
+
+def naive_per_gene(decoder: MaskedDecoder, z: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:
+    """The authors' algorithm: run the whole network once per gene on w_j * z and keep output j."""
+    first, hidden, head = decoder.network_weights()
+    cov = None
+    if batch is not None:
+        cov = decoder.covariates(one_hot_covariates([batch], decoder.n_cat_list))
+    outs = []
+    for j in range(decoder.n_output):
+        h = (z * decoder.W[j]) @ first.t()
+        if cov is not None:
+            h = h + cov
+        h = decoder.activation(h)
+        for layer, weight in zip(decoder.hidden, hidden, strict=True):
+            h = decoder.activation(torch.nn.functional.linear(h, weight, layer.bias))
+        outs.append(h @ head[:, j].t() + decoder.head_bias[:, j])  # (B, n_heads)
+    return torch.stack(outs, dim=-1).permute(1, 0, 2)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("n_layers", [1, 3])
+@pytest.mark.parametrize("chunk_size", [None, 3])
+def test_vectorised_decoder_equals_per_gene_loop(normalize, n_layers, chunk_size):
+    torch.manual_seed(0)
+    dec = MaskedDecoder(
+        n_latent=4, n_output=11, n_hidden=6, n_layers=n_layers, n_heads=2, n_cat_list=[3],
+        chunk_size=chunk_size, normalize_weights=normalize,
+    )
+    with torch.no_grad():
+        dec.W.mul_(torch.bernoulli(torch.full_like(dec.W, 0.5)))  # a sparse mask
+    z = torch.randn(5, 4)
+    batch = torch.tensor([0, 1, 2, 1, 0])
+    dec.eval()
+    torch.testing.assert_close(dec(z, batch), naive_per_gene(dec, z, batch), rtol=1e-5, atol=1e-5)
+
+
+def test_chunked_checkpointed_gradients_match_single_pass():
+    torch.manual_seed(1)
+    full = MaskedDecoder(n_latent=3, n_output=10, n_hidden=5, n_layers=2)
+    chunked = MaskedDecoder(n_latent=3, n_output=10, n_hidden=5, n_layers=2, chunk_size=4)
+    chunked.load_state_dict(full.state_dict())
+    z = torch.randn(6, 3)
+    grads = []
+    for dec in (full, chunked):
+        dec.train()
+        dec.zero_grad()
+        (dec(z) ** 2).sum().backward()
+        grads.append({n: p.grad.clone() for n, p in dec.named_parameters()})
+    for name in grads[0]:
+        torch.testing.assert_close(grads[0][name], grads[1][name], rtol=1e-5, atol=1e-6)
+
+
+def test_zero_mask_row_removes_dependence_on_factors():
+    torch.manual_seed(2)
+    dec = MaskedDecoder(n_latent=3, n_output=4, n_hidden=8)
+    with torch.no_grad():
+        dec.W[1] = 0.0
+        dec.W[2, 0] = 0.0
+    z1, z2 = torch.randn(7, 3), torch.randn(7, 3)
+    out1, out2 = dec(z1), dec(z2)
+    torch.testing.assert_close(out1[:, :, 1], out2[:, :, 1])  # gene 1 sees no factor
+    z3 = z1.clone()
+    z3[:, 0] += 5.0  # move only factor 0: gene 2 must not change
+    torch.testing.assert_close(dec(z3)[:, :, 2], out1[:, :, 2])
+    assert not torch.allclose(dec(z3)[:, :, 0], out1[:, :, 0])
+
+
+def test_covariates_enter_outside_the_mask():
+    torch.manual_seed(3)
+    dec = MaskedDecoder(n_latent=2, n_output=3, n_hidden=4, n_cat_list=[2])
+    assert dec.W.shape == (3, 2)  # the batch never gets a column of W
+    with torch.no_grad():
+        dec.W.zero_()
+    z = torch.randn(4, 2)
+    a = dec(z, torch.zeros(4, dtype=torch.long))
+    b = dec(z, torch.ones(4, dtype=torch.long))
+    assert not torch.allclose(a, b)
+
+
+def test_auto_chunk_size_respects_budget():
+    dec = MaskedDecoder(n_latent=5, n_output=20_000, n_hidden=128, memory_budget_mb=64)
+    chunk = dec.resolve_chunk_size(batch_size=128)
+    assert 1 <= chunk < 20_000
+    assert chunk * 128 * 128 * 4 * 2 <= 64 * 2**20
+    with pytest.raises(ValueError, match="at least one hidden layer"):
+        MaskedDecoder(n_latent=2, n_output=3, n_layers=0)

@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import anndata as ad
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+import scsparse
+from scsparse.model import InvalidInputError, SparseVAE
+
+FAST = {"n_hidden": 16}
+TRAIN = {"batch_size": 64, "enable_progress_bar": False}
+
+
+def _counts(n_obs: int = 150, n_vars: int = 40, seed: int = 0) -> ad.AnnData:
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n_obs, 3))
+    owner = np.arange(n_vars) % 3
+    counts = rng.poisson(np.exp(1.0 + 0.8 * z[:, owner])).astype(np.float32)
+    counts[:, counts.sum(0) == 0] = 1.0
+    adata = ad.AnnData(sp.csr_matrix(counts))
+    adata.obs_names = [f"cell{i}" for i in range(n_obs)]
+    adata.var_names = [f"gene{j}" for j in range(n_vars)]
+    adata.layers["counts"] = adata.X.copy()
+    adata.obs["batch"] = pd.Categorical(np.where(np.arange(n_obs) % 2 == 0, "a", "b"))
+    return adata
+
+
+def _fit(adata, **kwargs):
+    kwargs.setdefault("max_epochs", 2)
+    return scsparse.tl.sparse_vae(adata, n_latent=4, model_kwargs=FAST, train_kwargs=TRAIN, **kwargs)
+
+
+def _snapshot(adata: ad.AnnData) -> dict:
+    return {
+        "X": adata.X.toarray().copy(),
+        "counts": adata.layers["counts"].toarray().copy(),
+        "layers": list(adata.layers),
+        "obs": adata.obs.copy(),
+        "var": adata.var.copy(),
+        "uns": set(adata.uns),
+        "obsm": set(adata.obsm),
+        "varm": set(adata.varm),
+    }
+
+
+def test_writes_documented_keys_and_nothing_else():
+    adata = _counts()
+    before = _snapshot(adata)
+    model = _fit(adata, layer="counts", batch_key="batch", seed=1)
+    assert isinstance(model, SparseVAE)
+    assert model.adata is not adata
+
+    assert adata.obsm["X_sparsevae"].shape == (adata.n_obs, 4)
+    assert adata.varm["sparsevae_W"].shape == (adata.n_vars, 4)
+    assert adata.varm["sparsevae_pip"].shape == (adata.n_vars, 4)
+    uns = adata.uns["sparsevae"]
+    for field in ("factor_names", "active", "active_factors", "eta", "top_genes", "anchor_genes", "seed"):
+        assert field in uns
+    assert uns["seed"] == 1
+    assert set(adata.obsm) - before["obsm"] == {"X_sparsevae"}
+    assert set(adata.varm) - before["varm"] == {"sparsevae_W", "sparsevae_pip"}
+    assert set(adata.uns) - before["uns"] == {"sparsevae"}
+
+    # nothing else changed: no scvi-tools registration on the user's object
+    assert not any(k.startswith("_scvi") for k in adata.uns)
+    assert not any(c.startswith("_scvi") for c in adata.obs.columns)
+    np.testing.assert_array_equal(adata.X.toarray(), before["X"])
+    np.testing.assert_array_equal(adata.layers["counts"].toarray(), before["counts"])
+    assert list(adata.layers) == before["layers"]
+    pd.testing.assert_frame_equal(adata.obs, before["obs"])
+    pd.testing.assert_frame_equal(adata.var, before["var"])
+    # the model's training copy is the one registered
+    assert "_scvi_uuid" in model.adata.uns
+
+
+def test_refuses_to_overwrite_then_overwrites(tmp_path):
+    adata = _counts()
+    _fit(adata, layer="counts")
+    first = adata.obsm["X_sparsevae"].copy()
+    with pytest.raises(InvalidInputError, match="overwrite=True"):
+        _fit(adata, layer="counts", seed=3)
+    np.testing.assert_array_equal(adata.obsm["X_sparsevae"], first)
+    _fit(adata, layer="counts", seed=3, overwrite=True)
+    assert adata.uns["sparsevae"]["seed"] == 3
+    # a second key next to the first is fine, and the result writes to h5ad
+    _fit(adata, layer="counts", key_added="svae2")
+    assert "X_svae2" in adata.obsm and "X_sparsevae" in adata.obsm
+    adata.write_h5ad(tmp_path / "r.h5ad")
+    back = ad.read_h5ad(tmp_path / "r.h5ad")
+    assert list(back.uns["svae2"]["factor_names"]) == [f"factor_{k}" for k in range(4)]
+
+
+def test_copy_returns_new_object():
+    adata = _counts()
+    before = _snapshot(adata)
+    out, model = _fit(adata, layer="counts", copy=True)
+    assert out is not adata
+    assert isinstance(model, SparseVAE)
+    assert "X_sparsevae" in out.obsm and "sparsevae" in out.uns
+    assert "X_sparsevae" not in adata.obsm and set(adata.uns) == before["uns"]
+    assert not any(k.startswith("_scvi") for k in out.uns)
+
+
+def test_bad_input_fails_before_training():
+    adata = _counts()
+    with pytest.raises(InvalidInputError, match="nope"):
+        _fit(adata, layer="nope")
+    with pytest.raises(InvalidInputError):
+        scsparse.tl.sparse_vae(np.ones((3, 3)))  # type: ignore[arg-type]
+    assert scsparse.tl.result_keys("k") == {"obsm": ["X_k"], "varm": ["k_W", "k_pip"], "uns": ["k"]}
