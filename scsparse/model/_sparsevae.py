@@ -68,7 +68,10 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         Number of hidden layers of the decoder and encoder.
     gene_likelihood
         ``"nb"`` (default), ``"zinb"``, ``"poisson"``, ``"multinomial"`` for counts; ``"normal"`` (Gaussian
-        with per-gene variances and an inverse-gamma prior) for normalised data.
+        with per-gene variances and an inverse-gamma prior) for normalised data. With ``"normal"``, put the
+        genes on a common scale first (e.g. ``scanpy.pp.scale``): ``|w_jk|`` is the amplitude of gene ``j``'s
+        response in data units, and the spike/slab boundary (about 0.26 for the default lambdas) is only
+        meaningful on unit-scale features.
     lambda0, lambda1
         Spike and slab Laplace rates of the prior on ``W`` (``lambda0 >> lambda1``).
     a, b

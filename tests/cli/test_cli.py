@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import anndata as ad  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+
+import scsparse  # noqa: E402
+from scsparse.cli import build_parser, main  # noqa: E402
+
+
+def _counts(n_obs: int = 150, n_vars: int = 40, seed: int = 0) -> ad.AnnData:
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n_obs, 3))
+    owner = np.arange(n_vars) % 3
+    counts = rng.poisson(np.exp(1.0 + 0.8 * z[:, owner])).astype(np.float32)
+    counts[:, counts.sum(0) == 0] = 1.0
+    adata = ad.AnnData(sp.csr_matrix(counts))
+    adata.obs_names = [f"cell{i}" for i in range(n_obs)]
+    adata.var_names = [f"gene{j}" for j in range(n_vars)]
+    adata.layers["counts"] = adata.X.copy()
+    adata.obs["batch"] = pd.Categorical(np.where(np.arange(n_obs) % 2 == 0, "a", "b"))
+    return adata
+
+
+@pytest.fixture
+def input_file(tmp_path):
+    path = tmp_path / "in.h5ad"
+    adata = _counts()
+    # an existing embedding: `fit --figures` draws on it rather than computing a UMAP (slow to compile)
+    adata.obsm["X_umap"] = np.random.default_rng(0).normal(size=(adata.n_obs, 2))
+    adata.write_h5ad(path)
+    return path
+
+
+_KANG_PBMC = scsparse.data.kang_pbmc
+
+
+def _kang_subset() -> ad.AnnData:
+    """300 cells (all cell types, both conditions) x 200 genes of the embedded data, for a fast demo."""
+    full = _KANG_PBMC()
+    rng = np.random.default_rng(0)
+    cells = np.sort(rng.choice(full.n_obs, 300, replace=False))
+    sub = full[cells]
+    total = np.asarray(sub.layers["counts"].sum(0)).ravel()
+    genes = np.sort(np.argsort(-total)[:200])
+    return sub[:, genes].copy()
+
+
+def test_version_and_help(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert scsparse.__version__ in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:
+        main([])
+    assert info.value.code == 2
+    args = build_parser().parse_args(["fit", "a.h5ad", "--out", "b.h5ad"])
+    assert (args.n_latent, args.gene_likelihood, args.key_added, args.layer) == (20, "nb", "sparsevae", None)
+
+
+def test_fit_writes_results(input_file, tmp_path, capsys):
+    out = tmp_path / "sub" / "out.h5ad"
+    figures = tmp_path / "figs"
+    code = main(
+        [
+            "fit", str(input_file), "--out", str(out), "--layer", "counts", "--batch-key", "batch",
+            "--n-latent", "3", "--max-epochs", "2", "--seed", "4", "--key-added", "svae", "--figures", str(figures),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    back = ad.read_h5ad(out)
+    assert back.obsm["X_svae"].shape == (150, 3)
+    assert back.varm["svae_W"].shape == back.varm["svae_pip"].shape == (40, 3)
+    assert back.uns["svae"]["seed"] == 4
+    assert not any(k.startswith("_scvi") for k in back.uns)
+    assert "wrote" in capsys.readouterr().out
+    if len(back.uns["svae"]["active_factors"]):
+        assert (figures / "loadings_heatmap.png").stat().st_size > 1000
+        assert (figures / "factors_umap.png").stat().st_size > 1000
+
+
+def test_fit_input_errors(input_file, tmp_path, capsys):
+    out = tmp_path / "out.h5ad"
+    # a missing layer: one clean line naming it, exit status 2
+    assert main(["fit", str(input_file), "--out", str(out), "--layer", "raw_counts", "--max-epochs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("scsparse: error: ") and "'raw_counts'" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+    # a missing input file
+    assert main(["fit", str(tmp_path / "missing.h5ad"), "--out", str(out)]) == 2
+    assert "missing.h5ad" in capsys.readouterr().err
+    # an existing output file is not replaced without --overwrite
+    out.write_text("keep me")
+    assert main(["fit", str(input_file), "--out", str(out), "--layer", "counts", "--max-epochs", "1"]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert out.read_text() == "keep me"
+    # a bad batch column
+    out.unlink()
+    assert main(["fit", str(input_file), "--out", str(out), "--batch-key", "nope", "--max-epochs", "1"]) == 2
+    assert "nope" in capsys.readouterr().err
+    # usage errors are argparse's
+    with pytest.raises(SystemExit) as info:
+        main(["fit", str(input_file), "--out", str(out), "--gene-likelihood", "gamma"])
+    assert info.value.code == 2
+
+
+def test_bench_dispatch(monkeypatch, tmp_path, capsys):
+    benchmarks = pytest.importorskip("scsparse.generic.benchmarks")
+    calls = {}
+
+    def fake_run(name, **options):
+        calls[name] = options
+        return pd.DataFrame({"x": [1, 2]})
+
+    monkeypatch.setattr(benchmarks, "run", fake_run)
+    name = sorted(benchmarks.BENCHMARKS)[0]
+    code = main(["bench", name, "--rho", "0.2", "0.6", "--seeds", "2", "--out", str(tmp_path), "--quick"])
+    assert code == 0
+    assert calls[name] == {"out": tmp_path, "seeds": 2, "rho": [0.2, 0.6], "quick": True, "max_epochs": None}
+    assert "2 result row(s)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:
+        main(["bench", "no-such-benchmark"])
+    assert info.value.code == 2
+
+
+def test_demo(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(scsparse.data, "kang_pbmc", _kang_subset)
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--max-epochs", "2", "--n-latent", "5"]) == 0
+    for name in ("result.h5ad", "loadings_heatmap.png", "factors_umap.png", "umap_celltype_condition.png"):
+        assert (out / name).stat().st_size > 1000, name
+    report = (out / "report.md").read_text()
+    assert "held-out NLL" in report and "cell-type accuracy" in report and "data hash" in report
+    back = ad.read_h5ad(out / "result.h5ad")
+    assert {"X_sparsevae", "X_umap"} <= set(back.obsm)
+    assert back.uns["sparsevae"]["data_hash"] in report
+    stdout = capsys.readouterr().out
+    assert "scsparse demo:" in stdout and "cell-type accuracy" in stdout
