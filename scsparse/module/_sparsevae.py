@@ -8,24 +8,19 @@ from typing import Literal
 import torch
 from scvi import REGISTRY_KEYS
 from scvi.module.base import BaseModuleClass, LossOutput, auto_move_data
-from torch import nn
 from torch.distributions import Normal, kl_divergence
 
 from scsparse.nn import (
+    COUNT_LIKELIHOODS,
     GaussianEncoder,
     MaskedDecoder,
+    ObservationModel,
     SpikeSlabLasso,
     inverse_gamma_neg_log_prior,
-    log_multinomial,
-    log_nb,
-    log_normal,
-    log_poisson,
-    log_zinb,
 )
 
 GeneLikelihood = Literal["nb", "zinb", "poisson", "multinomial", "normal"]
-GENE_LIKELIHOODS: tuple[str, ...] = ("nb", "zinb", "poisson", "multinomial", "normal")
-COUNT_LIKELIHOODS: tuple[str, ...] = ("nb", "zinb", "poisson", "multinomial")
+GENE_LIKELIHOODS: tuple[str, ...] = (*COUNT_LIKELIHOODS, "normal")
 
 __all__ = ["COUNT_LIKELIHOODS", "GENE_LIKELIHOODS", "SparseVAEModule"]
 
@@ -111,15 +106,12 @@ class SparseVAEModule(BaseModuleClass):
             n_input,
             n_hidden=n_hidden,
             n_layers=n_layers,
-            n_heads=2 if gene_likelihood == "zinb" else 1,
+            n_heads=2 if gene_likelihood == "zinb" else 1,  # mean (and zero-inflation) logits
             n_cat_list=batch_cats,
             **(decoder_kwargs or {}),
         )
         self.prior = SpikeSlabLasso(n_input, n_latent, lambda0=lambda0, lambda1=lambda1, a=a, b=b)
-        if gene_likelihood in ("nb", "zinb"):
-            self.log_theta = nn.Parameter(torch.zeros(n_input))
-        if gene_likelihood == "normal":
-            self.log_var = nn.Parameter(torch.zeros(n_input))
+        self.observation = ObservationModel(gene_likelihood, n_input)
 
     # ------------------------------------------------------------------ scvi-tools plumbing
     def _get_inference_input(self, tensors: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor | None]:
@@ -164,8 +156,9 @@ class SparseVAEModule(BaseModuleClass):
     ) -> dict[str, torch.Tensor]:
         """Decode ``z`` into the parameters of ``p(x | z)``.
 
-        Returns a dict with ``"logits"`` (decoder output per gene), and for count likelihoods ``"rho"``
-        (normalised expression, softmax over genes) and ``"mu"`` (``library * rho``); ``"zi_logits"`` for ZINB.
+        Returns a dict with ``"heads"`` (decoder outputs, ``(n_heads, ..., G)``), ``"logits"`` (the first
+        head), and for count likelihoods ``"rho"`` (normalised expression, softmax over genes) and ``"mu"``
+        (``library * rho``).
         """
         lead = z.shape[:-1]
         z_flat = z.reshape(-1, self.n_latent)
@@ -173,36 +166,24 @@ class SparseVAEModule(BaseModuleClass):
         if z.dim() == 3 and cats:  # several samples per cell: repeat the covariates
             cats = tuple(c.reshape(1, -1).expand(z.shape[0], -1).reshape(-1) for c in cats)
         heads = self.decoder(z_flat, *cats).reshape(self.decoder.n_heads, *lead, self.n_input)
-        out = {"logits": heads[0]}
-        if self.gene_likelihood in COUNT_LIKELIHOODS:
-            rho = torch.softmax(heads[0], dim=-1)
-            out["rho"] = rho
-            out["mu"] = library * rho
-        if self.gene_likelihood == "zinb":
-            out["zi_logits"] = heads[1]
+        out = {"heads": heads, "logits": heads[0], "library": library}
+        if self.observation.is_count:
+            out["rho"] = self.observation.mean(heads)
+            out["mu"] = library * out["rho"]
         return out
 
     # ------------------------------------------------------------------ likelihood and loss
     def log_likelihood(self, x: torch.Tensor, generative_outputs: dict[str, torch.Tensor]) -> torch.Tensor:
         """``log p(x | z)`` per cell (summed over genes), with all normalising constants."""
-        lik = self.gene_likelihood
-        if lik == "normal":
-            return log_normal(x, generative_outputs["logits"], self.log_var).sum(-1)
-        if lik == "multinomial":
-            return log_multinomial(x, generative_outputs["logits"])
-        mu = generative_outputs["mu"]
-        if lik == "poisson":
-            return log_poisson(x, mu).sum(-1)
-        theta = torch.exp(self.log_theta)
-        if lik == "nb":
-            return log_nb(x, mu, theta).sum(-1)
-        return log_zinb(x, mu, theta, generative_outputs["zi_logits"]).sum(-1)
+        return self.observation.log_prob(x, generative_outputs["heads"], generative_outputs["library"])
 
     def global_penalty(self) -> torch.Tensor:
         """Negative log-prior of the global parameters that receive gradients: SSL on ``W``, variance prior."""
         penalty = self.prior.penalty(self.decoder.W)
         if self.gene_likelihood == "normal":
-            penalty = penalty + inverse_gamma_neg_log_prior(self.log_var, self.sigma_prior_nu, self.sigma_prior_xi)
+            penalty = penalty + inverse_gamma_neg_log_prior(
+                self.observation.log_var, self.sigma_prior_nu, self.sigma_prior_xi
+            )
         return penalty
 
     def loss(

@@ -4,19 +4,24 @@ Nothing here imports AnnData, Lightning or scvi-tools: every piece of the maths 
 """
 
 from ._encoder import GaussianEncoder
-from ._likelihoods import log_multinomial, log_nb, log_normal, log_poisson, log_zinb
+from ._likelihoods import log_bernoulli, log_multinomial, log_nb, log_normal, log_poisson, log_zinb
 from ._masked_decoder import MaskedDecoder
 from ._mlp import MLP, make_activation, one_hot_covariates
+from ._observation import COUNT_LIKELIHOODS, LIKELIHOODS, ObservationModel
 from ._priors import calibrate_inverse_gamma, inverse_gamma_neg_log_prior
 from ._ssl import SpikeSlabLasso, ssl_inclusion_logits
 
 __all__ = [
+    "COUNT_LIKELIHOODS",
+    "LIKELIHOODS",
+    "ObservationModel",
     "GaussianEncoder",
     "MLP",
     "MaskedDecoder",
     "SpikeSlabLasso",
     "calibrate_inverse_gamma",
     "inverse_gamma_neg_log_prior",
+    "log_bernoulli",
     "log_multinomial",
     "log_nb",
     "log_normal",

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 _EPS = 1e-8
 
 __all__ = [
+    "log_bernoulli",
     "log_multinomial",
     "log_nb",
     "log_normal",
@@ -124,3 +125,15 @@ def log_multinomial(x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
     n = x.sum(-1)
     log_p = torch.log_softmax(logits, dim=-1)
     return torch.lgamma(n + 1.0) - torch.lgamma(x + 1.0).sum(-1) + (x * log_p).sum(-1)
+
+
+def log_bernoulli(x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    """Bernoulli log-mass ``x log p + (1 - x) log(1 - p)`` with ``p = sigmoid(logits)``, computed stably.
+
+    Examples
+    --------
+    >>> import torch
+    >>> round(float(log_bernoulli(torch.tensor(1.0), torch.tensor(0.0))), 4)  # log 0.5
+    -0.6931
+    """
+    return -F.binary_cross_entropy_with_logits(logits, x, reduction="none")

@@ -140,15 +140,19 @@ def factor_embedding(
         raise ValueError("Nothing to draw: no factors and no color_extra.")
     plot_data = AnnData(obs=obs, obsm={f"X_{basis}": coords}, uns=uns)
 
+    is_categorical = [isinstance(obs[col].dtype, pd.CategoricalDtype) for col, _, _ in panels]
     if ax is not None and len(panels) > 1:
         raise ValueError(f"ax= needs a single panel, but {len(panels)} are requested; leave ax=None.")
     if ax is None:
         ncols = max(1, min(int(ncols), len(panels)))
         nrows = int(np.ceil(len(panels) / ncols))
-        has_legend = any(not p[2] and isinstance(obs[p[0]].dtype, pd.CategoricalDtype) for p in panels)
-        width = panel_size[0] * (1.6 if has_legend else 1.0)
+        width = panel_size[0] * (1.4 if all(is_categorical) else 1.0)
         fig, grid = plt.subplots(
-            nrows, ncols, figsize=(width * ncols, panel_size[1] * nrows), squeeze=False, layout="constrained"
+            nrows,
+            ncols,
+            figsize=(width * ncols, panel_size[1] * nrows),
+            squeeze=False,
+            gridspec_kw={"wspace": 0.15, "hspace": 0.35},
         )
         axes = list(grid.ravel())
         for extra_ax in axes[len(panels) :]:
@@ -157,10 +161,15 @@ def factor_embedding(
     else:
         fig, axes = ax.figure, [ax]
     kwargs.setdefault("frameon", False)
-    for panel_ax, (col, title, style) in zip(axes, panels, strict=True):
+    kwargs.setdefault("legend_fontsize", 8)
+    for panel_ax, (col, title, style), categorical in zip(axes, panels, is_categorical, strict=True):
         sc.pl.embedding(
             plot_data, basis=basis, color=col, title=title, ax=panel_ax, show=False, size=size, **style, **kwargs
         )
         panel_ax.title.set_fontsize(9)
+        if categorical and ax is None:
+            # leave room in the panel's own grid cell for scanpy's legend (drawn right of the axes)
+            box = panel_ax.get_position()
+            panel_ax.set_position([box.x0, box.y0, box.width * 0.62, box.height])
     out = axes[0] if len(axes) == 1 else axes
     return out if _finish(fig, show, save) else None

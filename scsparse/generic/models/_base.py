@@ -1,0 +1,181 @@
+"""The common interface of the generic (array) models and the small trainer they share."""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+__all__ = ["ArrayModel", "TorchArrayModel", "TrainHistory", "as_loader", "train_module"]
+
+
+@dataclass
+class TrainHistory:
+    """Per-epoch training losses (mean per row) and wall-clock time."""
+
+    loss: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+    extra: dict[str, list[float]] = field(default_factory=dict)
+
+
+def as_loader(
+    data: np.ndarray | torch.Tensor | DataLoader, batch_size: int = 128, shuffle: bool = True, seed: int = 0
+) -> DataLoader:
+    """A DataLoader over rows of ``data`` (returned unchanged if it already is one).
+
+    Each batch is a 1-tuple ``(x,)`` of float32 rows.
+    """
+    if isinstance(data, DataLoader):
+        return data
+    x = torch.as_tensor(np.asarray(data, dtype=np.float32))
+    if x.ndim != 2:
+        raise ValueError(f"Expected a 2-d array (rows x features), got shape {tuple(x.shape)}.")
+    if not torch.isfinite(x).all():
+        raise ValueError("The data contain NaN or infinite values; remove or impute them first.")
+    generator = torch.Generator().manual_seed(seed)
+    return DataLoader(TensorDataset(x), batch_size=batch_size, shuffle=shuffle, generator=generator)
+
+
+def train_module(
+    module: nn.Module,
+    loader: DataLoader,
+    *,
+    max_epochs: int,
+    lr: float,
+    n_obs: int,
+    weight_decay: float = 0.0,
+    after_step: Callable[[nn.Module, torch.optim.Optimizer], None] | None = None,
+    after_epoch: Callable[[nn.Module, int], None] | None = None,
+    verbose: bool = False,
+) -> TrainHistory:
+    """Adam on ``module.loss(x, n_obs=n_obs, epoch=epoch)`` over ``max_epochs`` passes.
+
+    ``module.loss`` returns a scalar per-row objective (global terms already divided by ``n_obs``).
+    ``after_step`` runs after every optimiser step (EM updates, proximal steps); ``after_epoch`` after
+    every epoch (schedules, warm-ups).
+    """
+    opt = torch.optim.Adam([p for p in module.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay)
+    history = TrainHistory()
+    start = time.perf_counter()
+    for epoch in range(max_epochs):
+        module.train()
+        total, rows = 0.0, 0
+        for (x,) in loader:
+            loss = module.loss(x, n_obs=n_obs, epoch=epoch)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if after_step is not None:
+                with torch.no_grad():
+                    after_step(module, opt)
+            total += float(loss.detach()) * x.shape[0]
+            rows += x.shape[0]
+        history.loss.append(total / max(rows, 1))
+        if after_epoch is not None:
+            after_epoch(module, epoch)
+        if verbose:
+            print(f"epoch {epoch + 1}/{max_epochs}: loss {history.loss[-1]:.4f}")
+    module.eval()
+    history.seconds = time.perf_counter() - start
+    return history
+
+
+class ArrayModel(abc.ABC):
+    """What every generic model offers: ``fit``, ``transform``, ``loadings``, ``heldout_nll``.
+
+    Models are fitted on a rows x features array (or a DataLoader of ``(x,)`` batches); ``transform``
+    returns the factors (posterior means) of new rows; ``loadings`` the feature x factor matrix where the
+    model has one (``None`` otherwise); ``heldout_nll`` the mean negative log-likelihood per row of new data,
+    a true likelihood with all normalising constants.
+    """
+
+    likelihood: str
+
+    @abc.abstractmethod
+    def fit(self, X: np.ndarray | DataLoader, **kwargs: Any) -> ArrayModel:
+        """Fit the model and return it."""
+
+    @abc.abstractmethod
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        """Factors of the rows of ``X``, shape ``(n_rows, n_factors)``."""
+
+    def loadings(self) -> np.ndarray | None:
+        """Feature x factor loadings, or ``None`` for models without them."""
+        return None
+
+    @abc.abstractmethod
+    def heldout_nll(self, X: np.ndarray, **kwargs: Any) -> float:
+        """Mean ``-log p(x)`` per row of ``X``."""
+
+    def fit_transform(self, X: np.ndarray, **kwargs: Any) -> np.ndarray:
+        """``fit`` then ``transform`` on the same rows."""
+        return self.fit(X, **kwargs).transform(X)
+
+
+class TorchArrayModel(ArrayModel):
+    """Shared plumbing of the torch models: seeding, training with :func:`train_module`, batched inference.
+
+    Subclasses set ``self.module`` in :meth:`build` (called by ``fit`` once the number of features is known);
+    the module implements ``loss(x, n_obs, epoch)``, ``encode(x) -> (mean, ...)`` and
+    ``marginal_ll(x, n_samples) -> (B,)``.
+    """
+
+    module: nn.Module
+
+    def __init__(self, *, seed: int = 0, lr: float = 1e-3, max_epochs: int = 100, batch_size: int = 128) -> None:
+        self.seed, self.lr, self.max_epochs, self.batch_size = int(seed), float(lr), int(max_epochs), int(batch_size)
+        self.history_: TrainHistory | None = None
+
+    @abc.abstractmethod
+    def build(self, n_features: int, data: torch.Tensor | None) -> nn.Module:
+        """Create the torch module for ``n_features`` (``data``: the training rows when available)."""
+
+    def _hooks(self) -> dict[str, Callable | None]:
+        return {"after_step": None, "after_epoch": None}
+
+    def fit(
+        self, X: np.ndarray | DataLoader, *, max_epochs: int | None = None, verbose: bool = False
+    ) -> TorchArrayModel:
+        """Fit on the rows of ``X`` (or a DataLoader of ``(x,)`` batches)."""
+        torch.manual_seed(self.seed)
+        loader = as_loader(X, self.batch_size, shuffle=True, seed=self.seed)
+        data = loader.dataset.tensors[0] if isinstance(loader.dataset, TensorDataset) else None
+        n_features = next(iter(loader))[0].shape[1]
+        self.module = self.build(n_features, data)
+        self.history_ = train_module(
+            self.module,
+            loader,
+            max_epochs=self.max_epochs if max_epochs is None else int(max_epochs),
+            lr=self.lr,
+            n_obs=len(loader.dataset),
+            verbose=verbose,
+            **self._hooks(),
+        )
+        return self
+
+    def _check_fitted(self) -> None:
+        if getattr(self, "module", None) is None:
+            raise RuntimeError(f"{type(self).__name__} is not fitted yet; call fit(X) first.")
+
+    @torch.no_grad()
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        """Posterior means of the factors."""
+        self._check_fitted()
+        self.module.eval()
+        out = [self.module.encode(x)[0] for (x,) in as_loader(X, 1024, shuffle=False)]
+        return torch.cat(out).numpy()
+
+    @torch.no_grad()
+    def heldout_nll(self, X: np.ndarray, n_samples: int = 100) -> float:
+        """Mean ``-log p(x)`` per row, importance-sampled with the encoder as proposal."""
+        self._check_fitted()
+        self.module.eval()
+        ll = [self.module.marginal_ll(x, n_samples=n_samples) for (x,) in as_loader(X, 256, shuffle=False)]
+        return -float(torch.cat(ll).mean())
