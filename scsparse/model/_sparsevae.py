@@ -115,14 +115,7 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         **module_kwargs: Any,
     ) -> None:
         super().__init__(adata)
-        layer = self._layer()
-        if gene_likelihood in COUNT_LIKELIHOODS:
-            check_counts(self.adata, layer, gene_likelihood)
-        sigma_prior_xi = 1.0
-        if gene_likelihood == "normal":
-            sigma_prior_xi = calibrate_inverse_gamma(_feature_variances(self.adata, layer))
-        self.seed = int(seed)
-        settings.seed = self.seed
+        sigma_prior_xi = self._check_data_and_seed(gene_likelihood, seed)
         self.module = self._module_cls(
             n_input=self.summary_stats.n_vars,
             n_batch=self.summary_stats.n_batch,
@@ -145,6 +138,20 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
             f"n_batch={self.summary_stats.n_batch}"
         )
         self.init_params_ = self._get_init_params(locals())
+
+    def _check_data_and_seed(self, gene_likelihood: str, seed: int) -> float:
+        """Check the registered data suit the likelihood, fix the seed, and calibrate the variance prior.
+
+        Returns the scale ``xi`` of the inverse-gamma prior on per-gene variances (``"normal"`` only).
+        """
+        layer = self._layer()
+        if gene_likelihood in COUNT_LIKELIHOODS:
+            check_counts(self.adata, layer, gene_likelihood)
+        self.seed = int(seed)
+        settings.seed = self.seed
+        if gene_likelihood == "normal":
+            return calibrate_inverse_gamma(_feature_variances(self.adata, layer))
+        return 1.0
 
     # ------------------------------------------------------------------ set-up
     @classmethod
@@ -286,7 +293,9 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         for tensors in loader:
             inf = module.inference(**module._get_inference_input(tensors))
             z = inf["qz"].loc if n_samples == 1 else inf["qz"].sample((n_samples,))
-            gen = module.generative(z, inf["library"], tensors.get(REGISTRY_KEYS.BATCH_KEY))
+            if inf.get("latent_mask") is not None:  # multi-study: only the cell's own blocks
+                z = z * inf["latent_mask"]
+            gen = module.generative(**module._get_generative_input(tensors, {**inf, "z": z}))
             if module.gene_likelihood in COUNT_LIKELIHOODS:
                 value = gen["rho"] * (inf["library"] if library_size == "latent" else float(library_size))
             else:

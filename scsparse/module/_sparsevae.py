@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Literal
 
 import torch
@@ -57,6 +58,9 @@ class SparseVAEModule(BaseModuleClass):
         Feed the batch to the encoder too.
     n_layers_encoder, n_hidden_encoder
         Encoder depth and width (default: the decoder's).
+    encoder_extra_cats
+        Category counts of covariates that only the encoder sees, passed first (the study, in the
+        multi-study model).
     decoder_kwargs
         Passed to :class:`~scsparse.nn.MaskedDecoder` (``chunk_size``, ``memory_budget_mb``, ``activation``,
         ``w_init`` ...).
@@ -82,6 +86,7 @@ class SparseVAEModule(BaseModuleClass):
         n_layers_encoder: int | None = None,
         n_hidden_encoder: int | None = None,
         decoder_kwargs: dict | None = None,
+        encoder_extra_cats: Sequence[int] = (),
     ) -> None:
         super().__init__()
         if gene_likelihood not in GENE_LIKELIHOODS:
@@ -98,7 +103,7 @@ class SparseVAEModule(BaseModuleClass):
             n_latent,
             n_hidden=n_hidden_encoder or n_hidden,
             n_layers=n_layers_encoder or n_layers,
-            n_cat_list=batch_cats if encode_covariates else (),
+            n_cat_list=[*encoder_extra_cats, *(batch_cats if encode_covariates else [])],
             dropout_rate=dropout_rate,
         )
         self.decoder = MaskedDecoder(
@@ -203,10 +208,16 @@ class SparseVAEModule(BaseModuleClass):
         x = tensors[REGISTRY_KEYS.X_KEY]
         rec = -self.log_likelihood(x, generative_outputs)
         qz = inference_outputs["qz"]
-        kl_z = kl_divergence(qz, Normal(torch.zeros_like(qz.loc), torch.ones_like(qz.scale))).sum(-1)
+        kl_z = kl_divergence(qz, Normal(torch.zeros_like(qz.loc), torch.ones_like(qz.scale)))
+        kl_z = self._masked_sum(kl_z, inference_outputs.get("latent_mask"))
         penalty = self.global_penalty()
         loss = torch.mean(rec + kl_weight * kl_z) + penalty / max(int(n_obs), 1)
         return LossOutput(loss=loss, reconstruction_loss=rec, kl_local=kl_z, kl_global=penalty)
+
+    @staticmethod
+    def _masked_sum(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """Sum over the latent axis, keeping only the dimensions a cell uses (``mask`` 1) when given."""
+        return (values if mask is None else values * mask).sum(-1)
 
     # ------------------------------------------------------------------ EM
     @torch.no_grad()
@@ -229,12 +240,14 @@ class SparseVAEModule(BaseModuleClass):
         ``log p(x) ~= logsumexp_s[log p(x | z_s) + log p(z_s) - log q(z_s | x)] - log S``.
         """
         inf = self.inference(**self._get_inference_input(tensors))
-        qz = inf["qz"]
+        qz, mask = inf["qz"], inf.get("latent_mask")
         z = qz.sample((n_mc_samples,))  # (S, B, K)
-        gen = self.generative(z, inf["library"], tensors.get(REGISTRY_KEYS.BATCH_KEY))
+        if mask is not None:
+            z = z * mask
+        gen = self.generative(**self._get_generative_input(tensors, {**inf, "z": z}))
         x = tensors[REGISTRY_KEYS.X_KEY]
         log_px_z = self.log_likelihood(x.unsqueeze(0).expand(n_mc_samples, *x.shape), gen)
-        log_pz = Normal(0.0, 1.0).log_prob(z).sum(-1)
-        log_qz = qz.log_prob(z).sum(-1)
+        log_pz = self._masked_sum(Normal(0.0, 1.0).log_prob(z), mask)
+        log_qz = self._masked_sum(qz.log_prob(z), mask)
         ll = torch.logsumexp(log_px_z + log_pz - log_qz, dim=0) - math.log(n_mc_samples)
         return ll.mean().item() if return_mean else ll

@@ -1,0 +1,320 @@
+"""MultiStudySparseVAE: shared and study-specific sparse gene programmes across studies or conditions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from anndata import AnnData
+from scvi import REGISTRY_KEYS
+from scvi.data import AnnDataManager
+from scvi.data.fields import CategoricalObsField, LayerField, NumericalObsField
+
+from scsparse.module import STUDY_KEY, MultiStudySparseVAEModule
+
+from ._results import check_keys_free
+from ._sparsevae import SparseVAE
+from ._validation import InvalidInputError, check_anndata, check_batch_key, check_study_key
+
+__all__ = ["MultiStudySparseVAE"]
+
+
+def _safe_key(name: str) -> str:
+    """A study name usable inside an AnnData key."""
+    return "".join(c if (c.isalnum() or c in "-_.") else "_" for c in str(name))
+
+
+class MultiStudySparseVAE(SparseVAE):
+    """Multi-study sparse VAE: programmes shared by all studies and programmes specific to one.
+
+    Cells of study ``m`` have shared factors (mask ``W_shared``, used by every study) and specific factors
+    (mask ``W_m``, used by study ``m`` only), decoded by one shared network from the stacked, zero-padded
+    latent vector. Each mask has a Spike-and-Slab Lasso prior; because a programme duplicated into every
+    study's specific block costs more under the sparse prior than one shared column, shared and
+    study-specific programmes separate, and unused columns switch off.
+
+    Parameters
+    ----------
+    adata
+        AnnData registered with :meth:`setup_anndata`.
+    n_latent_shared
+        Number of shared factors (an upper bound).
+    n_latent_specific
+        Number of specific factors per study: one int for every study, or a dict ``{study: K_m}``
+        (studies not in the dict get none).
+    n_hidden, n_layers, gene_likelihood, lambda0, lambda1, a, b, dropout_rate, seed, **module_kwargs
+        As in :class:`~scsparse.model.SparseVAE`.
+
+    Examples
+    --------
+    >>> adata = scsparse.data.kang_pbmc()
+    >>> scsparse.model.MultiStudySparseVAE.setup_anndata(adata, study_key="condition", layer="counts")
+    >>> model = scsparse.model.MultiStudySparseVAE(adata, n_latent_shared=10, n_latent_specific=3)
+    >>> model.train(max_epochs=100)
+    >>> model.factor_table()
+    >>> model.write_results(adata, key_added="mssvae")
+    """
+
+    _module_cls = MultiStudySparseVAEModule
+    _default_key = "mssvae"
+
+    def __init__(
+        self,
+        adata: AnnData,
+        n_latent_shared: int = 10,
+        n_latent_specific: int | Mapping[str, int] = 5,
+        n_hidden: int = 128,
+        n_layers: int = 1,
+        gene_likelihood: Literal["nb", "zinb", "poisson", "multinomial", "normal"] = "nb",
+        lambda0: float = 10.0,
+        lambda1: float = 1.0,
+        a: float = 1.0,
+        b: float | None = None,
+        dropout_rate: float = 0.1,
+        seed: int = 0,
+        **module_kwargs: Any,
+    ) -> None:
+        super(SparseVAE, self).__init__(adata)
+        studies = self.studies
+        if isinstance(n_latent_specific, Mapping):
+            unknown = sorted(set(map(str, n_latent_specific)) - set(studies))
+            if unknown:
+                raise InvalidInputError(
+                    f"n_latent_specific names unknown studies {unknown}; the studies are {studies}."
+                )
+            per_study = [int(n_latent_specific.get(s, 0)) for s in studies]
+        else:
+            per_study = [int(n_latent_specific)] * len(studies)
+        if min(per_study) < 0 or n_latent_shared < 0 or n_latent_shared + sum(per_study) == 0:
+            raise InvalidInputError("Numbers of factors must be non-negative and not all zero.")
+        sigma_prior_xi = self._check_data_and_seed(gene_likelihood, seed)
+        self.module = self._module_cls(
+            n_input=self.summary_stats.n_vars,
+            n_latent_shared=n_latent_shared,
+            n_latent_specific=per_study,
+            n_batch=self.summary_stats.n_batch,
+            n_hidden=n_hidden,
+            n_layers=n_layers,
+            gene_likelihood=gene_likelihood,
+            lambda0=lambda0,
+            lambda1=lambda1,
+            a=a,
+            b=b,
+            dropout_rate=dropout_rate,
+            sigma_prior_xi=sigma_prior_xi,
+            **module_kwargs,
+        )
+        self._model_summary_string = (
+            f"MultiStudySparseVAE with {len(studies)} studies {studies}, n_latent_shared={n_latent_shared}, "
+            f"n_latent_specific={dict(zip(studies, per_study, strict=True))}, n_hidden={n_hidden}, "
+            f"n_layers={n_layers}, gene_likelihood={gene_likelihood!r}, lambda0={lambda0}, lambda1={lambda1}"
+        )
+        self.init_params_ = self._get_init_params(locals())
+
+    @classmethod
+    def setup_anndata(
+        cls,
+        adata: AnnData,
+        study_key: str,
+        layer: str | None = None,
+        batch_key: str | None = None,
+        size_factor_key: str | None = None,
+        min_cells_per_study: int = 10,
+        **kwargs: Any,
+    ) -> None:
+        """Register an AnnData whose cells come from several studies (or conditions, cohorts).
+
+        Parameters
+        ----------
+        adata
+            AnnData with the same genes measured in every study.
+        study_key
+            Column of ``adata.obs`` naming each cell's study; at least two studies, no missing labels,
+            at least ``min_cells_per_study`` cells each.
+        layer
+            Layer with the data (raw counts for count likelihoods); ``None`` uses ``adata.X``.
+        batch_key
+            Optional technical covariate entering the decoder outside the masks.
+        size_factor_key
+            Optional per-cell size factors.
+        min_cells_per_study
+            Smallest study size accepted.
+
+        Examples
+        --------
+        >>> scsparse.model.MultiStudySparseVAE.setup_anndata(adata, study_key="condition", layer="counts")
+        """
+        setup_method_args = cls._get_setup_method_args(**locals())
+        check_anndata(adata, layer)
+        check_study_key(adata, study_key, min_cells=min_cells_per_study)
+        check_batch_key(adata, batch_key)
+        fields = [
+            LayerField(REGISTRY_KEYS.X_KEY, layer, is_count_data=False),
+            CategoricalObsField(STUDY_KEY, study_key),
+            CategoricalObsField(REGISTRY_KEYS.BATCH_KEY, batch_key),
+            NumericalObsField(REGISTRY_KEYS.SIZE_FACTOR_KEY, size_factor_key, required=False),
+        ]
+        adata_manager = AnnDataManager(fields=fields, setup_method_args=setup_method_args)
+        adata_manager.register_fields(adata, **kwargs)
+        cls.register_manager(adata_manager)
+
+    # ------------------------------------------------------------------ names and blocks
+    @property
+    def studies(self) -> list[str]:
+        """Study names in the order of their codes."""
+        mapping = self.adata_manager.get_state_registry(STUDY_KEY).categorical_mapping
+        return [str(s) for s in mapping]
+
+    @property
+    def factor_names(self) -> list[str]:
+        """``shared_0`` ... then ``<study>_0`` ... for each study's specific factors."""
+        names = [f"shared_{k}" for k in range(self.module.n_latent_shared)]
+        for study, k_m in zip(self.studies, self.module.n_latent_specific, strict=True):
+            names += [f"{study}_{k}" for k in range(k_m)]
+        return names
+
+    def _columns(self, study: str | None) -> slice:
+        blocks = self.module.block_slices()
+        if study is None:
+            return blocks[0][2]
+        if study not in self.studies:
+            raise InvalidInputError(f"Unknown study {study!r}; the studies are {self.studies}.")
+        return blocks[1 + self.studies.index(study)][2]
+
+    # ------------------------------------------------------------------ results
+    def get_latent_representation(
+        self,
+        adata: AnnData | None = None,
+        indices: Sequence[int] | None = None,
+        kind: Literal["shared", "specific", "all"] = "all",
+        **kwargs: Any,
+    ) -> np.ndarray:
+        """Posterior mean factors.
+
+        ``kind="shared"``: the shared factors of every cell (cells x K_S); ``"specific"``: the specific
+        blocks of all studies side by side (cells x sum K_m), with each cell's own study's block filled
+        and zeros in the other studies' blocks; ``"all"``: both, stacked (cells x (K_S + sum K_m)).
+        """
+        z = super().get_latent_representation(adata, indices, **kwargs)
+        k_s = self.module.n_latent_shared
+        if kind == "all":
+            return z
+        if kind == "shared":
+            return z[:, :k_s]
+        if kind == "specific":
+            return z[:, k_s:]
+        raise ValueError(f"kind must be 'shared', 'specific' or 'all', got {kind!r}.")
+
+    def get_loadings(self, study: str | None = None) -> pd.DataFrame:
+        """``W_shared`` (``study=None``) or a study's specific mask ``W_m`` (genes x factors)."""
+        return super().get_loadings().iloc[:, self._columns(study)]
+
+    def get_inclusion_probabilities(self, study: str | None = None) -> pd.DataFrame:
+        """``p*`` of ``W_shared`` (``study=None``) or of a study's specific mask."""
+        return super().get_inclusion_probabilities().iloc[:, self._columns(study)]
+
+    def _all_loadings(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        return SparseVAE.get_loadings(self), SparseVAE.get_inclusion_probabilities(self)
+
+    def get_top_genes(self, n_top: int = 10, pip_threshold: float = 0.5) -> dict[str, list[str]]:
+        """Top genes by ``|w|`` among genes with ``p* > pip_threshold``, for every active factor."""
+        W, P = self._all_loadings()
+        return {
+            f: list(W.loc[P[f] > pip_threshold, f].abs().sort_values(ascending=False).index[:n_top])
+            for f in self.active_factors(pip_threshold)
+        }
+
+    def get_anchor_genes(self, pip_threshold: float = 0.5) -> dict[str, list[str]]:
+        """Genes included in exactly one factor (shared or specific), per active factor."""
+        W, P = self._all_loadings()
+        included = P > pip_threshold
+        anchors = included[included.sum(1) == 1]
+        return {
+            f: list(W.loc[anchors.index[anchors[f]], f].abs().sort_values(ascending=False).index)
+            for f in self.active_factors(pip_threshold)
+        }
+
+    def factor_table(self, n_top: int = 10, pip_threshold: float = 0.5) -> pd.DataFrame:
+        """One row per factor: kind (shared/specific), study, active, eta, number of genes, top genes."""
+        _, P = self._all_loadings()
+        active = set(self.active_factors(pip_threshold))
+        top = self.get_top_genes(n_top, pip_threshold)
+        eta = self.get_factor_weights()
+        rows = []
+        for kind, m, cols in self.module.block_slices():
+            for name in self.factor_names[cols]:
+                rows.append(
+                    {
+                        "factor": name,
+                        "kind": kind,
+                        "study": "all" if m < 0 else self.studies[m],
+                        "active": name in active,
+                        "eta": float(eta[name]),
+                        "n_genes": int((P[name] > pip_threshold).sum()),
+                        "top_genes": ", ".join(top.get(name, [])),
+                    }
+                )
+        return pd.DataFrame(rows)
+
+    def write_results(
+        self,
+        adata: AnnData | None = None,
+        key_added: str | None = None,
+        overwrite: bool = False,
+        pip_threshold: float = 0.5,
+        batch_size: int | None = None,
+    ) -> None:
+        """Write shared and specific factors, masks and run metadata into ``adata`` (h5ad-writable).
+
+        With ``key = key_added`` (default ``"mssvae"``):
+
+        - ``obsm[f"X_{key}_shared"]``: shared factors (cells x K_S);
+        - ``obsm[f"X_{key}_specific"]``: specific factors (cells x sum K_m), each cell's own study's block
+          filled and zeros in the other studies' blocks (column names in ``uns[key]["specific_factors"]``);
+        - ``varm[f"{key}_W_shared"]``, ``varm[f"{key}_pip_shared"]``: shared mask and its ``p*``;
+        - ``varm[f"{key}_W_<study>"]``, ``varm[f"{key}_pip_<study>"]``: each study's specific mask and ``p*``;
+        - ``uns[key]``: the factor table (``factor_table``, a DataFrame), studies, active factors, ``eta``,
+          top and anchor genes, hyper-parameters, seed, package versions and a hash of the training data.
+
+        Nothing is written if any key exists, unless ``overwrite=True``.
+        """
+        key = key_added or self._default_key
+        adata = self.adata if adata is None else adata
+        self._check_same_genes(adata)
+        study_keys = {s: _safe_key(s) for s in self.studies}
+        varm_keys = [f"{key}_W_shared", f"{key}_pip_shared"]
+        for s in study_keys.values():
+            varm_keys += [f"{key}_W_{s}", f"{key}_pip_{s}"]
+        check_keys_free(
+            adata, {"obsm": [f"X_{key}_shared", f"X_{key}_specific"], "varm": varm_keys, "uns": [key]}, overwrite
+        )
+        z = self.get_latent_representation(adata, kind="all", batch_size=batch_size)
+        k_s = self.module.n_latent_shared
+        active = self.active_factors(pip_threshold)
+        uns = {
+            "studies": np.asarray(self.studies, dtype=object),
+            "study_keys": {s: k for s, k in study_keys.items()},
+            "factor_names": np.asarray(self.factor_names, dtype=object),
+            "shared_factors": np.asarray(self.factor_names[:k_s], dtype=object),
+            "specific_factors": np.asarray(self.factor_names[k_s:], dtype=object),
+            "active": np.asarray([f in active for f in self.factor_names]),
+            "active_factors": np.asarray(active, dtype=object),
+            "eta": self.get_factor_weights().to_numpy(),
+            "pip_threshold": float(pip_threshold),
+            "factor_table": self.factor_table(pip_threshold=pip_threshold),
+            "top_genes": {f: np.asarray(g, dtype=object) for f, g in self.get_top_genes(10, pip_threshold).items()},
+            "anchor_genes": {
+                f: np.asarray(g, dtype=object) for f, g in self.get_anchor_genes(pip_threshold).items()
+            },
+            **self._provenance(),
+        }
+        adata.obsm[f"X_{key}_shared"] = z[:, :k_s]
+        adata.obsm[f"X_{key}_specific"] = z[:, k_s:]
+        adata.varm[f"{key}_W_shared"] = self.get_loadings().to_numpy()
+        adata.varm[f"{key}_pip_shared"] = self.get_inclusion_probabilities().to_numpy()
+        for study, safe in study_keys.items():
+            adata.varm[f"{key}_W_{safe}"] = self.get_loadings(study).to_numpy()
+            adata.varm[f"{key}_pip_{safe}"] = self.get_inclusion_probabilities(study).to_numpy()
+        adata.uns[key] = uns
