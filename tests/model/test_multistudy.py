@@ -1,0 +1,107 @@
+import anndata as ad
+import numpy as np
+import pytest
+import torch
+from conftest import make_counts
+
+from scsparse.model import InvalidInputError, MultiStudySparseVAE
+
+
+def studies_adata(n_obs=240, labels=("s1", "s2", "s3")):
+    adata = make_counts(n_obs=n_obs, n_vars=30)
+    adata.obs["study"] = np.asarray(labels)[np.arange(n_obs) % len(labels)]
+    return adata
+
+
+def fit(adata, epochs=2, **kwargs):
+    MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
+    model = MultiStudySparseVAE(adata, n_hidden=16, **{"n_latent_shared": 3, "n_latent_specific": 2, **kwargs})
+    model.train(max_epochs=epochs, batch_size=64, enable_progress_bar=False)
+    return model
+
+
+def test_blocks_are_zero_outside_a_cells_study():
+    adata = studies_adata()
+    model = fit(adata, n_latent_specific={"s1": 2, "s3": 1})
+    assert model.factor_names == ["shared_0", "shared_1", "shared_2", "s1_0", "s1_1", "s3_0"]
+    spec = model.get_latent_representation(kind="specific")
+    study = adata.obs["study"].to_numpy()
+    assert spec.shape == (240, 3)
+    assert np.all(spec[study != "s1"][:, :2] == 0) and np.all(spec[study != "s3"][:, 2] == 0)
+    assert np.any(spec[study == "s1"][:, :2] != 0)
+    assert model.get_latent_representation(kind="shared").shape == (240, 3)
+    assert model.get_loadings().shape == (30, 3)
+    assert model.get_loadings("s1").shape == (30, 2) and model.get_loadings("s2").shape == (30, 0)
+    with pytest.raises(InvalidInputError, match="Unknown study"):
+        model.get_loadings("s9")
+
+
+def test_specific_mask_only_reaches_its_own_study():
+    adata = studies_adata()
+    model = fit(adata)
+    module = model.module
+    # a gene's output for a cell of study s2 must not depend on s1's specific mask
+    tensors = next(iter(model._make_data_loader(adata=adata, batch_size=240)))
+    s2 = tensors["study"].reshape(-1) == 1
+    inf = module.inference(**module._get_inference_input(tensors))
+    before = module.generative(inf["qz"].loc, inf["library"])["logits"][s2]
+    with torch.no_grad():
+        module.decoder.W[:, 3:5] += 3.0  # s1's block
+    after = module.generative(inf["qz"].loc, inf["library"])["logits"][s2]
+    torch.testing.assert_close(before, after)
+
+
+def test_factor_table_write_results_and_h5ad(tmp_path):
+    adata = studies_adata()
+    model = fit(adata)
+    table = model.factor_table()
+    assert list(table.columns) == ["factor", "kind", "study", "active", "eta", "n_genes", "top_genes"]
+    assert (table["kind"] == "shared").sum() == 3 and (table["kind"] == "specific").sum() == 6
+    model.write_results(adata)
+    for key in ("mssvae_W_shared", "mssvae_pip_shared", "mssvae_W_s1", "mssvae_pip_s3"):
+        assert key in adata.varm
+    assert adata.obsm["X_mssvae_specific"].shape == (240, 6)
+    adata.write_h5ad(tmp_path / "ms.h5ad")
+    back = ad.read_h5ad(tmp_path / "ms.h5ad")
+    assert list(back.uns["mssvae"]["factor_table"]["factor"]) == model.factor_names
+    with pytest.raises(InvalidInputError, match="overwrite=True"):
+        model.write_results(adata)
+
+
+def test_save_load_round_trip(tmp_path):
+    adata = studies_adata()
+    model = fit(adata)
+    model.save(tmp_path / "m", overwrite=True)
+    loaded = MultiStudySparseVAE.load(tmp_path / "m", adata=adata)
+    np.testing.assert_array_equal(model.get_latent_representation(), loaded.get_latent_representation())
+
+
+def test_one_study_only():
+    adata = studies_adata(labels=("only",))
+    with pytest.raises(InvalidInputError, match="single level.*SparseVAE"):
+        MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
+
+
+def test_missing_study_labels():
+    adata = studies_adata()
+    adata.obs["study"] = adata.obs["study"].astype(object)
+    adata.obs.loc[adata.obs_names[:2], "study"] = None
+    with pytest.raises(InvalidInputError, match="2 missing value"):
+        MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
+
+
+def test_study_with_too_few_cells():
+    adata = studies_adata()
+    labels = adata.obs["study"].to_numpy().copy()
+    labels[:5] = "tiny"
+    labels[5:] = np.where(np.arange(235) % 2 == 0, "s1", "s2")
+    adata.obs["study"] = labels
+    with pytest.raises(InvalidInputError, match="fewer than 10 cells.*tiny"):
+        MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
+
+
+def test_unknown_study_in_n_latent_specific():
+    adata = studies_adata()
+    MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
+    with pytest.raises(InvalidInputError, match=r"unknown studies \['s7'\]"):
+        MultiStudySparseVAE(adata, n_latent_specific={"s7": 2})
