@@ -3,31 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-import platform
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from anndata import AnnData
 
+from scsparse._provenance import package_versions
+
 from ._validation import InvalidInputError, get_matrix, iter_row_chunks
 
 __all__ = ["check_keys_free", "data_hash", "h5ad_safe", "package_versions"]
-
-_PACKAGES = ("scsparse", "scvi-tools", "torch", "lightning", "anndata", "scanpy", "numpy", "scipy", "pandas")
-
-
-def package_versions() -> dict[str, str]:
-    """Versions of Python and of the packages a result depends on."""
-    out = {"python": platform.python_version()}
-    for name in _PACKAGES:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
 
 def data_hash(adata: AnnData, layer: str | None) -> str:
     """SHA-256 of the data a model saw: shape, cell and gene names and the matrix values.

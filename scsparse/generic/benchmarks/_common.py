@@ -12,12 +12,14 @@ import sys
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from scsparse._provenance import DEFAULT_PACKAGES as PROVENANCE_PACKAGES
+from scsparse._provenance import package_versions
 
 __all__ = [
     "PROVENANCE_PACKAGES",
@@ -33,21 +35,6 @@ __all__ = [
     "torch_threads",
     "write_results",
 ]
-
-#: Packages whose versions are recorded with every benchmark result.
-PROVENANCE_PACKAGES: tuple[str, ...] = (
-    "scsparse",
-    "scvi-tools",
-    "torch",
-    "lightning",
-    "anndata",
-    "numpy",
-    "scipy",
-    "pandas",
-    "scikit-learn",
-    "matplotlib",
-)
-
 
 def make_output_dir(out: str | os.PathLike[str]) -> Path:
     """Create the output folder (and its parents) if needed.
@@ -192,17 +179,6 @@ def markdown_table(
         cells.append(str(len(group)))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def package_versions(packages: Sequence[str] = PROVENANCE_PACKAGES) -> dict[str, str]:
-    """Versions of Python and of the given packages (``"not installed"`` for missing ones)."""
-    out = {"python": platform.python_version()}
-    for name in packages:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not installed"
-    return out
 
 
 def _git_commit() -> str:
