@@ -51,3 +51,9 @@ def make_counts(n_obs: int = 200, n_vars: int = 40, n_latent: int = 3, seed: int
 @pytest.fixture
 def counts_adata() -> ad.AnnData:
     return make_counts()
+
+
+@pytest.fixture
+def counts_factory():
+    """The :func:`make_counts` factory, for tests that need several or differently sized AnnData."""
+    return make_counts

@@ -2,15 +2,18 @@ import anndata as ad
 import numpy as np
 import pytest
 import torch
-from conftest import make_counts
 
 from scsparse.model import InvalidInputError, MultiStudySparseVAE
 
 
-def studies_adata(n_obs=240, labels=("s1", "s2", "s3")):
-    adata = make_counts(n_obs=n_obs, n_vars=30)
-    adata.obs["study"] = np.asarray(labels)[np.arange(n_obs) % len(labels)]
-    return adata
+@pytest.fixture
+def studies_adata(counts_factory):
+    def make(n_obs=240, labels=("s1", "s2", "s3")):
+        adata = counts_factory(n_obs=n_obs, n_vars=30)
+        adata.obs["study"] = np.asarray(labels)[np.arange(n_obs) % len(labels)]
+        return adata
+
+    return make
 
 
 def fit(adata, epochs=2, **kwargs):
@@ -20,7 +23,7 @@ def fit(adata, epochs=2, **kwargs):
     return model
 
 
-def test_blocks_are_zero_outside_a_cells_study():
+def test_blocks_are_zero_outside_a_cells_study(studies_adata):
     adata = studies_adata()
     model = fit(adata, n_latent_specific={"s1": 2, "s3": 1})
     assert model.factor_names == ["shared_0", "shared_1", "shared_2", "s1_0", "s1_1", "s3_0"]
@@ -36,7 +39,7 @@ def test_blocks_are_zero_outside_a_cells_study():
         model.get_loadings("s9")
 
 
-def test_specific_mask_only_reaches_its_own_study():
+def test_specific_mask_only_reaches_its_own_study(studies_adata):
     adata = studies_adata()
     model = fit(adata)
     module = model.module
@@ -51,7 +54,7 @@ def test_specific_mask_only_reaches_its_own_study():
     torch.testing.assert_close(before, after)
 
 
-def test_factor_table_write_results_and_h5ad(tmp_path):
+def test_factor_table_write_results_and_h5ad(tmp_path, studies_adata):
     adata = studies_adata()
     model = fit(adata)
     table = model.factor_table()
@@ -68,7 +71,7 @@ def test_factor_table_write_results_and_h5ad(tmp_path):
         model.write_results(adata)
 
 
-def test_save_load_round_trip(tmp_path):
+def test_save_load_round_trip(tmp_path, studies_adata):
     adata = studies_adata()
     model = fit(adata)
     model.save(tmp_path / "m", overwrite=True)
@@ -76,13 +79,13 @@ def test_save_load_round_trip(tmp_path):
     np.testing.assert_array_equal(model.get_latent_representation(), loaded.get_latent_representation())
 
 
-def test_one_study_only():
+def test_one_study_only(studies_adata):
     adata = studies_adata(labels=("only",))
     with pytest.raises(InvalidInputError, match="single level.*SparseVAE"):
         MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
 
 
-def test_missing_study_labels():
+def test_missing_study_labels(studies_adata):
     adata = studies_adata()
     adata.obs["study"] = adata.obs["study"].astype(object)
     adata.obs.loc[adata.obs_names[:2], "study"] = None
@@ -90,7 +93,7 @@ def test_missing_study_labels():
         MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
 
 
-def test_study_with_too_few_cells():
+def test_study_with_too_few_cells(studies_adata):
     adata = studies_adata()
     labels = adata.obs["study"].to_numpy().copy()
     labels[:5] = "tiny"
@@ -100,7 +103,7 @@ def test_study_with_too_few_cells():
         MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
 
 
-def test_unknown_study_in_n_latent_specific():
+def test_unknown_study_in_n_latent_specific(studies_adata):
     adata = studies_adata()
     MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
     with pytest.raises(InvalidInputError, match=r"unknown studies \['s7'\]"):

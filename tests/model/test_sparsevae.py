@@ -4,7 +4,6 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 import torch
-from conftest import make_counts
 
 from scsparse.model import InvalidInputError, SparseVAE
 from scsparse.nn import ssl_inclusion_logits
@@ -20,8 +19,8 @@ def fit(adata, epochs=2, seed=0, **kwargs):
 
 
 @pytest.mark.parametrize("likelihood", ["nb", "zinb", "poisson", "multinomial", "normal"])
-def test_each_likelihood_trains_and_gives_finite_results(likelihood):
-    adata = make_counts(n_obs=120, n_vars=30)
+def test_each_likelihood_trains_and_gives_finite_results(likelihood, counts_factory):
+    adata = counts_factory(n_obs=120, n_vars=30)
     model = fit(adata, gene_likelihood=likelihood)
     z = model.get_latent_representation()
     assert z.shape == (120, 4) and np.isfinite(z).all()
@@ -53,14 +52,14 @@ def test_results_tables_and_em_state(counts_adata):
     assert "n_active_factors" in model.history
 
 
-def test_same_seed_same_result_and_dense_equals_sparse():
-    a = make_counts()
-    b = make_counts()
+def test_same_seed_same_result_and_dense_equals_sparse(counts_factory):
+    a = counts_factory()
+    b = counts_factory()
     b.layers["counts"] = b.layers["counts"].toarray()
     za = fit(a, seed=3).get_latent_representation()
     zb = fit(b, seed=3).get_latent_representation()
     np.testing.assert_allclose(za, zb, rtol=1e-5, atol=1e-5)
-    zc = fit(make_counts(), seed=4).get_latent_representation()
+    zc = fit(counts_factory(), seed=4).get_latent_representation()
     assert not np.allclose(za, zc)
 
 
@@ -123,14 +122,14 @@ def test_batch_covariate_is_outside_the_mask(counts_adata):
 
 
 # ---------------------------------------------------------------------- bad input
-def test_missing_layer():
-    adata = make_counts()
+def test_missing_layer(counts_factory):
+    adata = counts_factory()
     with pytest.raises(InvalidInputError, match="Layer 'raw' not found.*available"):
         SparseVAE.setup_anndata(adata, layer="raw")
 
 
-def test_non_integer_counts_with_count_likelihood():
-    adata = make_counts()
+def test_non_integer_counts_with_count_likelihood(counts_factory):
+    adata = counts_factory()
     adata.layers["lognorm"] = adata.layers["counts"].copy()
     adata.layers["lognorm"].data = np.log1p(adata.layers["lognorm"].data)
     SparseVAE.setup_anndata(adata, layer="lognorm")
@@ -139,8 +138,8 @@ def test_non_integer_counts_with_count_likelihood():
     SparseVAE(adata, gene_likelihood="normal", **SMALL)  # fine for normalised data
 
 
-def test_negative_values_with_count_likelihood():
-    adata = make_counts()
+def test_negative_values_with_count_likelihood(counts_factory):
+    adata = counts_factory()
     adata.X = adata.X.toarray() - 1.0
     SparseVAE.setup_anndata(adata)
     with pytest.raises(InvalidInputError, match="negative values"):
@@ -148,8 +147,8 @@ def test_negative_values_with_count_likelihood():
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_nan_and_inf(bad):
-    adata = make_counts()
+def test_nan_and_inf(bad, counts_factory):
+    adata = counts_factory()
     dense = adata.layers["counts"].toarray()
     dense[3, 5] = bad
     adata.layers["counts"] = sp.csr_matrix(dense)
@@ -164,8 +163,8 @@ def test_empty_anndata(shape):
         SparseVAE.setup_anndata(adata)
 
 
-def test_all_zero_genes():
-    adata = make_counts()
+def test_all_zero_genes(counts_factory):
+    adata = counts_factory()
     dense = adata.layers["counts"].toarray()
     dense[:, [2, 7]] = 0
     adata.layers["counts"] = sp.csr_matrix(dense)
@@ -173,8 +172,8 @@ def test_all_zero_genes():
         SparseVAE.setup_anndata(adata, layer="counts")
 
 
-def test_cells_with_zero_counts():
-    adata = make_counts()
+def test_cells_with_zero_counts(counts_factory):
+    adata = counts_factory()
     dense = adata.layers["counts"].toarray()
     dense[4] = 0
     adata.layers["counts"] = sp.csr_matrix(dense)
@@ -183,8 +182,8 @@ def test_cells_with_zero_counts():
         SparseVAE(adata)
 
 
-def test_batch_key_with_missing_values_or_absent():
-    adata = make_counts()
+def test_batch_key_with_missing_values_or_absent(counts_factory):
+    adata = counts_factory()
     adata.obs["batch"] = adata.obs["batch"].astype(object)
     adata.obs.loc[adata.obs_names[:3], "batch"] = np.nan
     with pytest.raises(InvalidInputError, match="3 missing value"):
