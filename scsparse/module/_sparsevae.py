@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Literal
 
 import torch
 from scvi import REGISTRY_KEYS
 from scvi.module.base import BaseModuleClass, LossOutput, auto_move_data
-from torch.distributions import Normal, kl_divergence
+from torch.distributions import Normal
 
 from scsparse.nn import (
     COUNT_LIKELIHOODS,
@@ -17,7 +16,10 @@ from scsparse.nn import (
     MaskedDecoder,
     ObservationModel,
     SpikeSlabLasso,
-    inverse_gamma_neg_log_prior,
+    gaussian_kl,
+    importance_sampled_log_likelihood,
+    sparse_vae_objective,
+    sparse_vae_penalty,
 )
 
 GeneLikelihood = Literal["nb", "zinb", "poisson", "multinomial", "normal"]
@@ -184,12 +186,8 @@ class SparseVAEModule(BaseModuleClass):
 
     def global_penalty(self) -> torch.Tensor:
         """Negative log-prior of the global parameters that receive gradients: SSL on ``W``, variance prior."""
-        penalty = self.prior.penalty(self.decoder.W)
-        if self.gene_likelihood == "normal":
-            penalty = penalty + inverse_gamma_neg_log_prior(
-                self.observation.log_var, self.sigma_prior_nu, self.sigma_prior_xi
-            )
-        return penalty
+        log_var = self.observation.log_var if self.gene_likelihood == "normal" else None
+        return sparse_vae_penalty(self.prior, self.decoder.W, log_var, self.sigma_prior_nu, self.sigma_prior_xi)
 
     def loss(
         self,
@@ -207,17 +205,10 @@ class SparseVAEModule(BaseModuleClass):
         """
         x = tensors[REGISTRY_KEYS.X_KEY]
         rec = -self.log_likelihood(x, generative_outputs)
-        qz = inference_outputs["qz"]
-        kl_z = kl_divergence(qz, Normal(torch.zeros_like(qz.loc), torch.ones_like(qz.scale)))
-        kl_z = self._masked_sum(kl_z, inference_outputs.get("latent_mask"))
+        kl_z = gaussian_kl(inference_outputs["qz"], inference_outputs.get("latent_mask"))
         penalty = self.global_penalty()
-        loss = torch.mean(rec + kl_weight * kl_z) + penalty / max(int(n_obs), 1)
+        loss = sparse_vae_objective(rec, kl_z, penalty, n_obs, kl_weight)
         return LossOutput(loss=loss, reconstruction_loss=rec, kl_local=kl_z, kl_global=penalty)
-
-    @staticmethod
-    def _masked_sum(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        """Sum over the latent axis, keeping only the dimensions a cell uses (``mask`` 1) when given."""
-        return (values if mask is None else values * mask).sum(-1)
 
     # ------------------------------------------------------------------ EM
     @torch.no_grad()
@@ -247,7 +238,5 @@ class SparseVAEModule(BaseModuleClass):
         gen = self.generative(**self._get_generative_input(tensors, {**inf, "z": z}))
         x = tensors[REGISTRY_KEYS.X_KEY]
         log_px_z = self.log_likelihood(x.unsqueeze(0).expand(n_mc_samples, *x.shape), gen)
-        log_pz = self._masked_sum(Normal(0.0, 1.0).log_prob(z), mask)
-        log_qz = self._masked_sum(qz.log_prob(z), mask)
-        ll = torch.logsumexp(log_px_z + log_pz - log_qz, dim=0) - math.log(n_mc_samples)
+        ll = importance_sampled_log_likelihood(log_px_z, z, qz, mask)
         return ll.mean().item() if return_mean else ll

@@ -3,6 +3,7 @@
 Nothing here imports AnnData, Lightning or scvi-tools: every piece of the maths is written once, here.
 """
 
+from ._elbo import gaussian_kl, importance_sampled_log_likelihood, sparse_vae_objective, sparse_vae_penalty
 from ._encoder import GaussianEncoder
 from ._likelihoods import log_bernoulli, log_multinomial, log_nb, log_normal, log_poisson, log_zinb
 from ._masked_decoder import MaskedDecoder
@@ -20,6 +21,8 @@ __all__ = [
     "MaskedDecoder",
     "SpikeSlabLasso",
     "calibrate_inverse_gamma",
+    "gaussian_kl",
+    "importance_sampled_log_likelihood",
     "inverse_gamma_neg_log_prior",
     "log_bernoulli",
     "log_multinomial",
@@ -29,5 +32,7 @@ __all__ = [
     "log_zinb",
     "make_activation",
     "one_hot_covariates",
+    "sparse_vae_objective",
+    "sparse_vae_penalty",
     "ssl_inclusion_logits",
 ]

@@ -4,11 +4,27 @@
   informativeness (Eastwood & Williams, 2018);
 - :func:`match_factors`, :func:`factor_correlation` — Hungarian matching of estimated codes to true factors;
 - :func:`support_fscore`, :func:`support_confusion`, :func:`estimated_support` — recovery of the support of
-  the factor-to-feature matrix ``W``.
+  the factor-to-feature matrix ``W``;
+- :func:`recall_at_r`, :func:`ndcg_at_k`, :func:`fold_in_split`, :func:`fold_in_evaluate` — ranking metrics
+  and the fold-in protocol for implicit feedback (Liang et al., 2018);
+- :func:`multi_information`, :func:`jaccard_consistency`, :func:`pairwise_jaccard_consistency`,
+  :func:`posterior_collapse_rate`, :func:`feature_collapse_rate`, :func:`dictionary_collapse_rate` —
+  statistics of inferred codes (Fallah & Rozell, 2022).
 """
 
+from ._codes import (
+    active_atoms,
+    dictionary_collapse_rate,
+    feature_collapse_rate,
+    gaussian_kl_per_dim,
+    jaccard_consistency,
+    multi_information,
+    pairwise_jaccard_consistency,
+    posterior_collapse_rate,
+)
 from ._dci import DCIResult, dci_disentanglement, dci_from_importance
 from ._matching import factor_correlation, match_factors
+from ._ranking import FoldInSplit, fold_in_evaluate, fold_in_split, ndcg_at_k, recall_at_r
 from ._support import SupportConfusion, estimated_support, support_confusion, support_fscore
 
 __all__ = [
@@ -21,4 +37,19 @@ __all__ = [
     "match_factors",
     "support_confusion",
     "support_fscore",
+    # ranking (Liang et al. 2018)
+    "FoldInSplit",
+    "fold_in_evaluate",
+    "fold_in_split",
+    "ndcg_at_k",
+    "recall_at_r",
+    # codes (Fallah & Rozell 2022)
+    "active_atoms",
+    "dictionary_collapse_rate",
+    "feature_collapse_rate",
+    "gaussian_kl_per_dim",
+    "jaccard_consistency",
+    "multi_information",
+    "pairwise_jaccard_consistency",
+    "posterior_collapse_rate",
 ]

@@ -114,6 +114,15 @@ class ArrayModel(abc.ABC):
     def heldout_nll(self, X: np.ndarray, **kwargs: Any) -> float:
         """Mean ``-log p(x)`` per row of ``X``."""
 
+    def predict_mean(self, X: np.ndarray) -> np.ndarray:
+        """Model mean of the rows of ``X`` given their factors, shape ``(n_rows, n_features)``.
+
+        For the autoencoders: the decoder mean at the posterior mean of the factors (proportions for
+        ``"multinomial"``, probabilities for ``"bernoulli"``); for NMF: the reconstruction. Used to rank
+        items in the fold-in protocol (:func:`scsparse.generic.metrics.fold_in_evaluate`).
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement predict_mean.")
+
     def fit_transform(self, X: np.ndarray, **kwargs: Any) -> np.ndarray:
         """``fit`` then ``transform`` on the same rows."""
         return self.fit(X, **kwargs).transform(X)
@@ -170,6 +179,16 @@ class TorchArrayModel(ArrayModel):
         self._check_fitted()
         self.module.eval()
         out = [self.module.encode(x)[0] for (x,) in as_loader(X, 1024, shuffle=False)]
+        return torch.cat(out).numpy()
+
+    @torch.no_grad()
+    def predict_mean(self, X: np.ndarray) -> np.ndarray:
+        """Decoder mean at the posterior mean of the factors (``module.predict_mean``)."""
+        self._check_fitted()
+        if not hasattr(self.module, "predict_mean"):
+            raise NotImplementedError(f"The module of {type(self).__name__} has no predict_mean.")
+        self.module.eval()
+        out = [self.module.predict_mean(x) for (x,) in as_loader(X, 1024, shuffle=False)]
         return torch.cat(out).numpy()
 
     @torch.no_grad()

@@ -1,0 +1,205 @@
+"""The sparse VAE (Moran et al. 2022) on plain arrays, with the prior and decoder of the scvi-tools model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+from scsparse.nn import calibrate_inverse_gamma
+
+from ._base import TorchArrayModel
+from ._modules import ARRAY_LIKELIHOODS, SparseVAEArrayModule, check_likelihood_data
+
+__all__ = ["SparseVAE", "feature_variances"]
+
+
+def feature_variances(X: np.ndarray | DataLoader) -> np.ndarray:
+    """Per-feature sample variances (``ddof=1``) of an array or of a DataLoader of ``(x,)`` batches.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> feature_variances(np.array([[0.0, 1.0], [2.0, 1.0]]))
+    array([2., 0.])
+    """
+    if not isinstance(X, DataLoader):
+        return np.asarray(X, dtype=np.float64).var(axis=0, ddof=1)
+    n, s1, s2 = 0, 0.0, 0.0
+    for (x,) in X:
+        block = np.asarray(x, dtype=np.float64)
+        n += block.shape[0]
+        s1 = s1 + block.sum(0)
+        s2 = s2 + (block**2).sum(0)
+    mean = s1 / n
+    return np.maximum(s2 / n - mean**2, 0.0) * n / max(n - 1, 1)
+
+
+def _em_after_step(module: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    module.em_update()
+
+
+class SparseVAE(TorchArrayModel):
+    """Sparse VAE (Moran et al. 2022) on a rows x features array.
+
+    The same model as :class:`scsparse.model.SparseVAE`: ``z_i ~ N(0, I_K)``,
+    ``x_ij ~ p(f_theta(w_j ⊙ z_i)_j)`` with the masked decoder :class:`~scsparse.nn.MaskedDecoder`, a
+    Spike-and-Slab Lasso prior on ``W`` (:class:`~scsparse.nn.SpikeSlabLasso`) and the encoder
+    :class:`~scsparse.nn.GaussianEncoder`. Training minimises, per minibatch of rows drawn from ``N``
+    training rows,
+
+    ``mean_i[-log p(x_i | z_i) + KL(q(z_i | x_i) || N(0, I))] + penalty / N``
+
+    with ``penalty = sum_jk [lambda1 p*_jk + lambda0 (1 - p*_jk)] |w_jk|`` (plus, for ``"normal"``, the
+    inverse-gamma prior on the per-feature variances), and runs the EM update of ``p*`` and ``eta``
+    after every optimiser step.
+
+    Likelihoods: ``"normal"`` (per-feature variance ``sigma_j^2 ~ InvGamma(nu / 2, nu * xi / 2)``, with
+    ``xi`` calibrated on the training data by :func:`~scsparse.nn.calibrate_inverse_gamma`: the 5%
+    quantile of the per-feature sample variances is the prior's 90% quantile, as the scvi-tools model
+    does), ``"multinomial"`` (softmax over features; the encoder sees ``log1p(x)``) and ``"bernoulli"``.
+
+    Parameters
+    ----------
+    n_latent
+        Number of factors ``K`` (an upper bound: the prior switches unused factors off).
+    n_hidden, n_layers
+        Width and number of hidden layers of the encoder and of the masked decoder.
+    likelihood
+        ``"normal"``, ``"multinomial"`` or ``"bernoulli"``.
+    lambda0, lambda1
+        Spike and slab Laplace rates (``lambda0 > lambda1``).
+    a, b
+        Beta hyper-prior on each column's slab probability (``b=None``: ``b = n_features``).
+    sigma_prior_nu
+        Degrees of freedom of the variance prior (``"normal"``).
+    lr, max_epochs, batch_size, seed
+        Optimisation settings.
+    dropout_rate
+        Encoder dropout.
+    decoder_kwargs
+        Passed to :class:`~scsparse.nn.MaskedDecoder` (``chunk_size``, ``w_init`` ...).
+
+    Attributes
+    ----------
+    sigma_prior_xi_
+        The calibrated scale ``xi`` of the variance prior (1.0 unless ``"normal"``), set by :meth:`fit`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(200, 2))
+    >>> X = np.hstack([z[:, [0]] * [1, 2, 3], z[:, [1]] * [1, 2, 3]]) + 0.1 * rng.normal(size=(200, 6))
+    >>> model = SparseVAE(n_latent=4, n_hidden=16, max_epochs=2).fit(X.astype("float32"))
+    >>> model.loadings().shape, model.inclusion_probabilities().shape
+    ((6, 4), (6, 4))
+    """
+
+    module: SparseVAEArrayModule
+
+    def __init__(
+        self,
+        n_latent: int = 10,
+        n_hidden: int = 128,
+        n_layers: int = 2,
+        likelihood: str = "normal",
+        lambda0: float = 10.0,
+        lambda1: float = 1.0,
+        a: float = 1.0,
+        b: float | None = None,
+        sigma_prior_nu: float = 3.0,
+        lr: float = 1e-3,
+        max_epochs: int = 100,
+        batch_size: int = 128,
+        seed: int = 0,
+        dropout_rate: float = 0.1,
+        decoder_kwargs: dict | None = None,
+    ) -> None:
+        super().__init__(seed=seed, lr=lr, max_epochs=max_epochs, batch_size=batch_size)
+        if likelihood not in ARRAY_LIKELIHOODS:
+            raise ValueError(f"likelihood must be one of {ARRAY_LIKELIHOODS}, got {likelihood!r}.")
+        if not lambda0 > lambda1 > 0:
+            raise ValueError(f"Need lambda0 > lambda1 > 0, got lambda0={lambda0}, lambda1={lambda1}.")
+        self.n_latent, self.n_hidden, self.n_layers = int(n_latent), int(n_hidden), int(n_layers)
+        self.likelihood = likelihood
+        self.lambda0, self.lambda1, self.a, self.b = float(lambda0), float(lambda1), float(a), b
+        self.sigma_prior_nu = float(sigma_prior_nu)
+        self.dropout_rate = float(dropout_rate)
+        self.decoder_kwargs = dict(decoder_kwargs or {})
+        self.sigma_prior_xi_ = 1.0
+
+    def fit(self, X: np.ndarray | DataLoader, *, max_epochs: int | None = None, verbose: bool = False) -> SparseVAE:
+        """Fit on the rows of ``X`` (or a DataLoader of ``(x,)`` batches) and return the model.
+
+        For ``"normal"`` the variance prior is calibrated on the per-feature sample variances of ``X``
+        first. Arrays are checked against the likelihood.
+        """
+        if not isinstance(X, DataLoader):
+            check_likelihood_data(X, self.likelihood)
+        self.sigma_prior_xi_ = (
+            calibrate_inverse_gamma(feature_variances(X), nu=self.sigma_prior_nu)
+            if self.likelihood == "normal"
+            else 1.0
+        )
+        super().fit(X, max_epochs=max_epochs, verbose=verbose)
+        return self
+
+    def build(self, n_features: int, data: torch.Tensor | None) -> SparseVAEArrayModule:
+        """The torch module for ``n_features`` features (``xi`` from :meth:`fit`)."""
+        return SparseVAEArrayModule(
+            n_features,
+            self.n_latent,
+            likelihood=self.likelihood,
+            n_hidden=self.n_hidden,
+            n_layers=self.n_layers,
+            dropout_rate=self.dropout_rate,
+            lambda0=self.lambda0,
+            lambda1=self.lambda1,
+            a=self.a,
+            b=self.b,
+            sigma_prior_nu=self.sigma_prior_nu,
+            sigma_prior_xi=self.sigma_prior_xi_,
+            decoder_kwargs=self.decoder_kwargs,
+        )
+
+    def _hooks(self) -> dict[str, Callable | None]:
+        return {"after_step": _em_after_step, "after_epoch": None}
+
+    def heldout_nll(self, X: np.ndarray, n_samples: int = 100, **kwargs: Any) -> float:
+        """Mean ``-log p(x)`` per row of ``X``, importance-sampled with ``q(z | x)`` as proposal.
+
+        ``log p(x) ~= logsumexp_s[log p(x | z_s) + log N(z_s; 0, I) - log q(z_s | x)] - log S`` with
+        ``S = n_samples`` draws, at the MAP ``W``, network and variances; all normalising constants
+        are kept. The draws are made with the torch RNG seeded with ``seed`` inside
+        ``torch.random.fork_rng``, so the estimate is reproducible.
+        """
+        with torch.random.fork_rng():
+            torch.manual_seed(self.seed)
+            return super().heldout_nll(X, n_samples=n_samples)
+
+    # ---------------------------------------------------------------- results
+    def loadings(self) -> np.ndarray:
+        """The mask ``W`` (features x factors)."""
+        self._check_fitted()
+        return self.module.decoder.W.detach().cpu().numpy().copy()
+
+    def inclusion_probabilities(self) -> np.ndarray:
+        """Posterior inclusion probabilities ``p*`` (features x factors) from the last EM update."""
+        self._check_fitted()
+        return self.module.prior.p_star.detach().cpu().numpy().copy()
+
+    def slab_probabilities(self) -> np.ndarray:
+        """Per-factor slab probabilities ``eta`` (length ``K``) from the last EM update."""
+        self._check_fitted()
+        return self.module.prior.eta.detach().cpu().numpy().copy()
+
+    def active_factors(self, pip_threshold: float = 0.5, min_features: int = 1) -> np.ndarray:
+        """Indices of the factors with at least ``min_features`` features with ``p* > pip_threshold``."""
+        self._check_fitted()
+        mask = self.module.prior.active_mask(pip_threshold, min_features)
+        return np.flatnonzero(mask.cpu().numpy())
