@@ -145,16 +145,17 @@ class MaskedDecoder(nn.Module):
     ) -> torch.Tensor:
         first, hidden, head = self.network_weights()
         w = self.W[start:stop]  # (Gc, K)
-        # u[b, g, h] = sum_k z[b, k] w[g, k] A[h, k]
-        h = torch.matmul(z.unsqueeze(1) * w.unsqueeze(0), first.t())  # (B, Gc, H)
+        # Work in a (genes, cells, hidden) layout so the per-gene output units are one batched matmul
+        # without copies: u[g, b, h] = sum_k w[g, k] z[b, k] A[h, k].
+        h = torch.matmul(w.unsqueeze(1) * z.unsqueeze(0), first.t())  # (Gc, B, H)
         if cov_term is not None:
-            h = h + cov_term.unsqueeze(1)
+            h = h + cov_term.unsqueeze(0)
         h = self.dropout(self.activation(h))
         for layer, weight in zip(self.hidden, hidden, strict=True):
             h = self.dropout(self.activation(torch.nn.functional.linear(h, weight, layer.bias)))
-        # per-feature output units: out[n, b, g] = sum_h h[b, g, h] V[n, g, h] + c[n, g]
-        out = torch.einsum("bgh,ngh->nbg", h, head[:, start:stop])
-        return out + self.head_bias[:, None, start:stop]
+        # per-feature output units: out[n, b, g] = sum_h h[g, b, h] V[n, g, h] + c[n, g]
+        out = torch.bmm(h, head[:, start:stop].permute(1, 2, 0))  # (Gc, B, n_heads)
+        return out.permute(2, 1, 0) + self.head_bias[:, None, start:stop]
 
     def forward(self, z: torch.Tensor, *cat_list: torch.Tensor | None) -> torch.Tensor:
         """Decode ``z`` (``(B, K)``) to per-feature outputs of shape ``(n_heads, B, G)``."""
