@@ -47,7 +47,14 @@ def _input_errors() -> tuple[type[BaseException], ...]:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from scsparse._demo import run_demo
 
-    run_demo(out_dir=args.out, max_epochs=args.max_epochs, n_latent=args.n_latent, seed=args.seed)
+    run_demo(
+        out_dir=args.out,
+        max_epochs=args.max_epochs,
+        n_latent=args.n_latent,
+        seed=args.seed,
+        n_hidden=args.n_hidden,
+        lr=args.lr,
+    )
     return 0
 
 
@@ -193,7 +200,7 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    from scsparse._demo import DEFAULT_MAX_EPOCHS  # stdlib-only module at import time
+    from scsparse._demo import DEFAULT_LR, DEFAULT_MAX_EPOCHS, DEFAULT_N_HIDDEN  # stdlib-only at import
 
     demo = sub.add_parser(
         "demo",
@@ -217,6 +224,14 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         help="number of factors, an upper bound (default: %(default)s)",
     )
     demo.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default: %(default)s)")
+    demo.add_argument(
+        "--n-hidden",
+        type=_positive_int,
+        default=DEFAULT_N_HIDDEN,
+        metavar="H",
+        help="hidden layer width (default: %(default)s; the model's own default is 128, slower)",
+    )
+    demo.add_argument("--lr", type=float, default=DEFAULT_LR, help="Adam learning rate (default: %(default)s)")
     demo.set_defaults(handler=_cmd_demo)
 
     fit = sub.add_parser(

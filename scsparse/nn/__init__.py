@@ -5,11 +5,19 @@ Nothing here imports AnnData, Lightning or scvi-tools: every piece of the maths 
 
 from ._elbo import gaussian_kl, importance_sampled_log_likelihood, sparse_vae_objective, sparse_vae_penalty
 from ._encoder import GaussianEncoder
+from ._group_lasso import group_column_norms, group_lasso_penalty, group_lasso_prox
 from ._likelihoods import log_bernoulli, log_multinomial, log_nb, log_normal, log_poisson, log_zinb
 from ._masked_decoder import MaskedDecoder
 from ._mlp import MLP, make_activation, one_hot_covariates
 from ._observation import COUNT_LIKELIHOODS, LIKELIHOODS, ObservationModel
 from ._priors import calibrate_inverse_gamma, inverse_gamma_neg_log_prior
+from ._spike_slab import (
+    relaxed_spike_slab_sample,
+    shifted_soft_threshold,
+    spike_slab_kl,
+    straight_through_threshold,
+    threshold_zero_probability,
+)
 from ._ssl import SpikeSlabLasso, ssl_inclusion_logits
 
 __all__ = [
@@ -22,6 +30,9 @@ __all__ = [
     "SpikeSlabLasso",
     "calibrate_inverse_gamma",
     "gaussian_kl",
+    "group_column_norms",
+    "group_lasso_penalty",
+    "group_lasso_prox",
     "importance_sampled_log_likelihood",
     "inverse_gamma_neg_log_prior",
     "log_bernoulli",
@@ -32,7 +43,12 @@ __all__ = [
     "log_zinb",
     "make_activation",
     "one_hot_covariates",
+    "relaxed_spike_slab_sample",
+    "shifted_soft_threshold",
+    "spike_slab_kl",
     "sparse_vae_objective",
     "sparse_vae_penalty",
     "ssl_inclusion_logits",
+    "straight_through_threshold",
+    "threshold_zero_probability",
 ]

@@ -19,6 +19,7 @@ import torch
 from torch.distributions import Normal
 
 from ._priors import inverse_gamma_neg_log_prior
+from ._spike_slab import kl_normal
 from ._ssl import SpikeSlabLasso
 
 __all__ = ["gaussian_kl", "importance_sampled_log_likelihood", "sparse_vae_objective", "sparse_vae_penalty"]
@@ -51,8 +52,7 @@ def gaussian_kl(qz: Normal, mask: torch.Tensor | None = None) -> torch.Tensor:
     >>> gaussian_kl(qz)  # only the mean of the second dimension is off: 0.5 * 1^2
     tensor([0.5000])
     """
-    var = qz.scale**2
-    kl = 0.5 * (qz.loc**2 + var - 1.0 - torch.log(var))
+    kl = kl_normal(qz.loc, 2.0 * torch.log(qz.scale))
     return (kl if mask is None else kl * mask).sum(-1)
 
 

@@ -8,30 +8,15 @@ import anndata as ad  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-import scipy.sparse as sp  # noqa: E402
 
 import scsparse  # noqa: E402
 from scsparse.cli import build_parser, main  # noqa: E402
 
 
-def _counts(n_obs: int = 150, n_vars: int = 40, seed: int = 0) -> ad.AnnData:
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=(n_obs, 3))
-    owner = np.arange(n_vars) % 3
-    counts = rng.poisson(np.exp(1.0 + 0.8 * z[:, owner])).astype(np.float32)
-    counts[:, counts.sum(0) == 0] = 1.0
-    adata = ad.AnnData(sp.csr_matrix(counts))
-    adata.obs_names = [f"cell{i}" for i in range(n_obs)]
-    adata.var_names = [f"gene{j}" for j in range(n_vars)]
-    adata.layers["counts"] = adata.X.copy()
-    adata.obs["batch"] = pd.Categorical(np.where(np.arange(n_obs) % 2 == 0, "a", "b"))
-    return adata
-
-
 @pytest.fixture
-def input_file(tmp_path):
+def input_file(counts_factory, tmp_path):
     path = tmp_path / "in.h5ad"
-    adata = _counts()
+    adata = counts_factory(n_obs=150)
     # an existing embedding: `fit --figures` draws on it rather than computing a UMAP (slow to compile)
     adata.obsm["X_umap"] = np.random.default_rng(0).normal(size=(adata.n_obs, 2))
     adata.write_h5ad(path)

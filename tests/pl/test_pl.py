@@ -9,29 +9,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-import scipy.sparse as sp  # noqa: E402
 
 import scsparse  # noqa: E402
 from scsparse import pl  # noqa: E402
 
 
-def _counts(n_obs: int = 150, n_vars: int = 40, seed: int = 0) -> ad.AnnData:
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=(n_obs, 3))
-    owner = np.arange(n_vars) % 3
-    counts = rng.poisson(np.exp(1.0 + 0.8 * z[:, owner])).astype(np.float32)
-    counts[:, counts.sum(0) == 0] = 1.0
-    adata = ad.AnnData(sp.csr_matrix(counts))
-    adata.obs_names = [f"cell{i}" for i in range(n_obs)]
-    adata.var_names = [f"gene{j}" for j in range(n_vars)]
-    adata.layers["counts"] = adata.X.copy()
-    adata.obs["group"] = pd.Categorical(np.where(np.arange(n_obs) % 3 == 0, "x", "y"))
-    return adata
-
-
-@pytest.fixture(scope="module")
-def fitted() -> ad.AnnData:
-    adata = _counts()
+@pytest.fixture
+def fitted(counts_factory) -> ad.AnnData:
+    adata = counts_factory(n_obs=150)
+    adata.obs["group"] = pd.Categorical(np.where(np.arange(adata.n_obs) % 3 == 0, "x", "y"))
     scsparse.tl.sparse_vae(
         adata,
         layer="counts",
@@ -99,8 +85,8 @@ def test_factor_embedding(fitted, tmp_path):
     assert isinstance(only_extra, matplotlib.axes.Axes)
 
 
-def test_clear_errors(fitted):
-    bare = _counts()
+def test_clear_errors(fitted, counts_factory):
+    bare = counts_factory(n_obs=150)
     with pytest.raises(KeyError, match=r"tl\.sparse_vae"):
         pl.loadings_heatmap(bare, show=False)
     with pytest.raises(KeyError, match="write_results"):

@@ -4,27 +4,12 @@ import anndata as ad
 import numpy as np
 import pandas as pd
 import pytest
-import scipy.sparse as sp
 
 import scsparse
 from scsparse.model import InvalidInputError, SparseVAE
 
 FAST = {"n_hidden": 16}
 TRAIN = {"batch_size": 64, "enable_progress_bar": False}
-
-
-def _counts(n_obs: int = 150, n_vars: int = 40, seed: int = 0) -> ad.AnnData:
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=(n_obs, 3))
-    owner = np.arange(n_vars) % 3
-    counts = rng.poisson(np.exp(1.0 + 0.8 * z[:, owner])).astype(np.float32)
-    counts[:, counts.sum(0) == 0] = 1.0
-    adata = ad.AnnData(sp.csr_matrix(counts))
-    adata.obs_names = [f"cell{i}" for i in range(n_obs)]
-    adata.var_names = [f"gene{j}" for j in range(n_vars)]
-    adata.layers["counts"] = adata.X.copy()
-    adata.obs["batch"] = pd.Categorical(np.where(np.arange(n_obs) % 2 == 0, "a", "b"))
-    return adata
 
 
 def _fit(adata, **kwargs):
@@ -45,8 +30,8 @@ def _snapshot(adata: ad.AnnData) -> dict:
     }
 
 
-def test_writes_documented_keys_and_nothing_else():
-    adata = _counts()
+def test_writes_documented_keys_and_nothing_else(counts_factory):
+    adata = counts_factory(n_obs=150)
     before = _snapshot(adata)
     model = _fit(adata, layer="counts", batch_key="batch", seed=1)
     assert isinstance(model, SparseVAE)
@@ -75,8 +60,8 @@ def test_writes_documented_keys_and_nothing_else():
     assert "_scvi_uuid" in model.adata.uns
 
 
-def test_refuses_to_overwrite_then_overwrites(tmp_path):
-    adata = _counts()
+def test_refuses_to_overwrite_then_overwrites(counts_factory, tmp_path):
+    adata = counts_factory(n_obs=150)
     _fit(adata, layer="counts")
     first = adata.obsm["X_sparsevae"].copy()
     with pytest.raises(InvalidInputError, match="overwrite=True"):
@@ -92,8 +77,8 @@ def test_refuses_to_overwrite_then_overwrites(tmp_path):
     assert list(back.uns["svae2"]["factor_names"]) == [f"factor_{k}" for k in range(4)]
 
 
-def test_copy_returns_new_object():
-    adata = _counts()
+def test_copy_returns_new_object(counts_factory):
+    adata = counts_factory(n_obs=150)
     before = _snapshot(adata)
     out, model = _fit(adata, layer="counts", copy=True)
     assert out is not adata
@@ -103,8 +88,8 @@ def test_copy_returns_new_object():
     assert not any(k.startswith("_scvi") for k in out.uns)
 
 
-def test_bad_input_fails_before_training():
-    adata = _counts()
+def test_bad_input_fails_before_training(counts_factory):
+    adata = counts_factory(n_obs=150)
     with pytest.raises(InvalidInputError, match="nope"):
         _fit(adata, layer="nope")
     with pytest.raises(InvalidInputError):
