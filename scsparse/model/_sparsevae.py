@@ -14,6 +14,7 @@ from anndata import AnnData
 from scvi import REGISTRY_KEYS, settings
 from scvi.data import AnnDataManager
 from scvi.data.fields import CategoricalObsField, LayerField, NumericalObsField
+from scvi.model._utils import get_max_epochs_heuristic
 from scvi.model.base import BaseModelClass, UnsupervisedTrainingMixin, VAEMixin
 
 from scsparse.module import COUNT_LIKELIHOODS, SparseVAEModule
@@ -217,6 +218,7 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         early_stopping: bool = False,
         seed: int | None = None,
         em_every: Literal["step", "epoch"] = "step",
+        kl_warmup_fraction: float = 0.25,
         plan_kwargs: dict | None = None,
         **kwargs: Any,
     ) -> None:
@@ -238,16 +240,25 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
             Seed for the split and training; defaults to the model's seed.
         em_every
             Run the EM update after every step (the paper's Algorithm 1) or every epoch.
+        kl_warmup_fraction
+            The weight of the KL term on the factors grows linearly from 0 to 1 over this fraction of
+            ``max_epochs`` (0 disables the warm-up). With the mask initialised near the spike/slab boundary,
+            the warm-up keeps the posterior from collapsing onto the prior before the needed entries of ``W``
+            have grown; the prior on ``W`` itself is never down-weighted. ``plan_kwargs["n_epochs_kl_warmup"]``
+            overrides it.
         plan_kwargs
-            Passed to :class:`~scsparse.train.SparseVAETrainingPlan` (``n_epochs_kl_warmup`` defaults to
-            ``None``: the KL weight is 1 from the start, as in the paper).
+            Passed to :class:`~scsparse.train.SparseVAETrainingPlan` (``lr``, ``weight_decay``,
+            ``n_epochs_kl_warmup``, ``reduce_lr_on_plateau`` ...).
         **kwargs
             Passed to :meth:`scvi.model.base.UnsupervisedTrainingMixin.train` (``accelerator``,
             ``devices``, ``strategy``, ``datasplitter_kwargs`` ...).
         """
         self.seed = self.seed if seed is None else int(seed)
         settings.seed = self.seed
-        plan = {"lr": lr, "n_epochs_kl_warmup": None, "em_every": em_every}
+        if max_epochs is None:
+            max_epochs = get_max_epochs_heuristic(self.adata.n_obs)
+        warmup = max(1, round(kl_warmup_fraction * max_epochs)) if kl_warmup_fraction > 0 else None
+        plan = {"lr": lr, "n_epochs_kl_warmup": warmup, "em_every": em_every}
         plan.update(plan_kwargs or {})
         self.train_kwargs_ = {
             "max_epochs": max_epochs,

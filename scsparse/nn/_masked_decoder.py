@@ -50,7 +50,10 @@ class MaskedDecoder(nn.Module):
     dropout_rate
         Dropout after each hidden layer.
     w_init
-        Initial value of every ``w_jk`` (plus small noise, see ``w_init_noise``).
+        Initial value of every ``w_jk`` (plus small noise, see ``w_init_noise``). The default, 0.3, sits
+        just above the spike/slab boundary of the default prior (about 0.26), so the Spike-and-Slab Lasso
+        can select from the start; with ``w_init=1`` every entry starts deep in the slab, where the prior
+        barely acts, and on real data ``W`` stays dense.
     w_init_noise
         Standard deviation of the Gaussian noise added to the initial ``W``.
     chunk_size
@@ -83,8 +86,8 @@ class MaskedDecoder(nn.Module):
         n_cat_list: Sequence[int] = (),
         activation: str = "relu",
         dropout_rate: float = 0.0,
-        w_init: float = 1.0,
-        w_init_noise: float = 0.1,
+        w_init: float = 0.3,
+        w_init_noise: float = 0.05,
         chunk_size: int | None = None,
         memory_budget_mb: float = 512.0,
         checkpoint_chunks: bool = True,
