@@ -14,7 +14,15 @@ if TYPE_CHECKING:  # pragma: no cover
 # numpy, pandas, scanpy and the models are imported inside the functions: the CLI reads DEFAULT_MAX_EPOCHS
 # from this module when it builds its parser, and `scsparse --help` must stay fast.
 
-__all__ = ["DEFAULT_LR", "DEFAULT_MAX_EPOCHS", "DEFAULT_N_HIDDEN", "celltype_accuracy", "factor_table", "run_demo"]
+__all__ = [
+    "DEFAULT_LR",
+    "DEFAULT_MAX_EPOCHS",
+    "DEFAULT_N_HIDDEN",
+    "celltype_accuracy",
+    "describe_factors",
+    "factor_table",
+    "run_demo",
+]
 
 #: Training settings of the default demo, chosen so that ``scsparse demo`` takes about 4 minutes on 2 idle CPU
 #: cores. The masked decoder evaluates a (cells x genes x hidden) tensor per minibatch; on the 1975 x 2004
@@ -30,6 +38,12 @@ DEFAULT_LR = 1e-2
 
 KEY = "sparsevae"
 FIGURES = ("loadings_heatmap.png", "factors_umap.png", "umap_celltype_condition.png")
+#: Gene sets of the demo's enrichment: MSigDB Hallmark v2025 (human), shipped inside the package
+#: (``scsparse/data/genesets/human_hallmark_v2025.gmt``), so the demo never needs the network.
+GENE_SETS = "hallmark_human"
+ENRICHMENT_FIGURE = "enrichment_dotplot.png"
+ENRICHMENT_TABLE = "enrichment.csv"
+HISTORY_FIGURE = "training_history.png"
 
 
 def _say(msg: str, verbose: bool) -> None:
@@ -213,6 +227,7 @@ def write_report(path: Path, adata, summary: dict[str, Any], table: pd.DataFrame
         "",
     ]
     lines.append(_fmt_table(table) if len(table) else "_No factor is active: train longer (--max-epochs)._")
+    lines += _interpretation_lines(summary)
     lines += [
         "",
         "## Files",
@@ -223,9 +238,198 @@ def write_report(path: Path, adata, summary: dict[str, Any], table: pd.DataFrame
         "- `loadings_heatmap.png`: W of the top 5 genes of each active factor",
         "- `factors_umap.png`: activity of each active factor on the UMAP",
         "- `umap_celltype_condition.png`: the UMAP coloured by cell type and condition",
-        "",
+        f"- `{HISTORY_FIGURE}`: negative ELBO and number of active factors per epoch",
     ]
+    if summary.get("enrichment") is not None:
+        lines += [
+            f"- `{ENRICHMENT_TABLE}`: the full enrichment table (also in `uns['{key}_enrichment']` of `result.h5ad`)",
+            f"- `{ENRICHMENT_FIGURE}`: the best gene sets of each factor and direction",
+        ]
+    lines.append("")
     path.write_text("\n".join(lines))
+
+
+def _fmt_p(p: float) -> str:
+    if p <= 0.0:
+        return "< 1e-300"  # below double precision
+    return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
+
+
+def describe_factors(
+    adata,
+    key: str = KEY,
+    factors: list[str] | None = None,
+    enrichment: pd.DataFrame | None = None,
+    n_genes: int = 6,
+    n_terms: int = 2,
+    max_p_adj: float = 0.05,
+) -> list[str]:
+    """Markdown bullets, one per factor: genes up and down with it, best gene sets, conditions and cell types.
+
+    Uses the data-defined direction of :func:`scsparse.tl.top_genes` (genes higher or lower in cells where the
+    factor is high), the enrichment table of :func:`scsparse.tl.enrich` and the associations stored by
+    :func:`scsparse.tl.factor_association` for ``condition`` and ``cell_type`` (when present in ``uns``).
+
+    Parameters
+    ----------
+    adata
+        The result AnnData.
+    key
+        The ``key_added`` of the fit.
+    factors
+        Factors to describe (default: the active factors).
+    enrichment
+        The enrichment table (or ``None``).
+    n_genes
+        Genes listed per direction.
+    n_terms
+        Gene sets listed per direction.
+    max_p_adj
+        Adjusted p-value below which a gene set or an association is reported.
+
+    Returns
+    -------
+    list of str
+        Markdown lines.
+    """
+    from scsparse import tl
+
+    uns = adata.uns[key]
+    factors = [str(f) for f in uns["active_factors"]] if factors is None else factors
+    if not factors:
+        return []
+    genes = tl.top_genes(adata, key=key, n_top=max(200, 4 * n_genes), factors=factors)
+    assoc = {g: adata.uns.get(f"{key}_association_{g}") for g in ("condition", "cell_type")}
+    lines = []
+    for f in factors:
+        g = genes[genes["factor"] == f]
+        up = ", ".join(g.loc[g["direction"] == "positive", "gene"].head(n_genes)) or "none"
+        down = ", ".join(g.loc[g["direction"] == "negative", "gene"].head(n_genes)) or "none"
+        parts = [f"- **{f}**: genes up with it: {up}; genes down with it: {down}."]
+        if enrichment is not None and len(enrichment):
+            from scsparse.pl._enrichment import short_term
+
+            terms = []
+            for d, arrow in (("positive", "up"), ("negative", "down")):
+                e = enrichment[
+                    (enrichment["factor"] == f) & (enrichment["direction"] == d) & (enrichment["p_adj"] <= max_p_adj)
+                ].sort_values("p_adj")
+                for _, row in e.head(n_terms).iterrows():
+                    terms.append(
+                        f"{short_term(row['term'], 60)} ({arrow}, {int(row['overlap'])} genes, adj. p "
+                        f"{_fmt_p(float(row['p_adj']))})"
+                    )
+            parts.append(f"Gene sets: {'; '.join(terms)}." if terms else f"No gene set at adj. p <= {max_p_adj:g}.")
+        for name, label in (("condition", "condition"), ("cell_type", "cell type")):
+            table = assoc.get(name)
+            if table is None or not len(table):
+                continue
+            t = table[(table["factor"] == f) & (table["p_adj"] <= max_p_adj)]
+            if not len(t):
+                parts.append(f"{label.capitalize()}: no difference at adj. p <= {max_p_adj:g}.")
+                continue
+            hi = t.loc[t["cohens_d"].idxmax()]
+            lo = t.loc[t["cohens_d"].idxmin()]
+            if table[table["factor"] == f]["group"].nunique() == 2:  # two groups: one statement
+                parts.append(
+                    f"{label.capitalize()}: higher in {hi['group']} (Cohen's d {hi['cohens_d']:+.2f}, adj. p "
+                    f"{_fmt_p(float(hi['p_adj']))})."
+                )
+                continue
+            text = []
+            if hi["cohens_d"] > 0:
+                text.append(f"highest in {hi['group']} (d {hi['cohens_d']:+.2f}, adj. p {_fmt_p(float(hi['p_adj']))})")
+            if lo["cohens_d"] < 0:
+                text.append(f"lowest in {lo['group']} (d {lo['cohens_d']:+.2f}, adj. p {_fmt_p(float(lo['p_adj']))})")
+            parts.append(f"{label.capitalize()}s: {', '.join(text)}.")
+        lines.append(" ".join(parts))
+    return lines
+
+
+def _interpretation_lines(summary: dict[str, Any]) -> list[str]:
+    """The report's section on what each factor is (genes, gene sets, associations)."""
+    lines = ["", "## What each factor is", ""]
+    lines.append(
+        "Direction: a gene is *up* with a factor when its normalised expression is higher in cells where the "
+        "factor's activity is high (positive correlation across cells), *down* when lower. The sign of the "
+        "loading w is not used for this: the nonlinear decoder can flip it. A factor's own sign is arbitrary, so "
+        "\"up with factor_k\" always refers to the activity stored in `obsm['X_sparsevae']`. Genes are listed by "
+        "decreasing |w|."
+    )
+    lines.append("")
+    note = summary.get("enrichment_note")
+    if note:
+        lines += [f"_{note}_", ""]
+    lines += summary.get("factor_descriptions", []) or ["_No factor to describe._"]
+    assoc = summary.get("association_table")
+    if assoc is not None and len(assoc):
+        lines += [
+            "",
+            "### Factor-condition and factor-cell-type associations",
+            "",
+            "Per factor: Cohen's d of stimulated vs control cells (`condition_d`, positive: higher in stimulated "
+            "cells), and the cell types where the factor is highest and lowest compared with all other cells (d of "
+            "that type vs the rest). Tests: Mann-Whitney U, Benjamini-Hochberg adjusted over all factor x group "
+            "tests.",
+            "",
+            _fmt_table(assoc),
+        ]
+    return lines
+
+
+def _association_table(adata, key: str, factors: list[str]) -> pd.DataFrame:
+    """One row per factor: stimulated-vs-control effect and the most different cell type."""
+    import pandas as pd
+
+    rows = []
+    cond = adata.uns.get(f"{key}_association_condition")
+    ctype = adata.uns.get(f"{key}_association_cell_type")
+    for f in factors:
+        row: dict[str, Any] = {"factor": f}
+        if cond is not None and len(cond):
+            c = cond[cond["factor"] == f]
+            stim = c[c["group"] == "stimulated"]
+            pick = stim.iloc[0] if len(stim) else c.iloc[0]
+            row["condition_d"] = float(pick["cohens_d"]) if len(stim) else float("nan")
+            row["condition_adj_p"] = _fmt_p(float(pick["p_adj"]))
+        if ctype is not None and len(ctype):
+            t = ctype[ctype["factor"] == f]
+            hi, lo = t.loc[t["cohens_d"].idxmax()], t.loc[t["cohens_d"].idxmin()]
+            row["highest_cell_type"] = str(hi["group"])
+            row["highest_d"] = float(hi["cohens_d"])
+            row["highest_adj_p"] = _fmt_p(float(hi["p_adj"]))
+            row["lowest_cell_type"] = str(lo["group"])
+            row["lowest_d"] = float(lo["cohens_d"])
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("factor") if rows else pd.DataFrame()
+
+
+def _run_enrichment(adata, key: str, factors: list[str], out: Path, verbose: bool) -> tuple[Any, str]:
+    """Hallmark ORA of the factors; ``(table or None, note for the report)``. Never raises."""
+    from scsparse import tl
+
+    try:
+        table = tl.enrich(adata, GENE_SETS, key=key, factors=factors)
+    except Exception as exc:  # a demo must finish: report why there is no enrichment instead
+        _say(f"enrichment skipped: {exc}", verbose)
+        return None, f"Gene-set enrichment skipped: {type(exc).__name__}: {exc}"
+    table.to_csv(out / ENRICHMENT_TABLE, index=False)
+    dense = sorted(set(table.loc[table["selection"].str.startswith("top"), "factor"])) if len(table) else []
+    tested = sorted(set(table["factor"])) if len(table) else []
+    top_rule = f"the {tl.DEFAULT_N_TOP} genes with largest |w| per direction"
+    if dense and len(dense) == len(tested):
+        rule = f"{top_rule}, as every factor has more than 500 genes with p* > 0.5 (W not sparse yet)"
+    elif dense:
+        rule = f"genes with p* > 0.5; {top_rule} for factors with more than 500 such genes ({', '.join(dense)})"
+    else:
+        rule = "genes with p* > 0.5"
+    note = (
+        "Gene sets: MSigDB Hallmark v2025 (human, 50 sets; CC BY 4.0, Liberzon et al. 2015 Cell Syst 1:417). "
+        f"Over-representation (hypergeometric test) of each factor's programme ({rule}), genes up and genes down "
+        f"tested separately, against the {adata.n_vars} model genes as background; adj. p: Benjamini-Hochberg "
+        "within factor and direction."
+    )
+    return table, note
 
 
 def run_demo(
@@ -242,9 +446,14 @@ def run_demo(
 
     Steps: load :func:`scsparse.data.kang_pbmc`, fit with :func:`scsparse.tl.sparse_vae` (NB likelihood on
     ``layers["counts"]``), compute a neighbour graph and UMAP on the active factors, draw
-    ``loadings_heatmap.png``, ``factors_umap.png`` and ``umap_celltype_condition.png``, write ``result.h5ad``
-    and ``report.md`` (per active factor: top genes, genes with ``p* > 0.5``, ``eta``, mean activity by
-    condition and the cell type where it is highest; held-out NLL and cell-type accuracy from the factors).
+    ``loadings_heatmap.png``, ``factors_umap.png``, ``umap_celltype_condition.png`` and ``training_history.png``;
+    test the factors for MSigDB Hallmark gene sets (:func:`scsparse.tl.enrich`, genes up and down separately;
+    the gene sets ship with the package, so no download) into ``enrichment.csv`` and ``enrichment_dotplot.png``,
+    and for association with condition and cell type (:func:`scsparse.tl.factor_association`); write
+    ``result.h5ad`` and ``report.md`` (per active factor: top genes, genes with ``p* > 0.5``, ``eta``, mean
+    activity by condition and the cell type where it is highest; what each factor is: genes up and down with it,
+    its gene sets, the condition and cell type where it differs most; held-out NLL and cell-type accuracy from
+    the factors). If the enrichment fails, the report says why and the rest is written as usual.
 
     Parameters
     ----------
@@ -269,7 +478,9 @@ def run_demo(
     dict
         ``out_dir``, ``result`` (path), ``report`` (path), ``figures`` (paths), ``active_factors``,
         ``heldout_nll``, ``n_heldout``, ``celltype_accuracy`` (dict for the active factors),
-        ``celltype_accuracy_all`` (all factors), ``factor_table`` (DataFrame), ``time_s``, ``seed``,
+        ``celltype_accuracy_all`` (all factors), ``factor_table`` (DataFrame), ``enrichment`` (DataFrame or
+        ``None``), ``enrichment_note``, ``factor_descriptions`` (Markdown lines), ``association_table``, ``time_s``,
+        ``seed``,
         ``max_epochs``, ``adata`` and ``model``.
 
     Examples
@@ -347,6 +558,23 @@ def run_demo(
     )
     plt.close(axes[0].figure)
 
+    ax_list = pl.training_history(model, show=False, save=out / HISTORY_FIGURE)
+    plt.close(ax_list[0].figure)
+    figures.append(out / HISTORY_FIGURE)
+
+    _say(f"interpretation: gene-set enrichment ({GENE_SETS}) and associations with condition and cell type", verbose)
+    for column in ("condition", "cell_type"):
+        tl.factor_association(adata, column, key=KEY, factors=shown)
+    enrichment, enrichment_note = _run_enrichment(adata, KEY, shown, out, verbose)
+    if enrichment is not None and len(enrichment):
+        try:
+            ax = pl.enrichment_dotplot(adata, key=KEY, n_terms=2, show=False, save=out / ENRICHMENT_FIGURE)
+            plt.close(ax.figure)
+            figures.append(out / ENRICHMENT_FIGURE)
+        except ValueError as exc:  # nothing to draw
+            _say(f"no enrichment plot: {exc}", verbose)
+    descriptions = describe_factors(adata, KEY, shown, enrichment)
+
     table = factor_table(adata, KEY, shown if not active else None)
     result_path = out / "result.h5ad"
     adata.write_h5ad(result_path)
@@ -361,6 +589,10 @@ def run_demo(
         "celltype_accuracy": acc,
         "celltype_accuracy_all": acc_all,
         "factor_table": table,
+        "enrichment": enrichment,
+        "enrichment_note": enrichment_note,
+        "factor_descriptions": descriptions,
+        "association_table": _association_table(adata, KEY, shown),
         "seed": seed,
         "max_epochs": max_epochs,
         "time_s": time.perf_counter() - start,
@@ -403,6 +635,16 @@ def _print_summary(summary: dict[str, Any]) -> None:
             genes = ", ".join(str(row["top_genes"]).split(", ")[:5])
             shift = f", stim-ctrl {row['shift_sd']:+.2f} sd" if "shift_sd" in row else ""
             print(f"  {f}: {row['n_genes']} genes, highest in {row['highest_in']}{shift}: {genes}")
+    enrichment = summary.get("enrichment")
+    if enrichment is not None and len(enrichment):
+        best = enrichment[enrichment["p_adj"] <= 0.05].sort_values("p_adj").drop_duplicates("factor").head(5)
+        terms = "; ".join(
+            f"{r.factor} {'up' if r.direction == 'positive' else 'down'}: {r.term} (adj. p {r.p_adj:.1e})"
+            for r in best.itertuples()
+        )
+        print(f"best gene sets: {terms}" if terms else "no gene set at adj. p <= 0.05")
+    elif summary.get("enrichment_note"):
+        print(summary["enrichment_note"])
     print(
         f"wrote {summary['result']}, {summary['report']} and {len(summary['figures'])} figures in {summary['out_dir']}"
     )

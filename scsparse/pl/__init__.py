@@ -1,13 +1,32 @@
 """Plots on AnnData (scanpy style) that read the results written by :func:`scsparse.tl.sparse_vae`.
 
 - :func:`loadings_heatmap` — loadings ``W`` (or inclusion probabilities ``p*``) of each factor's top genes;
-- :func:`factor_embedding` — each factor's activity on a UMAP (or any other embedding).
+- :func:`top_genes` — each factor's top genes as bars, coloured by direction (up or down with the factor);
+- :func:`factor_embedding` — each factor's activity on a UMAP (or any other embedding);
+- :func:`factor_activity` — each factor's activity by group (violins or boxes);
+- :func:`enrichment_dotplot` — gene-set enrichment of the programmes (from :func:`scsparse.tl.enrich`);
+- :func:`training_history` — ELBO and number of active factors over the epochs;
+- :func:`multistudy_overview` — shared vs study-specific factors of a multi-study fit.
 
-All take ``key=`` (the ``key_added`` of the fit), ``show=``, ``save=`` (a path; dpi 150) and ``ax=``, and
-return the axes when ``show=False``.
+All take ``show=``, ``save=`` (a path; dpi 150) and ``ax=``, those reading a fit take ``key=`` (its
+``key_added``), and all return the axes when ``show=False``.
 """
 
+from ._activity import factor_activity
 from ._embedding import factor_embedding
+from ._enrichment import enrichment_dotplot, top_genes
+from ._history import training_history
 from ._loadings import MissingResultsError, loadings_heatmap, top_genes_per_factor
+from ._multistudy import multistudy_overview
 
-__all__ = ["MissingResultsError", "factor_embedding", "loadings_heatmap", "top_genes_per_factor"]
+__all__ = [
+    "MissingResultsError",
+    "enrichment_dotplot",
+    "factor_activity",
+    "factor_embedding",
+    "loadings_heatmap",
+    "multistudy_overview",
+    "top_genes",
+    "top_genes_per_factor",
+    "training_history",
+]

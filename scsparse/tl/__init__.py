@@ -3,8 +3,36 @@
 - :func:`sparse_vae` — fit a :class:`~scsparse.model.SparseVAE` and write factors, loadings and inclusion
   probabilities into the AnnData.
 - :func:`result_keys` — the keys a fit writes for a given ``key_added``.
+- :func:`top_genes` — tidy table of each factor's top genes, with ``p*``, anchor status and direction;
+  :func:`factor_gene_correlation` — the data-defined direction of every gene in every factor.
+- :func:`enrich` — gene-set enrichment (ORA or preranked GSEA) of each programme, up- and down-going genes
+  separately; :func:`load_gene_sets`, :func:`read_gmt`, :func:`read_panglaodb`, :func:`read_cellmarker` — gene-set
+  libraries (GMT, registry names, PanglaoDB, CellMarker).
+- :func:`factor_association` — factor activity by group (effect size and tests).
+- :func:`stability` — reproducibility of each factor across seeds.
 """
 
+from ._association import factor_association
+from ._enrich import DEFAULT_N_TOP, bh_adjust, enrich
+from ._genesets import GENE_SET_LIBRARIES, GeneSetError, load_gene_sets, read_cellmarker, read_gmt, read_panglaodb
 from ._sparse_vae import result_keys, sparse_vae
+from ._stability import stability
+from ._top_genes import factor_gene_correlation, top_genes
 
-__all__ = ["result_keys", "sparse_vae"]
+__all__ = [
+    "DEFAULT_N_TOP",
+    "GENE_SET_LIBRARIES",
+    "GeneSetError",
+    "bh_adjust",
+    "enrich",
+    "factor_association",
+    "factor_gene_correlation",
+    "load_gene_sets",
+    "read_cellmarker",
+    "read_gmt",
+    "read_panglaodb",
+    "result_keys",
+    "sparse_vae",
+    "stability",
+    "top_genes",
+]

@@ -126,5 +126,27 @@ def test_demo(monkeypatch, tmp_path, capsys):
     back = ad.read_h5ad(out / "result.h5ad")
     assert {"X_sparsevae", "X_umap"} <= set(back.obsm)
     assert back.uns["sparsevae"]["data_hash"] in report
+    # interpretation: direction, gene sets (Hallmark ships with the package), associations
+    assert (out / "training_history.png").stat().st_size > 1000
+    assert "## What each factor is" in report and "genes up with it" in report
+    assert "Factor-condition and factor-cell-type associations" in report
+    assert {"sparsevae_association_condition", "sparsevae_association_cell_type"} <= set(back.uns)
+    if "Gene-set enrichment skipped" not in report:
+        assert "MSigDB Hallmark" in report
+        table = pd.read_csv(out / "enrichment.csv")
+        assert {"factor", "direction", "term", "p_adj"} <= set(table.columns)
+        assert isinstance(back.uns["sparsevae_enrichment"], pd.DataFrame)
     stdout = capsys.readouterr().out
     assert "scsparse demo:" in stdout and "cell-type accuracy" in stdout
+
+
+def test_demo_enrichment_failure_is_reported(monkeypatch, tmp_path):
+    from scsparse import _demo, tl
+
+    def fail(*args, **kwargs):
+        raise tl.GeneSetError("no gene of any set in the data")
+
+    monkeypatch.setattr(tl, "enrich", fail)
+    table, note = _demo._run_enrichment(ad.AnnData(np.zeros((2, 2))), "sparsevae", ["factor_0"], tmp_path, False)
+    assert table is None and note.startswith("Gene-set enrichment skipped") and "no gene of any set" in note
+    assert not (tmp_path / "enrichment.csv").exists()

@@ -166,10 +166,12 @@ def test_sparse_vae_loss_decomposition_and_n_obs_scaling(sparse_normal, data):
     module.eval()
     x = torch.as_tensor(data["normal"][0][:128])
 
-    def loss_at(n_obs: int) -> float:
+    after_warmup = module.kl_warmup_epochs + 1
+
+    def loss_at(n_obs: int, epoch: int = after_warmup) -> float:
         torch.manual_seed(3)
         with torch.no_grad():
-            return float(module.loss(x, n_obs=n_obs))
+            return float(module.loss(x, n_obs=n_obs, epoch=epoch))
 
     torch.manual_seed(3)
     with torch.no_grad():
@@ -184,6 +186,10 @@ def test_sparse_vae_loss_decomposition_and_n_obs_scaling(sparse_normal, data):
     assert float(terms["penalty"]) == pytest.approx(ssl + ig, rel=1e-5)
     per_row = float((terms["rec"] + terms["kl"]).mean())
     assert loss_at(N_TRAIN) == pytest.approx(per_row + (ssl + ig) / N_TRAIN, rel=1e-5)
+    # during the KL warm-up (first epoch: weight 0) only the reconstruction and the penalty count
+    assert module.kl_warmup_epochs > 0
+    rec_only = float(terms["rec"].mean()) + (ssl + ig) / N_TRAIN
+    assert loss_at(N_TRAIN, epoch=0) == pytest.approx(rec_only, rel=1e-5)
     # the penalty is divided by the number of training rows, not by the batch size
     assert loss_at(10) - loss_at(1000) == pytest.approx((ssl + ig) * (1 / 10 - 1 / 1000), rel=1e-4)
 

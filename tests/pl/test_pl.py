@@ -23,7 +23,9 @@ def fitted(counts_factory) -> ad.AnnData:
         layer="counts",
         n_latent=4,
         max_epochs=2,
-        model_kwargs={"n_hidden": 16},
+        # W starts deep in the slab so that two epochs leave active factors to plot (the plots, not the
+        # prior's selection, are under test here)
+        model_kwargs={"n_hidden": 16, "decoder_kwargs": {"w_init": 1.0}},
         train_kwargs={"batch_size": 64, "enable_progress_bar": False},
     )
     # a stand-in 2-d embedding (a real UMAP is not needed to test the plot)

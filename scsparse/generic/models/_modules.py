@@ -91,6 +91,7 @@ class LatentVariableModule(nn.Module):
         n_layers: int = 2,
         dropout_rate: float = 0.1,
         kl_weight: float = 1.0,
+        kl_warmup_epochs: int = 0,
     ) -> None:
         super().__init__()
         if likelihood not in ARRAY_LIKELIHOODS:
@@ -98,6 +99,7 @@ class LatentVariableModule(nn.Module):
         self.n_features, self.n_latent = int(n_features), int(n_latent)
         self.likelihood = likelihood
         self.kl_weight = float(kl_weight)
+        self.kl_warmup_epochs = int(kl_warmup_epochs)
         self.encoder = GaussianEncoder(
             n_features, n_latent, n_hidden=n_hidden, n_layers=n_layers, dropout_rate=dropout_rate
         )
@@ -141,7 +143,10 @@ class LatentVariableModule(nn.Module):
     def loss(self, x: torch.Tensor, n_obs: int = 1, epoch: int = 0) -> torch.Tensor:
         """``mean_i(rec_i + kl_weight * kl_i) + penalty / n_obs`` (:func:`~scsparse.nn._elbo.sparse_vae_objective`)."""
         terms = self.loss_terms(x)
-        return sparse_vae_objective(terms["rec"], terms["kl"], terms["penalty"], n_obs, self.kl_weight)
+        weight = self.kl_weight
+        if self.kl_warmup_epochs > 0:  # linear warm-up from 0, as scvi-tools' training plan does
+            weight *= min(1.0, epoch / self.kl_warmup_epochs)
+        return sparse_vae_objective(terms["rec"], terms["kl"], terms["penalty"], n_obs, weight)
 
     # ---------------------------------------------------------------- evaluation
     @torch.no_grad()
@@ -243,8 +248,11 @@ class SparseVAEArrayModule(LatentVariableModule):
         sigma_prior_nu: float = 3.0,
         sigma_prior_xi: float = 1.0,
         decoder_kwargs: dict | None = None,
+        kl_warmup_epochs: int = 0,
     ) -> None:
-        super().__init__(n_features, n_latent, likelihood, n_hidden, n_layers, dropout_rate, kl_weight=1.0)
+        super().__init__(
+            n_features, n_latent, likelihood, n_hidden, n_layers, dropout_rate, 1.0, kl_warmup_epochs
+        )
         self.decoder = MaskedDecoder(
             n_latent,
             n_features,

@@ -83,6 +83,10 @@ class SparseVAE(TorchArrayModel):
         Encoder dropout.
     decoder_kwargs
         Passed to :class:`~scsparse.nn.MaskedDecoder` (``chunk_size``, ``w_init`` ...).
+    kl_warmup_fraction
+        The KL weight grows linearly from 0 to 1 over this fraction of the training epochs, as in
+        :meth:`scsparse.model.SparseVAE.train` (the mask starts near the spike/slab boundary; the warm-up
+        keeps the posterior from collapsing before the needed entries of ``W`` grow).
 
     Attributes
     ----------
@@ -119,8 +123,11 @@ class SparseVAE(TorchArrayModel):
         seed: int = 0,
         dropout_rate: float = 0.1,
         decoder_kwargs: dict | None = None,
+        kl_warmup_fraction: float = 0.25,
     ) -> None:
         super().__init__(seed=seed, lr=lr, max_epochs=max_epochs, batch_size=batch_size)
+        self.kl_warmup_fraction = float(kl_warmup_fraction)
+        self._epochs = int(max_epochs)
         if likelihood not in ARRAY_LIKELIHOODS:
             raise ValueError(f"likelihood must be one of {ARRAY_LIKELIHOODS}, got {likelihood!r}.")
         if not lambda0 > lambda1 > 0:
@@ -146,6 +153,7 @@ class SparseVAE(TorchArrayModel):
             if self.likelihood == "normal"
             else 1.0
         )
+        self._epochs = self.max_epochs if max_epochs is None else int(max_epochs)
         super().fit(X, max_epochs=max_epochs, verbose=verbose)
         return self
 
@@ -165,6 +173,7 @@ class SparseVAE(TorchArrayModel):
             sigma_prior_nu=self.sigma_prior_nu,
             sigma_prior_xi=self.sigma_prior_xi_,
             decoder_kwargs=self.decoder_kwargs,
+            kl_warmup_epochs=round(self.kl_warmup_fraction * self._epochs),
         )
 
     def _hooks(self) -> dict[str, Callable | None]:

@@ -1,0 +1,140 @@
+"""Association of factor activity with cell groups (condition, cell type, cluster, ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from anndata import AnnData
+
+from ._enrich import bh_adjust
+from ._top_genes import _factor_names, _read_results
+
+__all__ = ["factor_association"]
+
+
+def _cohens_d(a: np.ndarray, b: np.ndarray) -> float:
+    """Cohen's d of ``a`` vs ``b`` with the pooled standard deviation (0 when both are constant)."""
+    na, nb = a.size, b.size
+    if na < 1 or nb < 1:
+        return float("nan")
+    va = a.var(ddof=1) if na > 1 else 0.0
+    vb = b.var(ddof=1) if nb > 1 else 0.0
+    dof = na + nb - 2
+    pooled = np.sqrt(((na - 1) * va + (nb - 1) * vb) / dof) if dof > 0 else 0.0
+    diff = float(a.mean() - b.mean())
+    if pooled <= 1e-12:
+        return 0.0 if abs(diff) <= 1e-12 else float(np.sign(diff) * np.inf)
+    return diff / float(pooled)
+
+
+def factor_association(
+    adata: AnnData,
+    groupby: str,
+    *,
+    key: str = "sparsevae",
+    factors: Sequence[str | int] | None = None,
+    key_added: str | None = None,
+) -> pd.DataFrame:
+    """How strongly each factor's activity differs between the groups of an ``obs`` column.
+
+    For every factor and group: the mean activity (posterior mean ``z``, ``obsm[f"X_{key}"]``) in the group and in
+    the other cells, Cohen's d of the group against the rest (pooled standard deviation; positive: higher in the
+    group), and a two-sided Mann-Whitney U test of the group against the rest. Per factor, a Kruskal-Wallis test
+    across all groups. P-values are Benjamini-Hochberg adjusted over all (factor, group) tests (``p_adj``) and over
+    the factors (``kruskal_p_adj``).
+
+    Parameters
+    ----------
+    adata
+        AnnData with results of :func:`scsparse.tl.sparse_vae` under ``key``.
+    groupby
+        Categorical (or string) column of ``adata.obs``, e.g. ``"condition"`` or ``"cell_type"``.
+    key
+        The ``key_added`` of the fit.
+    factors
+        Factor names or indices (default: the active factors).
+    key_added
+        Where the table is stored in ``adata.uns`` (default ``f"{key}_association_{groupby}"``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per factor and group: ``factor``, ``group``, ``n_cells``, ``mean``, ``mean_rest``, ``cohens_d``,
+        ``u_stat``, ``p``, ``p_adj``, ``kruskal_h``, ``kruskal_p``, ``kruskal_p_adj``; sorted by factor, then by
+        decreasing ``cohens_d``.
+
+    Raises
+    ------
+    KeyError
+        No results under ``key`` or no column ``groupby``.
+    ValueError
+        Fewer than two groups.
+
+    Examples
+    --------
+    >>> assoc = scsparse.tl.factor_association(adata, "condition")
+    >>> assoc[assoc.group == "stimulated"].sort_values("cohens_d").tail(3)
+    """
+    from scipy.stats import kruskal, mannwhitneyu
+
+    res = _read_results(adata, key)
+    names = _factor_names(res, factors, key)
+    if groupby not in adata.obs.columns:
+        raise KeyError(f"groupby={groupby!r} is not a column of adata.obs (columns: {list(adata.obs.columns)}).")
+    labels = adata.obs[groupby]
+    groups = (
+        [str(g) for g in labels.cat.categories if (labels == g).any()]
+        if isinstance(labels.dtype, pd.CategoricalDtype)
+        else sorted(labels.dropna().astype(str).unique())
+    )
+    lab = labels.astype(str).to_numpy()
+    valid = labels.notna().to_numpy()
+    if len(groups) < 2:
+        raise ValueError(f"adata.obs[{groupby!r}] has {len(groups)} group(s); need at least two.")
+    rows = []
+    for f in names:
+        z = np.asarray(res["Z"][:, res["factor_names"].index(f)], dtype=np.float64)
+        samples = [z[valid & (lab == g)] for g in groups]
+        constant = np.ptp(z[valid]) <= 1e-12
+        h, pk = (0.0, 1.0) if constant else kruskal(*samples)
+        for g, zin in zip(groups, samples, strict=True):
+            zout = z[valid & (lab != g)]
+            if constant or zin.size == 0 or zout.size == 0:
+                u, p = float("nan"), 1.0
+            else:
+                u, p = mannwhitneyu(zin, zout, alternative="two-sided")
+            rows.append(
+                {
+                    "factor": f,
+                    "group": g,
+                    "n_cells": int(zin.size),
+                    "mean": float(zin.mean()) if zin.size else float("nan"),
+                    "mean_rest": float(zout.mean()) if zout.size else float("nan"),
+                    "cohens_d": _cohens_d(zin, zout),
+                    "u_stat": float(u),
+                    "p": float(p),
+                    "kruskal_h": float(h),
+                    "kruskal_p": float(pk),
+                }
+            )
+    table = pd.DataFrame(rows)
+    table["p_adj"] = bh_adjust(table["p"].to_numpy())
+    per_factor = table.drop_duplicates("factor")[["factor", "kruskal_p"]]
+    table["kruskal_p_adj"] = table["factor"].map(
+        dict(zip(per_factor["factor"], bh_adjust(per_factor["kruskal_p"].to_numpy()), strict=True))
+    )
+    order = {f: i for i, f in enumerate(names)}
+    table = (
+        table.assign(_f=table["factor"].map(order))
+        .sort_values(["_f", "cohens_d"], ascending=[True, False], kind="stable")
+        .drop(columns="_f")
+        .reset_index(drop=True)
+    )
+    table = table[
+        ["factor", "group", "n_cells", "mean", "mean_rest", "cohens_d", "u_stat", "p", "p_adj", "kruskal_h",
+         "kruskal_p", "kruskal_p_adj"]
+    ]  # fmt: skip
+    adata.uns[key_added or f"{key}_association_{groupby}"] = table
+    return table

@@ -1,0 +1,196 @@
+"""Seed stability of the programmes: fit several seeds, match factors across seeds, score reproducibility."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from itertools import combinations
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from anndata import AnnData
+
+__all__ = ["stability"]
+
+
+def _abs_corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``|corr(a[:, i], b[:, j])|`` for all column pairs (0 for constant columns)."""
+
+    def unit(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        c = x - x.mean(0)
+        norm = np.sqrt((c * c).sum(0))
+        return c / np.where(norm > 1e-12, norm, np.inf)
+
+    return np.clip(np.abs(unit(a).T @ unit(b)), 0.0, 1.0)
+
+
+def _loadings_of(fitted: Any) -> tuple[pd.DataFrame, list[str]]:
+    """Loadings (genes x factors) and active factors of a model, or of a loadings matrix returned by a factory."""
+    if hasattr(fitted, "get_loadings"):
+        W = fitted.get_loadings()
+        if not isinstance(W, pd.DataFrame):
+            W = pd.DataFrame(np.asarray(W))
+        active = list(fitted.active_factors()) if hasattr(fitted, "active_factors") else list(W.columns)
+    elif isinstance(fitted, pd.DataFrame | np.ndarray):
+        W = fitted if isinstance(fitted, pd.DataFrame) else pd.DataFrame(np.asarray(fitted))
+        active = list(W.columns)
+    else:
+        raise TypeError(
+            "The factory must return a fitted model with get_loadings() (e.g. scsparse.model.SparseVAE) or a "
+            f"genes x factors loadings matrix, got {type(fitted).__name__}."
+        )
+    W.columns = [str(c) for c in W.columns]
+    return W, [str(a) for a in active]
+
+
+def stability(
+    adata_or_factory: AnnData | Callable[[int], Any],
+    seeds: Sequence[int] = (0, 1, 2),
+    *,
+    layer: str | None = None,
+    batch_key: str | None = None,
+    n_latent: int = 20,
+    max_epochs: int | None = None,
+    gene_likelihood: Literal["nb", "zinb", "poisson", "multinomial", "normal"] = "nb",
+    model_kwargs: dict[str, Any] | None = None,
+    train_kwargs: dict[str, Any] | None = None,
+    key: str = "sparsevae",
+    key_added: str | None = None,
+    adata: AnnData | None = None,
+    n_top_genes: int = 5,
+) -> pd.DataFrame:
+    """Reproducibility of each programme across random seeds.
+
+    Fits one model per seed (a :class:`~scsparse.model.SparseVAE` on ``adata``, or ``factory(seed)``), then aligns
+    every run to the first one by the Hungarian algorithm on the absolute correlation between loading columns
+    (``W[:, k]`` across genes; absolute because a factor and its loadings can flip sign together). For each
+    factor of the first run (the reference), ``reproducibility`` is the mean, over all pairs of seeds, of the
+    absolute correlation between the loadings of its aligned factors: 1 means the same programme in every run,
+    values near 0 a programme that one seed made up.
+
+    Parameters
+    ----------
+    adata_or_factory
+        An AnnData to fit (counts in ``layer``), or a callable ``factory(seed) -> fitted model`` (anything with
+        ``get_loadings()`` returning genes x factors, optionally ``active_factors()``; or the loadings matrix
+        itself).
+    seeds
+        Seeds, at least two; the first is the reference.
+    layer, batch_key, n_latent, max_epochs, gene_likelihood, model_kwargs, train_kwargs
+        Passed to :meth:`SparseVAE.setup_anndata <scsparse.model.SparseVAE.setup_anndata>`,
+        :class:`~scsparse.model.SparseVAE` and its ``train`` when an AnnData is given.
+    key
+        Prefix of the stored table (``uns[f"{key}_stability"]``).
+    key_added
+        Where the table is stored (default ``f"{key}_stability"``).
+    adata
+        With a factory: an AnnData to store the table in (optional). With an AnnData as first argument, the table
+        is stored there.
+    n_top_genes
+        Top genes (by ``|w|`` in the reference run) listed per factor.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per factor of the reference run, sorted by decreasing ``reproducibility``: ``factor``,
+        ``reproducibility`` (in ``[0, 1]``), ``min_corr`` (the worst seed pair), ``active`` (in the reference),
+        ``active_fraction`` (fraction of runs in which the aligned factor is active), ``top_genes``, and per other
+        seed ``s``: ``match_seed{s}`` (its aligned factor) and ``corr_seed{s}`` (its correlation with the
+        reference).
+
+    Raises
+    ------
+    ValueError
+        Fewer than two seeds, or runs with different genes.
+
+    Examples
+    --------
+    >>> stab = scsparse.tl.stability(adata, seeds=(0, 1, 2), layer="counts", n_latent=10, max_epochs=50)
+    >>> stab[["factor", "reproducibility", "top_genes"]].head()
+
+    With any model:
+
+    >>> def fit(seed):
+    ...     m = scsparse.model.SparseVAE(adata, n_latent=10, seed=seed)
+    ...     m.train(max_epochs=50)
+    ...     return m
+    >>> stab = scsparse.tl.stability(fit, seeds=range(4), adata=adata)
+    """
+    seeds = [int(s) for s in seeds]
+    if len(seeds) < 2:
+        raise ValueError(f"stability needs at least two seeds, got {seeds}.")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"Seeds must be distinct, got {seeds}.")
+    if isinstance(adata_or_factory, AnnData):
+        from scsparse.model import SparseVAE
+
+        store = adata_or_factory
+        work = adata_or_factory.copy()  # registration happens on a copy, as in tl.sparse_vae
+        SparseVAE.setup_anndata(work, layer=layer, batch_key=batch_key)
+        tk = dict(train_kwargs or {})
+        if max_epochs is not None:
+            tk["max_epochs"] = int(max_epochs)
+
+        def factory(seed: int):
+            model = SparseVAE(
+                work, n_latent=n_latent, gene_likelihood=gene_likelihood, seed=seed, **(model_kwargs or {})
+            )
+            model.train(**tk)
+            return model
+
+    elif callable(adata_or_factory):
+        factory, store = adata_or_factory, adata
+    else:
+        raise TypeError(f"Expected an AnnData or a callable factory(seed), got {type(adata_or_factory).__name__}.")
+
+    runs = [_loadings_of(factory(s)) for s in seeds]
+    ref_W, ref_active = runs[0]
+    for s, (W, _) in zip(seeds[1:], runs[1:], strict=True):
+        if W.shape[0] != ref_W.shape[0] or not W.index.equals(ref_W.index):
+            raise ValueError(f"The run of seed {s} has different genes than the run of seed {seeds[0]}.")
+    from scipy.optimize import linear_sum_assignment
+
+    K = ref_W.shape[1]
+    # aligned[r][k] = column index in run r matched to reference factor k (-1 when run r has fewer factors)
+    aligned = [np.arange(K)]
+    corr_to_ref = [np.ones(K)]
+    for W, _ in runs[1:]:
+        C = _abs_corr(ref_W.to_numpy(), W.to_numpy())
+        rows, cols = linear_sum_assignment(-C)
+        match = np.full(K, -1)
+        match[rows] = cols
+        aligned.append(match)
+        corr_to_ref.append(np.where(match >= 0, C[np.arange(K), np.maximum(match, 0)], 0.0))
+    pair_corr = np.zeros((K, 0))
+    for a, b in combinations(range(len(runs)), 2):
+        Wa, Wb = runs[a][0].to_numpy(), runs[b][0].to_numpy()
+        C = _abs_corr(Wa, Wb)
+        ia, ib = aligned[a], aligned[b]
+        vals = np.where((ia >= 0) & (ib >= 0), C[np.maximum(ia, 0), np.maximum(ib, 0)], 0.0)
+        pair_corr = np.column_stack([pair_corr, vals])
+    genes = np.asarray(ref_W.index).astype(str)
+    rows_out = []
+    for k, f in enumerate(ref_W.columns):
+        active_runs = [bool(m[k] >= 0 and W.columns[m[k]] in act) for (W, act), m in zip(runs, aligned, strict=True)]
+        top = genes[np.argsort(-np.abs(ref_W.iloc[:, k].to_numpy()), kind="stable")[:n_top_genes]]
+        row = {
+            "factor": str(f),
+            "reproducibility": float(pair_corr[k].mean()),
+            "min_corr": float(pair_corr[k].min()),
+            "active": bool(f in ref_active),
+            "active_fraction": float(np.mean(active_runs)),
+            "top_genes": ", ".join(top),
+        }
+        for s, (W, _), m, c in zip(seeds[1:], runs[1:], aligned[1:], corr_to_ref[1:], strict=True):
+            row[f"match_seed{s}"] = str(W.columns[m[k]]) if m[k] >= 0 else ""
+            row[f"corr_seed{s}"] = float(c[k])
+        rows_out.append(row)
+    table = (
+        pd.DataFrame(rows_out)
+        .sort_values(["reproducibility", "factor"], ascending=[False, True], kind="stable")
+        .reset_index(drop=True)
+    )
+    if store is not None:
+        store.uns[key_added or f"{key}_stability"] = table
+    return table
