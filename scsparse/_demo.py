@@ -32,7 +32,7 @@ __all__ = [
 #: about 6.5 s on idle cores (25-30 s when the machine is oversubscribed), and ``lr=1e-2`` (the paper's rate)
 #: gives recognisable programmes (interferon response, NK cytotoxicity, monocyte S100A8/9) in 25 epochs. ``W``
 #: is not sparse yet at that length (every factor keeps almost every gene); the report says so.
-DEFAULT_MAX_EPOCHS = 25
+DEFAULT_MAX_EPOCHS = 60
 DEFAULT_N_HIDDEN = 64
 DEFAULT_LR = 1e-2
 
