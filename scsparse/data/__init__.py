@@ -19,10 +19,12 @@ from ._registry import (
     registry,
 )
 from ._simulate import SyntheticData, simulate_eq9
+from ._simulate_multistudy import MultiStudyData, simulate_multistudy
 
 __all__ = [
     "DataChecksumError",
     "DataNotAvailableError",
+    "MultiStudyData",
     "SyntheticData",
     "UnknownDatasetError",
     "cellbench",
@@ -35,6 +37,7 @@ __all__ = [
     "pbmc3k",
     "registry",
     "simulate_eq9",
+    "simulate_multistudy",
     "zeisel_full",
     "zeisel_subset",
 ]

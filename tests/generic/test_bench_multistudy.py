@@ -1,0 +1,152 @@
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scsparse.data._simulate_multistudy import simulate_multistudy
+from scsparse.generic.benchmarks import BENCHMARKS, run
+from scsparse.generic.benchmarks._multistudy import (
+    MULTISTUDY_RESULT_COLUMNS,
+    REAL_RESULT_COLUMNS,
+    EstimatedBlock,
+    MultiStudyFit,
+    run_multistudy,
+    run_multistudy_real,
+    score_multistudy,
+)
+
+EXPECTED_COLUMNS = [
+    "method",
+    "seed",
+    "shared_fscore",
+    "specific_fscore",
+    "factor_corr",
+    "n_active_shared",
+    "n_active_specific",
+    "fit_seconds",
+]
+
+
+def test_registered():
+    assert BENCHMARKS["multistudy"] is run_multistudy
+    assert BENCHMARKS["multistudy_real"] is run_multistudy_real
+    assert list(MULTISTUDY_RESULT_COLUMNS) == EXPECTED_COLUMNS
+    assert list(REAL_RESULT_COLUMNS) == ["dataset", "seed", "metric", "value", "target", "met", "fit_seconds"]
+
+
+def test_quick_run_writes_outputs(tmp_path):
+    df = run("multistudy", out=tmp_path, seeds=1, quick=True, max_epochs=2)
+    csv = pd.read_csv(tmp_path / "results.csv")
+    assert list(csv.columns) == EXPECTED_COLUMNS
+    assert csv["method"].tolist() == [
+        "MultiStudySparseVAE",
+        "SparseVAE (study as batch)",
+        "SparseVAE (per study)",
+    ]
+    assert (csv["seed"] == 0).all()
+    for col in EXPECTED_COLUMNS[2:]:
+        assert np.isfinite(csv[col].to_numpy(dtype=float)).all(), col
+    for col in ("shared_fscore", "specific_fscore", "factor_corr"):
+        assert csv[col].between(0, 1).all(), col
+    assert (csv["fit_seconds"] > 0).all()
+    pd.testing.assert_frame_equal(df.reset_index(drop=True), csv, check_dtype=False)
+
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.index("Provenance") < summary.index("What ran") < summary.index("Results")
+    for needle in (
+        "Targets",
+        "not assessed (quick smoke run)",
+        "better than both baselines",
+        "switched off",
+        "Hungarian",
+    ):
+        assert needle in summary
+    png = tmp_path / "multistudy.png"
+    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _oracle_fit(data, *, extra_cols: int = 0, duplicate_shared: bool = False) -> MultiStudyFit:
+    """A multi-study 'fit' built from the truth (perfect codes and supports)."""
+    n = data.n_cells
+    rng = np.random.default_rng(0)
+    W_sh = data.W_shared.copy()
+    z_sh = data.Z_shared.copy()
+    if extra_cols:
+        W_sh = np.column_stack([W_sh, np.zeros((data.n_genes, extra_cols))])
+        z_sh = np.column_stack([z_sh, rng.normal(size=(n, extra_cols))])
+    blocks = [
+        EstimatedBlock(
+            cells=np.arange(n),
+            z=z_sh,
+            W=W_sh,
+            pip=(W_sh != 0).astype(float),
+            candidates=[f"shared_{k}" for k in range(data.n_shared)],
+            kind="shared",
+        )
+    ]
+    for s in data.studies:
+        W = data.W_specific[s].copy()
+        z = data.Z_specific[s].copy()
+        if duplicate_shared:  # a shared programme copied into the specific block
+            W = np.column_stack([W, data.W_shared[:, 0]])
+            z = np.column_stack([z, data.Z_shared[data.study_indices(s), 0]])
+        blocks.append(
+            EstimatedBlock(
+                cells=data.study_indices(s),
+                z=z,
+                W=W,
+                pip=(W != 0).astype(float),
+                candidates=[f"{s}_{k}" for k in range(data.n_specific[s])],
+                kind="specific",
+            )
+        )
+    return MultiStudyFit(blocks=blocks, fit_seconds=1.0)
+
+
+def test_score_perfect_and_penalised():
+    data = simulate_multistudy(n_cells_per_study=80, seed=0)
+    perfect = score_multistudy(data, _oracle_fit(data, extra_cols=2))
+    assert perfect["shared_fscore"] == pytest.approx(1.0)
+    assert perfect["specific_fscore"] == pytest.approx(1.0)
+    assert perfect["factor_corr"] == pytest.approx(1.0)
+    assert perfect["n_active_shared"] == 5 and perfect["n_active_specific"] == 6
+
+    dup = score_multistudy(data, _oracle_fit(data, duplicate_shared=True))
+    assert dup["shared_fscore"] == pytest.approx(1.0)
+    # three copies of a 20-gene shared programme are 60 false positives of the specific blocks
+    assert dup["specific_fp"] == 60
+    assert dup["specific_fscore"] == pytest.approx(2 * 120 / (2 * 120 + 60))
+    assert dup["n_active_specific"] == 9
+
+
+def test_score_baseline_labels_columns_by_programme():
+    data = simulate_multistudy(n_cells_per_study=80, seed=1)
+    # a pooled 'baseline' whose columns are the true programmes in shuffled order, each specific one zero
+    # outside its study, plus one unmatched column that copies shared programme 2 (labelled shared)
+    z = np.column_stack([data.Z_shared, data.Z_specific_padded, data.Z_shared[:, 2]])
+    W = np.column_stack([data.W_support.astype(float), data.W_shared[:, 2] != 0])
+    perm = np.random.default_rng(0).permutation(z.shape[1])
+    block = EstimatedBlock(
+        cells=np.arange(data.n_cells),
+        z=z[:, perm],
+        W=W[:, perm],
+        pip=W[:, perm],
+        candidates=list(data.programme_names),
+        kind=None,
+    )
+    res = score_multistudy(data, MultiStudyFit(blocks=[block], fit_seconds=1.0))
+    assert res["specific_fscore"] == pytest.approx(1.0)
+    assert res["shared_fp"] == 20  # the duplicate's entries
+    assert res["shared_fscore"] == pytest.approx(200 / 220)
+    assert res["n_active_shared"] == 6 and res["n_active_specific"] == 6
+    assert math.isclose(res["factor_corr"], 1.0, rel_tol=1e-9)
+
+
+def test_bad_options(tmp_path):
+    with pytest.raises(ValueError):
+        run_multistudy(tmp_path, seeds=0)
+    with pytest.raises(ValueError):
+        run_multistudy(tmp_path, settings={"no_such_setting": 1})
+    with pytest.raises(ValueError):
+        run_multistudy_real(tmp_path, datasets=["nope"])
