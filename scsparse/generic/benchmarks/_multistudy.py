@@ -1200,6 +1200,17 @@ def _write_real_summary(
                 ranked = sorted(ifn_any.items(), key=lambda kv: kv[1])[:3]
                 text = ", ".join(f"`{f}` {p:.1e}" for f, p in ranked)
                 lines.append(f"  - seed {s_i}, best IFN adj. p over all active factors (any block): {text}")
+        where = [min(d["ifn_by_factor"], key=d["ifn_by_factor"].get) for d in details["kang"] if d["ifn_by_factor"]]
+        n_ctrl = sum(f.startswith("control_") for f in where)
+        lines += [
+            "",
+            f"In {n_ctrl} of {len(details['kang'])} seeds the factor most enriched for the interferon response (any "
+            "block) is a control-specific factor. The decoder has no study intercept and the specific factors of "
+            "the other study are exactly zero, so a shift present in every cell of one condition can be encoded "
+            "as a near-constant specific factor of either condition: '+ISGs in stimulated cells' or '-ISGs in "
+            "control cells' (a control factor with negative weights on the ISGs and a posterior mean far from 0 "
+            "in all control cells). `ifn_padj` only looks at the stimulated block, as the target asks.",
+        ]
         d0 = details["kang"][0]
         lines += ["", "Factor table (seed 0):", "", _df_markdown(d0["factor_table"])]
     if "cellbench" in details:
