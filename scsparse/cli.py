@@ -10,6 +10,7 @@ with exit status 2.
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 import time
 from collections.abc import Sequence
@@ -153,11 +154,23 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise CLIError(f"benchmarks are not available in this installation ({exc}).") from exc
     names = sorted(getattr(benchmarks, "BENCHMARKS", {}))
-    if args.name not in names:
-        raise CLIError(f"unknown benchmark {args.name!r}; available: {', '.join(names) or 'none'}.")
+    if args.name != "all" and args.name not in names:
+        raise CLIError(f"unknown benchmark {args.name!r}; available: all, {', '.join(names) or 'none'}.")
     out = Path(args.out) if args.out else Path("bench_out") / args.name
+    options = {"rho": args.rho, "device": args.device}
+    if args.name == "all":
+        try:
+            index = benchmarks.run_all(out, quick=args.quick, seeds=args.seeds, max_epochs=args.max_epochs, **options)
+        except RuntimeError as exc:
+            raise CLIError(str(exc)) from exc
+        print(f"{PROG} bench all: {len(index)} benchmark(s) written to {out} (index: {out / 'summary.md'})")
+        return 0
+    fn = benchmarks.BENCHMARKS[args.name]
+    for key, value in options.items():
+        if value is not None and key not in inspect.signature(fn).parameters:
+            raise CLIError(f"benchmark {args.name!r} does not take --{key}.")
     results = benchmarks.run(
-        args.name, out=out, seeds=args.seeds, rho=args.rho, quick=args.quick, max_epochs=args.max_epochs
+        args.name, out=out, seeds=args.seeds, quick=args.quick, max_epochs=args.max_epochs, **options
     )
     print(f"{PROG} bench {args.name}: {len(results)} result row(s) written to {out}")
     return 0
@@ -287,11 +300,12 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         help="run a benchmark on simulated or real data (see scsparse.generic.benchmarks)",
         description="Run a benchmark and write results.csv, summary.md and figures into --out.",
     )
-    bench_name = {"choices": list(bench_choices)} if bench_choices else {}
+    bench_name = {"choices": ["all", *bench_choices]} if bench_choices else {}
     bench.add_argument(
         "name",
         metavar="NAME",
-        help="benchmark name" + (f" ({', '.join(bench_choices)})" if bench_choices else ""),
+        help="benchmark name, or 'all' for every benchmark into DIR/NAME"
+        + (f" ({', '.join(bench_choices)})" if bench_choices else ""),
         **bench_name,
     )
     bench.add_argument(
@@ -303,7 +317,13 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         help="factor correlation(s), for benchmarks that take them",
     )
     bench.add_argument(
-        "--seeds", type=_positive_int, default=5, metavar="N", help="number of seeds (default: %(default)s)"
+        "--seeds", type=_positive_int, default=None, metavar="N", help="number of seeds (default: the benchmark's)"
+    )
+    bench.add_argument(
+        "--device",
+        default=None,
+        metavar="DEV",
+        help="torch device for benchmarks that take one (speed): cpu, cuda, cuda:1 (default: cpu)",
     )
     bench.add_argument("--out", default=None, metavar="DIR", help="output folder (default: bench_out/NAME)")
     bench.add_argument("--quick", action="store_true", help="a short smoke run")

@@ -105,14 +105,44 @@ def test_bench_dispatch(monkeypatch, tmp_path, capsys):
         return pd.DataFrame({"x": [1, 2]})
 
     monkeypatch.setattr(benchmarks, "run", fake_run)
-    name = sorted(benchmarks.BENCHMARKS)[0]
+    name = "synthetic"
     code = main(["bench", name, "--rho", "0.2", "0.6", "--seeds", "2", "--out", str(tmp_path), "--quick"])
     assert code == 0
-    assert calls[name] == {"out": tmp_path, "seeds": 2, "rho": [0.2, 0.6], "quick": True, "max_epochs": None}
+    assert calls[name] == {
+        "out": tmp_path,
+        "seeds": 2,
+        "rho": [0.2, 0.6],
+        "device": None,
+        "quick": True,
+        "max_epochs": None,
+    }
     assert "2 result row(s)" in capsys.readouterr().out
     with pytest.raises(SystemExit) as info:
         main(["bench", "no-such-benchmark"])
     assert info.value.code == 2
+    assert main(["bench", "multistudy", "--rho", "0.2"]) == 2
+    assert "does not take --rho" in capsys.readouterr().err
+
+
+def test_bench_all_dispatch(monkeypatch, tmp_path, capsys):
+    benchmarks = pytest.importorskip("scsparse.generic.benchmarks")
+    calls = {}
+
+    def fake_run_all(out, **options):
+        calls["all"] = (out, options)
+        if options.get("seeds") == 3:
+            raise RuntimeError("1 benchmark(s) failed: zeisel")
+        return pd.DataFrame({"benchmark": ["a", "b"]})
+
+    monkeypatch.setattr(benchmarks, "run_all", fake_run_all)
+    assert main(["bench", "all", "--quick", "--out", str(tmp_path)]) == 0
+    assert calls["all"] == (
+        tmp_path,
+        {"quick": True, "seeds": None, "max_epochs": None, "rho": None, "device": None},
+    )
+    assert "2 benchmark(s)" in capsys.readouterr().out
+    assert main(["bench", "all", "--seeds", "3", "--out", str(tmp_path)]) == 2
+    assert "zeisel" in capsys.readouterr().err
 
 
 def test_demo(monkeypatch, tmp_path, capsys):

@@ -66,9 +66,7 @@ def test_every_sha256_and_size_matches_the_shared_files(shared_data):
 def test_registry_covers_every_shared_file(shared_data):
     listed = {f["path"] for _, f in _all_files()}
     on_disk = {
-        p.relative_to(shared_data).as_posix()
-        for p in shared_data.rglob("*")
-        if p.is_file() and p.name != "MANIFEST.md"
+        p.relative_to(shared_data).as_posix() for p in shared_data.rglob("*") if p.is_file() and p.name != "MANIFEST.md"
     }
     assert on_disk == listed
 
@@ -90,9 +88,7 @@ def test_list_datasets(shared_data):
     df = sd.list_datasets()
     assert isinstance(df, pd.DataFrame)
     assert EXPECTED <= set(df.index)
-    assert {"description", "n_files", "size_mb", "downloadable", "available", "license", "citation"} <= set(
-        df.columns
-    )
+    assert {"description", "n_files", "size_mb", "downloadable", "available", "license", "citation"} <= set(df.columns)
     assert df["available"].all()
     assert df.loc["kang2018", "downloadable"] and not df.loc["fashion_mnist", "downloadable"]
 

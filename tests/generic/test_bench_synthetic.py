@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scsparse.generic.benchmarks import BENCHMARKS, RESULT_COLUMNS, run
+from scsparse.generic.benchmarks import BENCHMARKS, run
 from scsparse.generic.benchmarks._common import format_mean_sd, markdown_table
-from scsparse.generic.benchmarks._synthetic import split_indices
+from scsparse.generic.benchmarks._synthetic import RESULT_COLUMNS, split_indices
 
 EXPECTED_COLUMNS = [
     "method",
@@ -67,3 +67,30 @@ def test_markdown_table_mean_sd():
     assert "| A | 0.4 | 0.600 ± 0.141 | 2 |" in table
     assert "| B | 0.4 | 0.900 | 1 |" in table
     assert format_mean_sd([1.0, float("nan")]) == "1.000 (1 nan)"
+
+
+def test_run_rejects_unknown_option_and_name(tmp_path):
+    with pytest.raises(ValueError, match="does not take 'device'"):
+        run("synthetic", out=tmp_path, device="cpu")
+    with pytest.raises(ValueError, match="Unknown benchmark"):
+        run("no_such", out=tmp_path)
+
+
+def test_run_all_indexes_and_reports_failures(monkeypatch, tmp_path):
+    from scsparse.generic import benchmarks
+
+    def ok(out, *, seeds=2, quick=False, max_epochs=None):
+        return pd.DataFrame({"seed": range(seeds)})
+
+    def broken(out, *, seeds=2, quick=False, max_epochs=None, rho=(0.4,)):
+        raise FloatingPointError("diverged")
+
+    monkeypatch.setattr(benchmarks, "BENCHMARKS", {"ok": ok, "broken": broken})
+    with pytest.raises(RuntimeError, match="1 benchmark\\(s\\) failed: broken"):
+        benchmarks.run_all(tmp_path, quick=True, rho=[0.1], device="cpu")
+    index = pd.read_csv(tmp_path / "index.csv")
+    assert list(index["benchmark"]) == ["ok", "broken"]
+    assert index.loc[0, "status"] == "ok" and index.loc[0, "rows"] == 2
+    assert "FloatingPointError: diverged" in index.loc[1, "status"]
+    assert "[broken/summary.md]" in (tmp_path / "summary.md").read_text()
+    assert benchmarks.run_all(tmp_path / "again", names=["ok"], seeds=3)["rows"].tolist() == [3]

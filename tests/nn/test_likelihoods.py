@@ -16,7 +16,8 @@ def test_normal_matches_scipy():
 
 def test_poisson_matches_scipy():
     np.testing.assert_allclose(
-        log_poisson(X, torch.tensor(2.3, dtype=torch.float64)).numpy(), stats.poisson.logpmf(X.numpy(), 2.3),
+        log_poisson(X, torch.tensor(2.3, dtype=torch.float64)).numpy(),
+        stats.poisson.logpmf(X.numpy(), 2.3),
         rtol=1e-7,
     )
 

@@ -28,8 +28,14 @@ def naive_per_gene(decoder: MaskedDecoder, z: torch.Tensor, batch: torch.Tensor 
 def test_vectorised_decoder_equals_per_gene_loop(normalize, n_layers, chunk_size):
     torch.manual_seed(0)
     dec = MaskedDecoder(
-        n_latent=4, n_output=11, n_hidden=6, n_layers=n_layers, n_heads=2, n_cat_list=[3],
-        chunk_size=chunk_size, normalize_weights=normalize,
+        n_latent=4,
+        n_output=11,
+        n_hidden=6,
+        n_layers=n_layers,
+        n_heads=2,
+        n_cat_list=[3],
+        chunk_size=chunk_size,
+        normalize_weights=normalize,
     )
     with torch.no_grad():
         dec.W.mul_(torch.bernoulli(torch.full_like(dec.W, 0.5)))  # a sparse mask

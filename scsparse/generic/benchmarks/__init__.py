@@ -1,74 +1,111 @@
 """Benchmarks of the papers, reproducible from one call.
 
-:func:`run` dispatches by name to the functions in :data:`BENCHMARKS`; each writes ``results.csv`` (one
-row per method, setting and seed), ``summary.md`` (provenance, what ran, mean ± sd over seeds, the paper's
-claims beside ours) and figures into ``out``, and returns the per-run results.
+:func:`run` dispatches by name to the functions registered in :data:`BENCHMARKS`; each writes
+``results.csv`` (one row per method, setting and seed), ``summary.md`` (provenance, what ran, mean ± sd over
+seeds, the paper's claims beside ours, which data it ran on) and figures into ``out``, and returns the
+per-run results. :func:`run_all` runs every benchmark (``scsparse bench all``).
 
-- ``"synthetic"`` — :func:`run_synthetic`: recovery of the ground-truth factors of Eq. 9 of Moran et al.
-  (2022) (DCI disentanglement, F-score of the support of W, active factors, held-out NLL and MSE).
-- ``"multistudy"`` — :func:`run_multistudy`: recovery of shared and study-specific programmes of simulated
-  multi-study counts by the multi-study sparse VAE and two single-study sparse VAE baselines.
-- ``"multistudy_real"`` — :func:`run_multistudy_real`: the multi-study sparse VAE on Kang et al. (2018)
-  PBMCs (interferon programme, cell types across conditions) and CellBench (cell lines across technologies).
+Each benchmark lives in its own module and is imported on first use, so that ``scsparse bench NAME``
+only pays for the benchmark it runs. The names:
+
+- ``"synthetic"`` — recovery of the ground-truth factors of Eq. 9 of Moran et al. (2022).
+- ``"multistudy"`` / ``"multistudy_real"`` — shared and study-specific programmes of simulated multi-study
+  counts; the multi-study sparse VAE on Kang et al. (2018) PBMCs and on CellBench.
+
+Every benchmark function has the signature ``fn(out, *, seeds, quick, max_epochs, **options)``; the
+options it takes beyond those are discovered from its signature (e.g. ``rho`` for ``"synthetic"``,
+``device`` for ``"speed"``).
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
-from collections.abc import Callable, Sequence
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from ._multistudy import run_multistudy, run_multistudy_real
-from ._synthetic import METHODS, RESULT_COLUMNS, MethodOutput, SyntheticSplit, run_synthetic
+from ._common import make_output_dir
 
-__all__ = [
-    "BENCHMARKS",
-    "METHODS",
-    "RESULT_COLUMNS",
-    "MethodOutput",
-    "SyntheticSplit",
-    "run",
-    "run_multistudy",
-    "run_multistudy_real",
-    "run_synthetic",
-]
+__all__ = ["BENCHMARKS", "run", "run_all"]
 
-#: Benchmark name -> function ``fn(out, *, seeds, quick, max_epochs, [rho], ...) -> DataFrame``.
-BENCHMARKS: dict[str, Callable[..., pd.DataFrame]] = {
-    "synthetic": run_synthetic,
-    "multistudy": run_multistudy,
-    "multistudy_real": run_multistudy_real,
+#: Benchmark name -> ``"module:function"`` inside this package (imported lazily).
+_REGISTRY: dict[str, str] = {
+    "synthetic": "_synthetic:run_synthetic",
+    "multistudy": "_multistudy:run_multistudy",
+    "multistudy_real": "_multistudy:run_multistudy_real",
 }
+
+
+class _LazyBenchmarks(Mapping[str, Callable[..., pd.DataFrame]]):
+    """Read-only mapping of benchmark names to functions, importing a module on first access."""
+
+    def __init__(self, registry: Mapping[str, str]) -> None:
+        self._registry = registry
+
+    def __getitem__(self, name: str) -> Callable[..., pd.DataFrame]:
+        module, func = self._registry[name].split(":")
+        return getattr(importlib.import_module(f"{__name__}.{module}"), func)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._registry)
+
+    def __len__(self) -> int:
+        return len(self._registry)
+
+    def __repr__(self) -> str:
+        return f"BENCHMARKS({', '.join(self._registry)})"
+
+
+#: Benchmark name -> function ``fn(out, *, seeds, quick, max_epochs, **options) -> DataFrame``.
+BENCHMARKS: Mapping[str, Callable[..., pd.DataFrame]] = _LazyBenchmarks(_REGISTRY)
+
+
+def _bench_kwargs(name: str, fn: Callable[..., Any], options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options ``fn`` takes, with ``None`` meaning "the benchmark's default"; unknown ones raise."""
+    params = inspect.signature(fn).parameters
+    kwargs: dict[str, Any] = {}
+    for key, value in options.items():
+        if value is None:
+            continue
+        if key not in params:
+            raise ValueError(f"Benchmark {name!r} does not take {key!r}")
+        kwargs[key] = list(value) if key == "rho" else value
+    return kwargs
 
 
 def run(
     name: str,
     *,
     out: str | os.PathLike[str],
-    seeds: int = 5,
-    rho: Sequence[float] | None = None,
+    seeds: int | None = None,
     quick: bool = False,
     max_epochs: int | None = None,
+    **options: Any,
 ) -> pd.DataFrame:
     """Run a benchmark by name and write its results, summary and figures to ``out``.
 
     Parameters
     ----------
     name
-        A key of :data:`BENCHMARKS` (``"synthetic"``).
+        A key of :data:`BENCHMARKS` (e.g. ``"synthetic"``).
     out
         Output folder (created if needed).
     seeds
-        Number of seeds (datasets / model initialisations), ``0 .. seeds - 1``.
-    rho
-        Factor correlations, for the benchmarks that take them (``"synthetic"``; default ``[0.4]``).
-        ``None`` uses the benchmark's default.
+        Number of seeds (datasets / model initialisations), ``0 .. seeds - 1``; ``None`` uses the
+        benchmark's default.
     quick
-        A short smoke run (fewer epochs).
+        A short smoke run (fewer epochs, smaller data).
     max_epochs
         Training epochs, overriding the benchmark's default and ``quick``.
+    **options
+        Benchmark-specific options (``rho`` for ``"synthetic"``, ``device`` for ``"speed"``, ...); ``None``
+        values are ignored.
 
     Returns
     -------
@@ -78,7 +115,7 @@ def run(
     Raises
     ------
     ValueError
-        For an unknown benchmark name, or ``rho`` given to a benchmark that does not take it.
+        For an unknown benchmark name, or an option the benchmark does not take.
 
     Examples
     --------
@@ -88,9 +125,90 @@ def run(
     if name not in BENCHMARKS:
         raise ValueError(f"Unknown benchmark {name!r}; available: {', '.join(sorted(BENCHMARKS))}")
     fn = BENCHMARKS[name]
-    kwargs: dict = {"seeds": seeds, "quick": quick, "max_epochs": max_epochs}
-    if rho is not None:
-        if "rho" not in inspect.signature(fn).parameters:
-            raise ValueError(f"Benchmark {name!r} does not take rho")
-        kwargs["rho"] = list(rho)
+    kwargs = _bench_kwargs(name, fn, {"seeds": seeds, "quick": quick, "max_epochs": max_epochs, **options})
     return fn(out, **kwargs)
+
+
+def run_all(
+    out: str | os.PathLike[str],
+    *,
+    quick: bool = True,
+    seeds: int | None = None,
+    max_epochs: int | None = None,
+    names: Sequence[str] | None = None,
+    **options: Any,
+) -> pd.DataFrame:
+    """Run every benchmark (or ``names``) into ``out/NAME`` and write an index ``out/summary.md``.
+
+    Every benchmark runs even when an earlier one fails; the index records status and wall time of each,
+    and a :class:`RuntimeError` naming the failures is raised at the end.
+
+    Parameters
+    ----------
+    out
+        Output folder; each benchmark writes into its own sub-folder.
+    quick
+        Small settings (default ``True``: the whole suite in minutes).
+    seeds, max_epochs
+        Passed to every benchmark (``None``: each benchmark's default).
+    names
+        Subset of :data:`BENCHMARKS` to run (default: all, in registry order).
+    **options
+        Passed to the benchmarks that take them (others ignore them).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per benchmark: ``benchmark``, ``status`` (``"ok"`` or the error), ``rows`` (result rows),
+        ``seconds`` (wall time) and ``out`` (its folder).
+
+    Examples
+    --------
+    >>> from scsparse.generic.benchmarks import run_all
+    >>> index = run_all("bench_out", quick=True)  # doctest: +SKIP
+    """
+    root = make_output_dir(out)
+    selected = list(names) if names is not None else list(BENCHMARKS)
+    unknown = [n for n in selected if n not in BENCHMARKS]
+    if unknown:
+        raise ValueError(f"Unknown benchmark(s) {unknown}; available: {', '.join(sorted(BENCHMARKS))}")
+    rows: list[dict[str, Any]] = []
+    failures: dict[str, str] = {}
+    for name in selected:
+        fn = BENCHMARKS[name]
+        params = inspect.signature(fn).parameters
+        extra = {k: v for k, v in options.items() if k in params}
+        start = time.perf_counter()
+        try:
+            df = run(name, out=root / name, seeds=seeds, quick=quick, max_epochs=max_epochs, **extra)
+            status, n_rows = "ok", len(df)
+        except Exception as exc:  # noqa: BLE001 - every benchmark runs; failures are reported together
+            status, n_rows = f"failed: {type(exc).__name__}: {exc}", 0
+            failures[name] = traceback.format_exc()
+        rows.append(
+            {
+                "benchmark": name,
+                "status": status,
+                "rows": n_rows,
+                "seconds": round(time.perf_counter() - start, 1),
+                "out": str(root / name),
+            }
+        )
+    index = pd.DataFrame(rows)
+    lines = [
+        "# scsparse benchmarks",
+        "",
+        f"quick={quick}, seeds={seeds if seeds is not None else 'default'}, max_epochs={max_epochs or 'default'}",
+        "",
+        "| benchmark | status | rows | seconds | summary |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        link = f"[{r['benchmark']}/summary.md]({r['benchmark']}/summary.md)"
+        lines.append(f"| {r['benchmark']} | {r['status']} | {r['rows']} | {r['seconds']} | {link} |")
+    (Path(root) / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    index.to_csv(Path(root) / "index.csv", index=False)
+    if failures:
+        detail = "\n".join(f"--- {n}\n{tb}" for n, tb in failures.items())
+        raise RuntimeError(f"{len(failures)} benchmark(s) failed: {', '.join(failures)}\n{detail}")
+    return index

@@ -1,0 +1,10 @@
+"""Loaders of the non-single-cell data sets of the papers' benchmarks (ratings, text, images, motion capture).
+
+Every loader reads the registry's files through :func:`scsparse.data.fetch` (offline cache first, verified
+by sha256) and returns plain numpy / pandas objects; the benchmarks in :mod:`scsparse.generic.benchmarks`
+build on them.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
