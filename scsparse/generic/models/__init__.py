@@ -23,7 +23,9 @@ from ._modules import (
 from ._nmf import NMF, NMF_LIKELIHOODS
 from ._oivae import OIVAE
 from ._sparse_vae import SparseVAE, feature_variances
+from ._tvsc import ThresholdedVSC
 from ._vae import VAE, BetaVAE
+from ._vsc import VSC
 
 __all__ = [
     "ARRAY_LIKELIHOODS",
@@ -36,28 +38,13 @@ __all__ = [
     "OIVAE",
     "SparseVAE",
     "SparseVAEArrayModule",
+    "ThresholdedVSC",
     "TorchArrayModel",
     "TrainHistory",
     "VAE",
+    "VSC",
     "as_loader",
     "check_likelihood_data",
     "feature_variances",
     "train_module",
 ]
-
-# Models written alongside these ones: exported once their files exist (an error inside an existing
-# file is raised, not hidden).
-try:
-    from ._vsc import VSC  # noqa: F401
-
-    __all__ += ["VSC"]
-except ModuleNotFoundError as err:  # pragma: no cover - not written yet
-    if err.name != f"{__name__}._vsc":
-        raise
-try:
-    from ._tvsc import ThresholdedVSC  # noqa: F401
-
-    __all__ += ["ThresholdedVSC"]
-except ModuleNotFoundError as err:  # pragma: no cover - not written yet
-    if err.name != f"{__name__}._tvsc":
-        raise
