@@ -7,4 +7,7 @@ build on them.
 
 from __future__ import annotations
 
+from ._mocap import CMU07_TRIALS, AsfSkeleton, MocapData, load_cmu_mocap, parse_amc, parse_asf
+
 __all__: list[str] = []
+__all__ += ["CMU07_TRIALS", "AsfSkeleton", "MocapData", "load_cmu_mocap", "parse_amc", "parse_asf"]
