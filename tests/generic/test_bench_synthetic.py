@@ -5,20 +5,35 @@ import pandas as pd
 import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS, run
+from scsparse.generic.benchmarks import _synthetic as syn
 from scsparse.generic.benchmarks._common import format_mean_sd, markdown_table
-from scsparse.generic.benchmarks._synthetic import RESULT_COLUMNS, split_indices
+from scsparse.generic.benchmarks._synthetic import (
+    BETA_GRID,
+    RESULT_COLUMNS,
+    VALIDATION_SEED,
+    MethodOutput,
+    active_units,
+    run_synthetic,
+    select_beta,
+    split_indices,
+)
 
 EXPECTED_COLUMNS = [
     "method",
     "seed",
     "rho",
+    "beta",
     "n_active",
+    "active_units",
     "w_fscore",
+    "w_precision",
+    "w_recall",
     "dci",
     "heldout_nll",
     "heldout_mse",
     "fit_seconds",
 ]
+ALL_METHODS = ["SparseVAE", "VAE", "beta-VAE", "VSC", "oi-VAE"]
 
 
 def test_run_synthetic_quick_writes_outputs(tmp_path):
@@ -26,23 +41,157 @@ def test_run_synthetic_quick_writes_outputs(tmp_path):
     assert list(RESULT_COLUMNS) == EXPECTED_COLUMNS
     csv = pd.read_csv(tmp_path / "results.csv")
     assert list(csv.columns) == EXPECTED_COLUMNS
-    assert len(csv) == 1
-    row = csv.iloc[0]
-    assert row["method"] == "SparseVAE"
-    assert row["seed"] == 0 and row["rho"] == pytest.approx(0.4)
-    for col in EXPECTED_COLUMNS[3:]:
-        assert math.isfinite(float(row[col])), col
-    assert 0 <= row["n_active"] <= 5
-    assert 0.0 <= row["w_fscore"] <= 1.0 and 0.0 <= row["dci"] <= 1.0
-    assert row["heldout_mse"] > 0 and row["fit_seconds"] > 0
+    assert csv["method"].tolist() == ALL_METHODS  # every method on the same dataset and seed
+    assert (csv["seed"] == 0).all() and np.allclose(csv["rho"], 0.4)
+    rows = csv.set_index("method")
+    for col in ("active_units", "dci", "heldout_nll", "heldout_mse", "fit_seconds"):
+        assert np.isfinite(rows[col]).all(), col
+    assert ((rows["dci"] >= 0) & (rows["dci"] <= 1)).all() and (rows["heldout_mse"] > 0).all()
+    # W support: only the methods with a feature x factor loading are scored
+    for m in ("SparseVAE", "oi-VAE"):
+        assert 0.0 <= rows.loc[m, "w_fscore"] <= 1.0 and 0 <= rows.loc[m, "n_active"] <= 5
+    for m in ("VAE", "beta-VAE", "VSC"):
+        assert math.isnan(rows.loc[m, "w_fscore"]) and math.isnan(rows.loc[m, "n_active"])
+    assert rows.loc["beta-VAE", "beta"] in BETA_GRID
+    assert rows.drop(index="beta-VAE")["beta"].isna().all()
     pd.testing.assert_frame_equal(df.reset_index(drop=True), csv, check_dtype=False)
+
+    sel = pd.read_csv(tmp_path / "beta_selection.csv")
+    assert sorted(sel["beta"]) == sorted(BETA_GRID) and sel["chosen"].sum() == 1
+    assert (sel["validation_seed"] >= VALIDATION_SEED).all()
+    assert float(sel.loc[sel["chosen"], "beta"].iloc[0]) == rows.loc["beta-VAE", "beta"]
 
     summary = (tmp_path / "summary.md").read_text()
     assert summary.index("Provenance") < summary.index("What ran") < summary.index("Results")
-    for needle in ("scvi-tools", "torch threads", "SparseVAE", "rho", "not assessed", "claims"):
-        assert needle in summary
-    png = tmp_path / "synthetic.png"
-    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for needle in ("scvi-tools", "torch threads", "oi-VAE", "VSC", "beta-VAE (beta=", "Must show", "not assessed"):
+        assert needle in summary, needle
+    assert "SparseVAE DCI above VAE and beta-VAE | 0.4" in summary
+    assert "F-score >= 0.9 (rho <= 0.4) | 0.4" in summary
+    for png in ("synthetic.png", "figure3.png"):
+        assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _fake_output(split, z, W=None, pip=None):
+    x_test = np.asarray(split.adata_test.X, dtype=np.float64)
+    return MethodOutput(z=z, test_mean=np.zeros_like(x_test), heldout_nll=1.0, fit_seconds=0.01, W=W, pip=pip)
+
+
+def _true_codes(split, noise, seed):
+    data = syn.simulate_eq9(split.adata_all.n_obs, split.rho, seed=split.seed)
+    rng = np.random.default_rng(seed)
+    z = np.hstack([data.Z, np.zeros((data.Z.shape[0], 3))]) + noise * rng.normal(size=(data.Z.shape[0], 5))
+    return data, z
+
+
+@pytest.mark.filterwarnings("ignore:DCI computed on")
+def test_select_beta_uses_validation_seeds_and_highest_dci(monkeypatch):
+    seen = []
+
+    def fake_fit(split, max_epochs, n_latent, beta=4.0):
+        seen.append(split.seed)
+        # beta = 8 recovers the true factors; the others return noise
+        _, z = _true_codes(split, noise=0.01 if beta == 8.0 else 5.0, seed=int(beta))
+        if beta != 8.0:
+            z = np.random.default_rng(int(beta)).normal(size=z.shape)
+        return _fake_output(split, z)
+
+    monkeypatch.setattr(syn, "fit_beta_vae", fake_fit)
+    beta, table = select_beta(0.2, betas=[2.0, 8.0, 16.0], n_validation=2, n_obs=300, max_epochs=1)
+    assert beta == 8.0
+    assert set(seen) == {VALIDATION_SEED, VALIDATION_SEED + 1}  # never a test seed
+    assert len(table) == 6 and table.loc[table["chosen"], "beta"].unique().tolist() == [8.0]
+    with pytest.raises(ValueError, match="positive"):
+        select_beta(0.2, betas=[-1.0])
+
+
+@pytest.mark.filterwarnings("ignore:DCI computed on")
+def test_select_beta_ties_go_to_the_smaller_beta(monkeypatch):
+    def same_codes(split, max_epochs, n_latent, beta=4.0):
+        return _fake_output(split, _true_codes(split, noise=0.1, seed=0)[1])
+
+    monkeypatch.setattr(syn, "fit_beta_vae", same_codes)
+    assert select_beta(0.0, betas=[16.0, 4.0], n_obs=300, max_epochs=1)[0] == 4.0
+
+
+def test_active_units_counts_varying_codes():
+    z = np.column_stack([np.linspace(-2, 2, 100), np.full(100, 0.7), 0.05 * np.sin(np.arange(100))])
+    assert active_units(z) == 1
+    assert active_units(z, threshold=1e-4) == 2
+    with pytest.raises(ValueError, match="2-d"):
+        active_units(np.zeros(5))
+
+
+def _runner_methods():
+    def oracle(split, max_epochs, n_latent):
+        data, z = _true_codes(split, noise=0.05, seed=split.seed)
+        W = np.zeros((7, n_latent))
+        W[:, :2] = data.W_support * 0.8
+        pip = np.where(W != 0, 0.9, 0.1)
+        out = _fake_output(split, z, W=W, pip=pip)
+        out.n_active = 2.0
+        return out
+
+    def mixer(split, max_epochs, n_latent):  # codes mix both factors: poor DCI, no W
+        data, z = _true_codes(split, noise=0.05, seed=split.seed)
+        z[:, 0], z[:, 1] = z[:, 0] + z[:, 1], z[:, 0] - z[:, 1]
+        return _fake_output(split, z)
+
+    return [("SparseVAE", oracle), ("VAE", mixer)]
+
+
+def test_runner_scores_methods_and_states_targets(tmp_path):
+    df = run_synthetic(tmp_path, rho=[0.0, 0.6], seeds=1, max_epochs=1, methods=_runner_methods(), verbose=False)
+    assert len(df) == 4 and set(df["method"]) == {"SparseVAE", "VAE"}
+    ours = df[df["method"] == "SparseVAE"]
+    assert np.allclose(ours["w_fscore"], 1.0) and (ours["active_units"] == 2).all()
+    assert df[df["method"] == "VAE"]["w_fscore"].isna().all()
+    assert (ours["dci"].to_numpy() > df[df["method"] == "VAE"]["dci"].to_numpy()).all()
+    summary = (tmp_path / "summary.md").read_text()
+    assert "Reduced run: 1 dataset(s) per rho" in summary
+    assert "| SparseVAE DCI above VAE and beta-VAE | 0.6 |" in summary
+    line = next(x for x in summary.splitlines() if x.startswith("| SparseVAE W support F-score") and "| 0 |" in x)
+    assert line.endswith("| met |")
+    assert "F-score >= 0.9 (rho <= 0.4) | 0.6" not in summary  # the F target is only for rho <= 0.4
+    assert "No beta-VAE in this run" in summary
+    assert pd.read_csv(tmp_path / "beta_selection.csv").empty
+
+
+def test_targets_not_met_are_explained():
+    rows = []
+    for s in range(3):
+        rows.append(
+            {
+                "method": "SparseVAE",
+                "seed": s,
+                "rho": 0.2,
+                "dci": 0.3,
+                "n_active": 3.0,
+                "w_fscore": 0.7,
+                "w_precision": 0.6,
+                "w_recall": 0.9,
+                "beta": math.nan,
+            }
+        )
+        rows.append({"method": "VAE", "seed": s, "rho": 0.2, "dci": 0.5, "beta": math.nan})
+        rows.append({"method": "beta-VAE", "seed": s, "rho": 0.2, "dci": 0.4, "beta": 4.0})
+    lines = "\n".join(syn._targets_section(pd.DataFrame(rows), [0.2], quick=False, seeds=3))
+    assert "beta-VAE (beta=4) 0.400" in lines and "SparseVAE above both in 0/3 datasets | not met |" in lines
+    assert "mean F 0.700" in lines and "| not met |" in lines
+    assert "Why the targets not met were missed" in lines
+    assert "3 active: 3" in lines and "false positives dominate" in lines
+
+
+def test_run_synthetic_rejects_bad_options(tmp_path):
+    with pytest.raises(ValueError, match="at least one value"):
+        run_synthetic(tmp_path, rho=[])
+    with pytest.raises(ValueError, match=r"\[-1, 1\]"):
+        run_synthetic(tmp_path, rho=[1.5])
+    with pytest.raises(ValueError, match="seeds must be a positive integer"):
+        run_synthetic(tmp_path, seeds=0)
+    with pytest.raises(ValueError, match="n_validation"):
+        run_synthetic(tmp_path, n_validation=0)
+    with pytest.raises(ValueError, match="betas"):
+        run_synthetic(tmp_path, betas=[])
 
 
 def test_unknown_benchmark_lists_names(tmp_path):
