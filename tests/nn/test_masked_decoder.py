@@ -49,16 +49,20 @@ def test_chunked_checkpointed_gradients_match_single_pass():
     torch.manual_seed(1)
     full = MaskedDecoder(n_latent=3, n_output=10, n_hidden=5, n_layers=2)
     chunked = MaskedDecoder(n_latent=3, n_output=10, n_hidden=5, n_layers=2, chunk_size=4)
+    checkpointed = MaskedDecoder(n_latent=3, n_output=10, n_hidden=5, n_layers=2, chunk_size=4, memory_budget_mb=1e-4)
     chunked.load_state_dict(full.state_dict())
+    checkpointed.load_state_dict(full.state_dict())
     z = torch.randn(6, 3)
+    assert not chunked.uses_checkpointing(6) and checkpointed.uses_checkpointing(6)
     grads = []
-    for dec in (full, chunked):
+    for dec in (full, chunked, checkpointed):
         dec.train()
         dec.zero_grad()
         (dec(z) ** 2).sum().backward()
         grads.append({n: p.grad.clone() for n, p in dec.named_parameters()})
     for name in grads[0]:
         torch.testing.assert_close(grads[0][name], grads[1][name], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(grads[0][name], grads[2][name], rtol=1e-5, atol=1e-6)
 
 
 def test_zero_mask_row_removes_dependence_on_factors():
@@ -90,8 +94,15 @@ def test_covariates_enter_outside_the_mask():
 
 def test_auto_chunk_size_respects_budget():
     dec = MaskedDecoder(n_latent=5, n_output=20_000, n_hidden=128, memory_budget_mb=64)
-    chunk = dec.resolve_chunk_size(batch_size=128)
+    chunk = dec.resolve_chunk_size(batch_size=128, device="cuda")  # only the memory budget
     assert 1 <= chunk < 20_000
-    assert chunk * 128 * 128 * 4 * 2 <= 64 * 2**20
+    assert chunk * 128 * 128 * 4 <= 64 * 2**20 < (chunk + 1) * 128 * 128 * 4
+    cpu_chunk = dec.resolve_chunk_size(batch_size=128, device="cpu")  # cache-sized on the CPU
+    assert cpu_chunk * 128 * 128 * 4 <= dec.cache_chunk_mb * 2**20 < (cpu_chunk + 1) * 128 * 128 * 4
+    assert dec.resolve_chunk_size(batch_size=512, device="cpu") == cpu_chunk // 4
+    assert dec.uses_checkpointing(128)  # 20,000 genes x 128 cells x 128 units x 2 x 4 bytes > 64 MB
+    assert not MaskedDecoder(n_latent=5, n_output=200, n_hidden=128).uses_checkpointing(128)
+    with pytest.raises(ValueError, match="must be positive"):
+        MaskedDecoder(n_latent=2, n_output=3, cache_chunk_mb=0)
     with pytest.raises(ValueError, match="at least one hidden layer"):
         MaskedDecoder(n_latent=2, n_output=3, n_layers=0)
