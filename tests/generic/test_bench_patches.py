@@ -1,0 +1,127 @@
+"""The patches benchmark (Fallah & Rozell 2022, Table 1): FISTA, the linear sparse-coding VAE and the runner."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from scsparse.data import registry
+from scsparse.generic.benchmarks import BENCHMARKS
+from scsparse.generic.benchmarks._patches import (
+    METHODS,
+    RESULT_COLUMNS,
+    LinearSparseCodingVAE,
+    fista,
+    load_patch_data,
+    run_patches,
+    sparse_coding_objective,
+)
+
+
+def test_fista_matches_the_closed_form_for_an_orthonormal_dictionary():
+    torch.manual_seed(0)
+    q, _ = torch.linalg.qr(torch.randn(8, 8))
+    x = 3.0 * torch.randn(5, 8)
+    lam = 2.0
+    z = fista(x, q, lam, n_iter=300)
+    c = x @ q  # with A^T A = I the minimiser of ||x - Az||^2 + lam |z|_1 is soft(A^T x, lam / 2)
+    expected = torch.sign(c) * torch.clamp(c.abs() - lam / 2, min=0.0)
+    torch.testing.assert_close(z, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_fista_decreases_the_objective_on_an_overcomplete_dictionary():
+    torch.manual_seed(1)
+    A = torch.randn(10, 30) / math.sqrt(10)
+    x = torch.randn(20, 10)
+    z = fista(x, A, 0.5, n_iter=500)
+    obj = sparse_coding_objective(x, A, z, 0.5)
+    assert (obj <= sparse_coding_objective(x, A, torch.zeros_like(z), 0.5) + 1e-6).all()
+    # optimality: |A^T (x - Az)| <= lam / 2 everywhere, = lam / 2 on the support
+    grad = (x - z @ A.T) @ A
+    assert float(grad.abs().max()) <= 0.25 + 1e-3
+    assert (z != 0).any() and (z == 0).any()
+    with pytest.raises(ValueError, match="non-negative"):
+        fista(x, A, -1.0)
+
+
+def test_sparse_coding_objective_value():
+    x = torch.tensor([[1.0, 2.0]])
+    z = torch.tensor([[1.0, -1.0]])
+    assert float(sparse_coding_objective(x, torch.eye(2), z, 3.0)[0]) == pytest.approx(0.0 + 9.0 + 6.0)
+
+
+@pytest.mark.parametrize("prior", ["gaussian", "laplace", "spike_slab", "thresholded_gaussian", "thresholded_laplace"])
+def test_linear_vae_trains_every_prior(prior):
+    torch.manual_seed(0)
+    m = LinearSparseCodingVAE(16, 12, prior, n_hidden=16, n_layers=1)
+    x = torch.randn(32, 16)
+    loss = m.loss(x, n_samples=3)
+    loss.backward()
+    assert torch.isfinite(loss) and m.A.grad is not None and m.A.grad.abs().sum() > 0
+    z, kl = m.codes(x, n_samples=3)
+    assert z.shape == (32, 12) and kl.shape == (32, 12) and (kl >= -1e-5).all()
+    if prior.startswith("thresholded") or prior == "spike_slab":
+        assert (z == 0).any()  # exact zeros at evaluation
+    else:
+        assert (z != 0).all()
+
+
+def test_thresholded_prior_gives_about_ten_percent_nonzero():
+    torch.manual_seed(0)
+    for base in ("gaussian", "laplace"):
+        m = LinearSparseCodingVAE(4, 64, f"thresholded_{base}", n_hidden=8, n_layers=1)
+        q = {"loc": torch.zeros(2000, 64), "scale": torch.full((2000, 64), m.prior_sd)}  # the prior itself
+        nonzero = float((m.sample(q, 1, train=False) != 0).float().mean())
+        assert 0.06 < nonzero < 0.12, (base, nonzero)
+
+
+def test_linear_vae_rejects_unknown_prior():
+    with pytest.raises(ValueError, match="prior must be one of"):
+        LinearSparseCodingVAE(4, 4, "cauchy")
+
+
+def test_patch_data_is_standardised_with_training_statistics():
+    rng = np.random.default_rng(0)
+    images = rng.normal(2.0, 3.0, size=(3, 40, 40)).astype(np.float32)
+    data = load_patch_data(500, 200, patch_size=8, images=images)
+    assert data.train.shape == (500, 64) and data.val.shape == (200, 64)
+    np.testing.assert_allclose(data.train.mean(0), 0.0, atol=1e-4)
+    np.testing.assert_allclose(data.train.std(0), 1.0, atol=1e-3)
+    assert abs(float(data.val.std()) - 1.0) < 0.2
+
+
+def test_run_patches_quick_writes_table_and_claims(tmp_path):
+    images = np.random.default_rng(0).normal(size=(2, 64, 64)).astype(np.float32)
+    df = run_patches(tmp_path, seeds=2, quick=True, n_train=300, n_val=100, images=images, verbose=False)
+    assert list(df.columns) == list(RESULT_COLUMNS)
+    assert len(df) == 2 * len(METHODS) and set(df["method"]) == set(METHODS)
+    assert np.isfinite(df["val_loss"]).all() and (df["val_loss"] > 0).all()
+    assert df.loc[df.method == "fista", "posterior_collapse"].isna().all()
+    thr = df[df.method.str.startswith("thresholded")]
+    assert (thr["frac_nonzero"] < 0.5).all()  # thresholding gives sparse codes even after 2 epochs
+    assert (df.loc[df.method == "gaussian", "frac_nonzero"] == 1.0).all()
+    summary = (tmp_path / "summary.md").read_text()
+    assert "1.94e+02" in summary or "194" in summary
+    assert "Thresholded Laplace within 20% of 1.94e2" in summary and "Ordering" in summary
+    assert "Reduced setting" in summary
+    assert (tmp_path / "patches.png").stat().st_size > 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "results.csv"), df, check_dtype=False)
+
+
+def test_run_patches_rejects_bad_options(tmp_path):
+    with pytest.raises(ValueError, match="methods"):
+        run_patches(tmp_path, methods=["fista", "nope"], quick=True)
+    with pytest.raises(ValueError, match="seeds"):
+        run_patches(tmp_path, seeds=0, quick=True)
+    with pytest.raises(ValueError, match="n_train"):
+        run_patches(tmp_path, n_train=0, quick=True)
+
+
+def test_registered_and_images_in_registry():
+    assert "patches" in BENCHMARKS
+    files = {f["path"] for f in registry()["olshausen_images"]["files"]}
+    assert {f"olshausen_sparsenet_images/image{i}" for i in range(10)} | {"olshausen_sparsenet_images/header"} <= files
