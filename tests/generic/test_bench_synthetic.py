@@ -181,6 +181,15 @@ def test_targets_not_met_are_explained():
     assert "3 active: 3" in lines and "false positives dominate" in lines
 
 
+def test_collapse_section_lists_fits_without_active_units():
+    df = pd.DataFrame(
+        {"method": ["VAE", "VAE", "SparseVAE"], "rho": [0.2, 0.2, 0.2], "seed": [0, 1, 0], "active_units": [0.0, 2, 2]}
+    )
+    lines = "\n".join(syn._collapse_section(df))
+    assert "- VAE, rho=0.2: 1/2 datasets (seeds 0)" in lines and "SparseVAE" not in lines
+    assert "Every fit kept" in "\n".join(syn._collapse_section(df.assign(active_units=1.0)))
+
+
 def test_run_synthetic_rejects_bad_options(tmp_path):
     with pytest.raises(ValueError, match="at least one value"):
         run_synthetic(tmp_path, rho=[])

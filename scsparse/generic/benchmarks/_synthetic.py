@@ -887,6 +887,8 @@ def _write_summary(
         "",
         *_claims_section(df, rhos, quick=quick),
         "",
+        *_collapse_section(df),
+        "",
         "## Files",
         "",
         "- `results.csv`: one row per method, rho and dataset; `beta_selection.csv`: the validation fits.",
@@ -898,6 +900,24 @@ def _write_summary(
     path = out_dir / "summary.md"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
+
+
+def _collapse_section(df: pd.DataFrame) -> list[str]:
+    """Datasets in which a method's codes all collapsed onto the prior (no active unit): its DCI is then noise."""
+    lines = ["## Posterior collapse", ""]
+    dead = df[df["active_units"] == 0]
+    if dead.empty:
+        return [*lines, "Every fit kept at least one active unit (a code whose posterior mean varies across cells)."]
+    lines.append(
+        "Fits with no active unit (every code's posterior mean constant across cells: the model explains the "
+        "data as noise, and its DCI only reflects the regressors fitting noise):"
+    )
+    lines.append("")
+    total = df.groupby(["method", "rho"], sort=False).size()
+    for (m, r), g in dead.groupby(["method", "rho"], sort=False):
+        seeds = ", ".join(str(int(s)) for s in g["seed"])
+        lines.append(f"- {m}, rho={r:g}: {len(g)}/{int(total[(m, r)])} datasets (seeds {seeds})")
+    return lines
 
 
 def _selection_table(selection: pd.DataFrame) -> list[str]:
@@ -1127,7 +1147,7 @@ def run_synthetic(
 
     Examples
     --------
-    >>> from scsparse.generic.benchmarks import run_synthetic
+    >>> from scsparse.generic.benchmarks._synthetic import run_synthetic
     >>> df = run_synthetic("bench_syn", rho=[0.0, 0.4], seeds=5)  # doctest: +SKIP
     """
     start = time.perf_counter()
