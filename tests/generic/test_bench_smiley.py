@@ -1,0 +1,65 @@
+"""The smiley benchmark: latent-attribute correlation of VSC and beta-VAE (Tonolini et al. 2019)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scsparse.generic.benchmarks import BENCHMARKS
+from scsparse.generic.benchmarks._smiley import RESULT_COLUMNS, attribute_correlation, run_smiley
+
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+@pytest.fixture
+def shared_data(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point SCSPARSE_DATA_DIR at the offline data copy (skip if absent); downloads disabled."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"offline data copy not found at {SHARED_DATA}")
+    monkeypatch.setenv("SCSPARSE_DATA_DIR", str(SHARED_DATA))
+    monkeypatch.setenv("SCSPARSE_OFFLINE", "1")
+    return SHARED_DATA
+
+
+def test_attribute_correlation_finds_the_best_dimension_whatever_its_sign_and_position():
+    rng = np.random.default_rng(0)
+    attrs = rng.normal(size=(2000, 3))
+    noise = rng.normal(size=2000)
+    codes = np.column_stack([noise, -2.0 * attrs[:, 2], attrs[:, 0] + 0.5 * rng.normal(size=2000), np.ones(2000)])
+    corr = attribute_correlation(codes, attrs)
+    assert corr[2] == pytest.approx(1.0)
+    assert corr[0] == pytest.approx(1 / np.sqrt(1.25), abs=0.03)
+    assert corr[1] < 0.1  # attribute 1 is in no dimension
+
+
+def test_attribute_correlation_edge_cases():
+    attrs = np.column_stack([np.arange(10.0), np.zeros(10)])
+    out = attribute_correlation(np.arange(10.0)[:, None], attrs)
+    assert out[0] == pytest.approx(1.0) and np.isnan(out[1])  # a constant attribute has no correlation
+    assert attribute_correlation(np.ones((10, 2)), attrs)[0] == 0.0  # constant codes correlate with nothing
+    with pytest.raises(ValueError, match="same rows"):
+        attribute_correlation(np.zeros((5, 2)), np.zeros((6, 2)))
+
+
+def test_run_smiley_quick(shared_data, tmp_path):
+    df = run_smiley(tmp_path, seeds=1, quick=True, verbose=False)
+    assert list(df.columns) == list(RESULT_COLUMNS) and list(df["method"]) == ["vsc", "beta_vae"]
+    assert df[["corr_all", "corr_presence", "corr_values"]].apply(lambda c: c.between(0, 1)).all().all()
+    vsc, vae = df.set_index("method").loc["vsc"], df.set_index("method").loc["beta_vae"]
+    assert vsc["active_fraction"] < vae["active_fraction"]  # spike-and-slab codes are sparser
+    assert np.isfinite(df["heldout_elbo"]).all() and (df["heldout_elbo"] < 0).all()  # Bernoulli: log p < 0
+    summary = (tmp_path / "summary.md").read_text()
+    assert "test split only" in summary and "met" in summary
+    assert (tmp_path / "smiley_correlation.png").is_file()
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "results.csv"), df, check_dtype=False)
+
+
+def test_run_smiley_rejects_bad_options(tmp_path):
+    assert "smiley" in BENCHMARKS
+    with pytest.raises(ValueError, match="alpha"):
+        run_smiley(tmp_path, alpha=1.5, quick=True)
+    with pytest.raises(ValueError, match="n_latent"):
+        run_smiley(tmp_path, n_latent=0, quick=True)
