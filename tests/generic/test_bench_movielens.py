@@ -1,0 +1,127 @@
+"""Tests of the MovieLens benchmark: split, scoring pipeline, Table 1a / 3a reporting, the must-show verdict."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scsparse.generic.benchmarks import BENCHMARKS
+from scsparse.generic.benchmarks import _movielens as ml
+from scsparse.generic.datasets import MovieLensData
+
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+def _toy_data(name: str = "movielens_small", n_users: int = 90, n_movies: int = 16) -> MovieLensData:
+    """Two taste groups, each liking its own half of the movies (plus noise)."""
+    rng = np.random.default_rng(0)
+    group = rng.integers(0, 2, n_users)
+    like = np.zeros((n_users, n_movies))
+    like[group == 0, : n_movies // 2] = 0.7
+    like[group == 1, n_movies // 2 :] = 0.7
+    X = (rng.random((n_users, n_movies)) < like + 0.05).astype(np.float32)
+    X[X.sum(1) == 0, 0] = 1.0
+    return MovieLensData(
+        X=X,
+        user_ids=np.arange(n_users),
+        movie_ids=np.arange(n_movies) + 1,
+        titles=np.array([f"Movie {j}" for j in range(n_movies)], dtype=object),
+        name=name,
+        n_ratings=np.arange(n_movies, 0, -1) + 100,
+    )
+
+
+def test_registered() -> None:
+    assert "movielens" in BENCHMARKS
+    assert BENCHMARKS["movielens"] is ml.run_movielens
+
+
+def test_split_users_disjoint_and_reproducible() -> None:
+    tr, te = ml.split_users(100, seed=3)
+    assert len(te) == 20 and len(tr) == 80
+    assert not set(tr) & set(te)
+    tr2, te2 = ml.split_users(100, seed=3)
+    np.testing.assert_array_equal(te, te2)
+    assert not np.array_equal(te, ml.split_users(100, seed=4)[1])
+    with pytest.raises(ValueError, match="at least 2 users"):
+        ml.split_users(1, seed=0)
+
+
+def test_factor_top_movies_orders_by_abs_weight_among_selected() -> None:
+    W = np.array([[0.2, 0.0], [-0.9, 0.0], [0.5, 0.3], [0.01, 0.8]])
+    pip = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.1, 1.0]])
+    out = ml.factor_top_movies(W, pip, ["a", "b", "c", "d"], [0, 1], n_top=2)
+    assert out[0]["movies"] == ["b", "c"] and out[0]["n_selected"] == 3
+    assert out[1]["movies"] == ["d", "c"]
+    assert out[0]["weights"][0] == pytest.approx(-0.9)
+
+
+def _fake_results(sv_nll: float) -> pd.DataFrame:
+    rows = []
+    for seed in (0, 1):
+        for method, beta, nll in [
+            ("SparseVAE", 1.0, sv_nll),
+            ("VAE", 1.0, 30.0),
+            ("beta-VAE", 2.0, 31.0),
+            ("beta-VAE", 4.0, 33.0),
+            ("NMF", math.nan, 32.0),
+        ]:
+            rows.append({"dataset": "d", "method": method, "beta": beta, "seed": seed, "heldout_nll": nll + 0.1 * seed})
+    return pd.DataFrame(rows)
+
+
+def test_claims_verdict_and_best_beta() -> None:
+    met = "\n".join(ml._claims(_fake_results(29.0)))
+    assert "| met |" in met and "2/2 seeds" in met
+    not_met = "\n".join(ml._claims(_fake_results(30.5)))
+    assert "not met" in not_met and "VAE 30.05" in not_met
+    table, best = ml._table_frame(_fake_results(29.0))
+    assert best == {"d": 2.0}
+    assert sorted(table.loc[table["method"] == "beta-VAE", "beta"].unique()) == [2.0]
+    assert list(dict.fromkeys(table["method"])) == ["SparseVAE", "VAE", "beta-VAE", "NMF"]
+
+
+def test_quick_pipeline_on_toy_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ml, "load_movielens", lambda name, n_movies: _toy_data(name, n_movies=n_movies))
+    df = ml.run_movielens(tmp_path, seeds=2, quick=True, n_movies=16, verbose=False)
+    assert list(df.columns) == list(ml.RESULT_COLUMNS)
+    assert len(df) == 2 * len(ml.METHODS)  # one beta in quick mode
+    assert set(df["method"]) == set(ml.METHODS)
+    assert df["heldout_nll"].notna().all() and (df["heldout_nll"] > 0).all()
+    assert df["recall_at_5"].between(0, 1).all() and df["ndcg_at_10"].between(0, 1).all()
+    # every method of a seed sees the same split
+    assert df.groupby("seed")["n_test"].nunique().eq(1).all()
+    assert (df["n_train"] + df["n_test"] == 90).all()
+    for name in ("results.csv", "summary.md", "factors.csv", "movielens.png"):
+        assert (tmp_path / name).is_file(), name
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "170.9" in summary and "Table 3a" in summary and "## Must show" in summary
+    assert "met" in summary and "quick smoke run" in summary
+    assert "## Provenance" in summary and "ML-25M" in summary
+    assert pd.read_csv(tmp_path / "results.csv").shape == df.shape
+
+
+def test_bad_options(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="methods"):
+        ml.run_movielens(tmp_path, methods=["PCA"], verbose=False)
+    with pytest.raises(ValueError, match="seeds"):
+        ml.run_movielens(tmp_path, seeds=0, verbose=False)
+    with pytest.raises(ValueError, match="Unknown method"):
+        ml.build_model("PCA", None, 10, 0)  # type: ignore[arg-type]
+
+
+def test_quick_on_real_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"offline data copy not found at {SHARED_DATA}")
+    monkeypatch.setenv("SCSPARSE_DATA_DIR", str(SHARED_DATA))
+    monkeypatch.setenv("SCSPARSE_OFFLINE", "1")
+    df = ml.run_movielens(tmp_path, seeds=1, quick=True, verbose=False)
+    assert set(df["dataset"]) == {"movielens_small"}
+    assert set(df["method"]) == set(ml.METHODS)
+    assert (df["n_movies"] == 40).all() and (df["n_train"] + df["n_test"] == 150).all()
+    factors = pd.read_csv(tmp_path / "factors.csv")
+    assert list(factors.columns) == ["dataset", "factor", "n_selected", "top_movies", "weights"]
