@@ -14,7 +14,7 @@ from anndata import AnnData
 from scvi import REGISTRY_KEYS, settings
 from scvi.data import AnnDataManager
 from scvi.data.fields import CategoricalObsField, LayerField, NumericalObsField
-from scvi.model._utils import get_max_epochs_heuristic
+from scvi.model._utils import get_max_epochs_heuristic, use_distributed_sampler
 from scvi.model.base import BaseModelClass, UnsupervisedTrainingMixin, VAEMixin
 
 from scsparse.module import COUNT_LIKELIHOODS, SparseVAEModule
@@ -220,9 +220,22 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         em_every: Literal["step", "epoch"] = "step",
         kl_warmup_fraction: float = 0.25,
         plan_kwargs: dict | None = None,
+        accelerator: str = "auto",
+        devices: int | list[int] | str = "auto",
+        strategy: str | Any = "auto",
+        datasplitter_kwargs: dict | None = None,
         **kwargs: Any,
     ) -> None:
         """Train with Adam on the per-cell ELBO and the EM update of the Spike-and-Slab Lasso prior.
+
+        Training runs on Lightning, so it scales out the way scvi-tools models do: ``accelerator="gpu",
+        devices=-1, strategy="ddp_find_unused_parameters_true"`` trains data-parallel on every GPU of a node
+        (``strategy="ddp_spawn"`` from a notebook or pytest; ``num_nodes=`` for several machines, launched
+        with ``torchrun`` or a cluster scheduler). Each replica sees ``batch_size`` cells per step, gradients
+        are averaged across replicas before each step and every replica then runs the same EM update, so
+        ``W``, ``p*`` and ``eta`` stay identical on all ranks. The model returned in the calling process holds
+        the trained weights and EM state; ``model.history`` comes from rank 0. Counts in the ``.X`` of a
+        backed AnnData (``anndata.read_h5ad(path, backed="r")``) are read minibatch by minibatch.
 
         Parameters
         ----------
@@ -249,9 +262,28 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         plan_kwargs
             Passed to :class:`~scsparse.train.SparseVAETrainingPlan` (``lr``, ``weight_decay``,
             ``n_epochs_kl_warmup``, ``reduce_lr_on_plateau`` ...).
+        accelerator
+            Lightning accelerator: ``"auto"``, ``"cpu"``, ``"gpu"``, ``"mps"`` ...
+        devices
+            Devices per node: a number, a list of device ids, ``-1`` for all, or ``"auto"``.
+        strategy
+            Lightning strategy, e.g. ``"ddp"``, ``"ddp_spawn"``, ``"ddp_find_unused_parameters_true"`` or a
+            :class:`lightning.pytorch.strategies.DDPStrategy`. With a DDP strategy scvi-tools shards the
+            training cells over the replicas (``batch_size`` is per replica, so the effective batch is
+            ``batch_size x world size``) and turns early stopping off.
+        datasplitter_kwargs
+            Passed to :class:`scvi.dataloaders.DataSplitter`. Under DDP ``drop_dataset_tail`` defaults to
+            ``True`` (the last few cells that do not divide evenly over the replicas are left out of that
+            epoch instead of being duplicated).
         **kwargs
-            Passed to :meth:`scvi.model.base.UnsupervisedTrainingMixin.train` (``accelerator``,
-            ``devices``, ``strategy``, ``datasplitter_kwargs`` ...).
+            Passed to :meth:`scvi.model.base.UnsupervisedTrainingMixin.train` and on to the Lightning
+            ``Trainer`` (``num_nodes``, ``precision``, ``callbacks``, ``enable_progress_bar``,
+            ``load_sparse_tensor`` ...).
+
+        Examples
+        --------
+        >>> model.train(max_epochs=100)
+        >>> model.train(max_epochs=100, accelerator="gpu", devices=-1, strategy="ddp_find_unused_parameters_true")
         """
         self.seed = self.seed if seed is None else int(seed)
         settings.seed = self.seed
@@ -260,12 +292,18 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         warmup = max(1, round(kl_warmup_fraction * max_epochs)) if kl_warmup_fraction > 0 else None
         plan = {"lr": lr, "n_epochs_kl_warmup": warmup, "em_every": em_every}
         plan.update(plan_kwargs or {})
+        splitter = dict(datasplitter_kwargs or {})
+        if use_distributed_sampler(strategy):
+            splitter.setdefault("drop_dataset_tail", True)
         self.train_kwargs_ = {
             "max_epochs": max_epochs,
             "batch_size": batch_size,
             "train_size": train_size,
             "early_stopping": early_stopping,
             "plan_kwargs": plan,
+            "accelerator": str(accelerator),
+            "devices": devices if isinstance(devices, int) else str(devices),
+            "strategy": strategy if isinstance(strategy, str) else type(strategy).__name__,
         }
         super().train(
             max_epochs=max_epochs,
@@ -273,6 +311,10 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
             train_size=train_size,
             early_stopping=early_stopping,
             plan_kwargs=plan,
+            accelerator=accelerator,
+            devices=devices,
+            strategy=strategy,
+            datasplitter_kwargs=splitter,
             **kwargs,
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -15,11 +16,13 @@ __all__ = [
     "check_batch_key",
     "check_counts",
     "check_study_key",
+    "chunk_rows_for",
     "iter_row_chunks",
     "get_matrix",
 ]
 
 _CHUNK_ROWS = 10_000
+_CHUNK_ELEMENTS = 2**24  # about 64 MB of float32 per dense block: bounded memory whatever the number of genes
 
 
 class InvalidInputError(ValueError):
@@ -48,15 +51,78 @@ def get_matrix(adata: AnnData, layer: str | None):
     return adata.layers[layer]
 
 
-def iter_row_chunks(matrix, chunk_rows: int = _CHUNK_ROWS) -> Iterator[np.ndarray | sp.csr_matrix]:
-    """Yield row blocks of a dense, sparse or backed matrix without loading it whole."""
+def chunk_rows_for(n_cols: int, chunk_rows: int | None = None) -> int:
+    """Rows per block so that a dense block holds at most about 16.8 million values (``2**24``).
+
+    Parameters
+    ----------
+    n_cols
+        Number of columns (genes).
+    chunk_rows
+        An explicit number of rows; ``None`` derives it from ``n_cols`` (at most 10,000 rows).
+
+    Examples
+    --------
+    >>> chunk_rows_for(2_000), chunk_rows_for(20_000)
+    (8388, 838)
+    """
+    if chunk_rows is not None:
+        if chunk_rows < 1:
+            raise ValueError(f"chunk_rows must be a positive number of rows, got {chunk_rows}.")
+        return int(chunk_rows)
+    return max(1, min(_CHUNK_ROWS, _CHUNK_ELEMENTS // max(int(n_cols), 1)))
+
+
+def iter_row_chunks(matrix, chunk_rows: int | None = None) -> Iterator[np.ndarray | sp.csr_matrix]:
+    """Yield row blocks of a dense, sparse or backed matrix without loading it whole.
+
+    Works on in-memory arrays, scipy sparse matrices and the on-disk matrices of a backed AnnData
+    (``anndata.read_h5ad(path, backed="r").X``: an h5py dataset or anndata's sparse dataset), reading one
+    block at a time. By default a block holds at most about 16.8 million values (see :func:`chunk_rows_for`),
+    so the memory used does not grow with the number of cells or genes.
+
+    Parameters
+    ----------
+    matrix
+        Cells x genes matrix supporting row slicing.
+    chunk_rows
+        Rows per block; ``None`` picks it from the number of columns.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [b.shape for b in iter_row_chunks(np.ones((5, 3)), chunk_rows=2)]
+    [(2, 3), (2, 3), (1, 3)]
+    """
     n_rows = matrix.shape[0]
-    for start in range(0, n_rows, chunk_rows):
-        block = matrix[start : min(start + chunk_rows, n_rows)]
+    step = chunk_rows_for(matrix.shape[1], chunk_rows)
+    for start in range(0, n_rows, step):
+        block = matrix[start : min(start + step, n_rows)]
         if sp.issparse(block):
             yield sp.csr_matrix(block)
         else:
             yield np.asarray(block)
+
+
+def _check_backed_storage(adata: AnnData, layer: str | None, matrix) -> None:
+    """Backed AnnData: only ``.X`` stays on disk, and row blocks of a CSC matrix read every column."""
+    if not adata.isbacked:
+        return
+    if layer is not None:
+        warnings.warn(
+            f"The AnnData is backed but the data come from adata.layers[{layer!r}], which anndata holds in "
+            "memory; only adata.X stays on disk. To train with memory flat in the number of cells, store the "
+            "counts in .X of the h5ad file and set up the model with layer=None.",
+            UserWarning,
+            stacklevel=3,
+        )
+        return
+    if getattr(matrix, "format", None) == "csc":
+        raise InvalidInputError(
+            "adata.X is a backed CSC matrix: every minibatch of cells would read the whole file. Rewrite the "
+            "file with CSR storage, e.g. `adata = anndata.read_h5ad(path); adata.X = adata.X.tocsr(); "
+            "adata.write_h5ad(path)` (or in chunks with anndata.experimental), then open it with backed='r'."
+        )
 
 
 def _values(block) -> np.ndarray:
@@ -79,8 +145,10 @@ def check_anndata(adata: AnnData, layer: str | None) -> None:
             "steps that produced it; a model needs at least one cell and one gene."
         )
     matrix = get_matrix(adata, layer)
+    _check_backed_storage(adata, layer, matrix)
     gene_abs_sum = np.zeros(adata.n_vars)
-    for start, block in zip(range(0, adata.n_obs, _CHUNK_ROWS), iter_row_chunks(matrix), strict=True):
+    start = 0
+    for block in iter_row_chunks(matrix):
         values = _values(block)
         if values.dtype.kind not in "biuf":
             raise InvalidInputError(f"{_where(layer)} has dtype {values.dtype}; expected numbers.")
@@ -92,6 +160,7 @@ def check_anndata(adata: AnnData, layer: str | None) -> None:
                 "Remove or impute them (e.g. recompute the layer from raw counts) before setting up the model."
             )
         gene_abs_sum += np.asarray(abs(block).sum(axis=0)).ravel()
+        start += block.shape[0]
     zero_genes = np.flatnonzero(gene_abs_sum == 0)
     if zero_genes.size:
         names = ", ".join(map(str, adata.var_names[zero_genes[:5]]))
@@ -104,9 +173,10 @@ def check_anndata(adata: AnnData, layer: str | None) -> None:
 
 
 def check_counts(adata: AnnData, layer: str | None, likelihood: str) -> None:
-    """Non-negative integers and no all-zero cells, as a count likelihood needs."""
+    """Non-negative integers and no all-zero cells, as a count likelihood needs (streamed over row blocks)."""
     matrix = get_matrix(adata, layer)
-    for start, block in zip(range(0, adata.n_obs, _CHUNK_ROWS), iter_row_chunks(matrix), strict=True):
+    start = 0
+    for block in iter_row_chunks(matrix):
         values = _values(block)
         if (values < 0).any():
             raise InvalidInputError(
@@ -129,6 +199,7 @@ def check_counts(adata: AnnData, layer: str | None, likelihood: str) -> None:
                 f"{bad.size} cell(s) have zero total counts in {_where(layer)} (e.g. {names}) so their "
                 "library size is zero. Remove them first, e.g. `scanpy.pp.filter_cells(adata, min_counts=1)`."
             )
+        start += block.shape[0]
 
 
 def _check_obs_column(adata: AnnData, key: str, role: str, argument: str) -> pd.Series:
@@ -165,6 +236,5 @@ def check_study_key(adata: AnnData, study_key: str, min_cells: int = 10) -> None
     small = counts[counts < min_cells]
     if small.size:
         raise InvalidInputError(
-            f"Studies with fewer than {min_cells} cells in adata.obs[{study_key!r}]: "
-            f"{dict(small)}. Merge or drop them."
+            f"Studies with fewer than {min_cells} cells in adata.obs[{study_key!r}]: {dict(small)}. Merge or drop them."
         )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Literal
 
 import torch
+from scvi.module.base import LossOutput
 from scvi.train import TrainingPlan
 
 __all__ = ["SparseVAETrainingPlan"]
@@ -17,6 +19,12 @@ class SparseVAETrainingPlan(TrainingPlan):
     (``em_every="epoch"``) the module's ``em_update()`` recomputes the inclusion probabilities ``p*`` and
     the column weights ``eta`` from the current mask, without gradients. At the end of each epoch the
     number of active factors is logged (``n_active_factors`` in ``model.history``).
+
+    Under Lightning DDP every rank runs the same EM update on the same ``W`` (gradients are all-reduced
+    before each optimiser step), so ``p*`` and ``eta`` stay identical across ranks without any extra
+    communication. Scalar ``LossOutput.extra_metrics`` of the module are logged outside inference mode:
+    scvi-tools logs them inside ``torch.inference_mode``, which makes Lightning's epoch-end
+    synchronisation crash under gloo DDP ("Inplace update to inference tensor outside InferenceMode").
 
     Parameters
     ----------
@@ -33,6 +41,37 @@ class SparseVAETrainingPlan(TrainingPlan):
             raise ValueError(f"em_every must be 'step' or 'epoch', got {em_every!r}.")
         super().__init__(module, **kwargs)
         self.em_every = em_every
+
+    def compute_and_log_metrics(self, loss_output: LossOutput, metrics: dict, mode: str) -> None:
+        """Log the ELBO terms as scvi-tools does, then the module's scalar extra metrics as plain tensors.
+
+        Parameters
+        ----------
+        loss_output
+            The module's loss.
+        metrics
+            The plan's ELBO metrics for ``mode``.
+        mode
+            ``"train"`` or ``"validation"``; suffix of the logged names (``<key>_<mode>``).
+        """
+        extra = dict(loss_output.extra_metrics or {})
+        if extra:
+            loss_output = copy.copy(loss_output)
+            loss_output.extra_metrics = {}
+        super().compute_and_log_metrics(loss_output, metrics, mode)
+        for key, value in extra.items():
+            if isinstance(value, torch.Tensor):
+                if value.dim() != 0:  # per-cell outputs (scib autotune's z, batch, labels) are not logged
+                    continue
+                value = value.detach().clone()  # a normal tensor even when created under inference mode
+            self.log(
+                f"{key}_{mode}",
+                value,
+                on_step=self.on_step,
+                on_epoch=self.on_epoch,
+                batch_size=loss_output.n_obs_minibatch,
+                sync_dist=self.use_sync_dist,
+            )
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
         """Run the EM update after each optimiser step when ``em_every == "step"``."""
