@@ -622,6 +622,7 @@ def run_patches(
     batch_size: int | None = None,
     n_hidden: int | None = None,
     n_layers: int | None = None,
+    fista_iters: int | None = None,
     device: str | None = "cpu",
     images: np.ndarray | None = None,
 ) -> pd.DataFrame:
@@ -655,6 +656,9 @@ def run_patches(
         Minibatch size (paper: 100).
     n_hidden, n_layers
         Width and depth of the inference network's MLP (default 512 and 3; the paper: 512-1024-512-256).
+    fista_iters
+        FISTA iterations per minibatch while learning the dictionary (default 100); the validation codes
+        always get at least 200.
     device
         ``"cpu"``, ``"cuda"`` or ``"auto"``.
     images
@@ -685,6 +689,7 @@ def run_patches(
         ("batch_size", batch_size),
         ("encoder_hidden", n_hidden),
         ("encoder_layers", n_layers),
+        ("fista_iters", fista_iters),
     ):
         if value is not None:
             if int(value) != value or value < 1:
@@ -698,7 +703,7 @@ def run_patches(
     options = {"seeds": int(seeds), "quick": bool(quick), "max_epochs": max_epochs, "epochs_used": epochs,
                "methods": list(methods), "device": str(dev), "n_threads": n_threads,
                **{k: cfg[k] for k in ("n_train", "n_val", "n_atoms", "n_samples", "batch_size", "encoder_hidden",
-               "encoder_layers")}}  # fmt: skip
+               "encoder_layers", "fista_iters")}}  # fmt: skip
     rows: list[dict[str, Any]] = []
     dictionaries: dict[str, np.ndarray] = {}
     with torch_threads(n_threads):
@@ -711,7 +716,7 @@ def run_patches(
                 start = time.perf_counter()
                 if method == "fista":
                     A = _fit_fista(train, cfg, epochs, seed, dev)
-                    z = torch.cat([fista(val[i : i + 2000], A, cfg["lambda_l1"], cfg["fista_iters"])
+                    z = torch.cat([fista(val[i : i + 2000], A, cfg["lambda_l1"], max(cfg["fista_iters"], 200))
                                    for i in range(0, val.shape[0], 2000)])  # fmt: skip
                     kl = None
                 else:
