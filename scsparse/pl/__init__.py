@@ -6,7 +6,8 @@
 - :func:`factor_activity` — each factor's activity by group (violins or boxes);
 - :func:`enrichment_dotplot` — gene-set enrichment of the programmes (from :func:`scsparse.tl.enrich`);
 - :func:`training_history` — ELBO and number of active factors over the epochs;
-- :func:`multistudy_overview` — shared vs study-specific factors of a multi-study fit.
+- :func:`multistudy_overview` — shared vs study-specific factors of a multi-study fit;
+- :func:`stability` — reproducibility of each factor across seeds (from :func:`scsparse.tl.stability`).
 
 All take ``show=``, ``save=`` (a path; dpi 150) and ``ax=``, those reading a fit take ``key=`` (its
 ``key_added``), and all return the axes when ``show=False``.
@@ -18,6 +19,7 @@ from ._enrichment import enrichment_dotplot, top_genes
 from ._history import training_history
 from ._loadings import MissingResultsError, loadings_heatmap, top_genes_per_factor
 from ._multistudy import multistudy_overview
+from ._stability import stability
 
 __all__ = [
     "MissingResultsError",
@@ -26,6 +28,7 @@ __all__ = [
     "factor_embedding",
     "loadings_heatmap",
     "multistudy_overview",
+    "stability",
     "top_genes",
     "top_genes_per_factor",
     "training_history",

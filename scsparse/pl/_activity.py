@@ -117,7 +117,9 @@ def factor_activity(
     colours = plt.get_cmap("tab10" if n_groups <= 10 else "tab20")(np.arange(n_groups) % (10 if n_groups <= 10 else 20))
     for panel, f in zip(axes, names, strict=True):
         z = res["Z"][:, res["factor_names"].index(f)]
-        data = [z[lab == g] for g in order]
+        mask = res["cell_masks"].get(f)  # a study-specific factor: its study's cells only
+        cells = np.ones(z.shape[0], dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        data = [z[cells & (lab == g)] for g in order]
         positions = np.arange(n_groups)
         nonempty = [i for i, d in enumerate(data) if d.size > 0]
         if kind == "violin":

@@ -115,7 +115,9 @@ def factor_embedding(
     uns: dict = {}
     panels: list[tuple[str, str, dict]] = []
     for f in names:
-        z = res["Z"][:, res["factor_names"].index(f)]
+        z = np.asarray(res["Z"][:, res["factor_names"].index(f)], dtype=np.float64)
+        if res["cell_masks"].get(f) is not None:  # a study-specific factor: grey outside its study
+            z = np.where(res["cell_masks"][f], z, np.nan)
         col = f"__factor__{f}"
         obs[col] = z
         lim = float(np.nanpercentile(np.abs(z), 99)) or 1.0

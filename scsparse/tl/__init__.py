@@ -9,10 +9,16 @@
   separately; :func:`load_gene_sets`, :func:`read_gmt`, :func:`read_panglaodb`, :func:`read_cellmarker` — gene-set
   libraries (GMT, registry names, PanglaoDB, CellMarker).
 - :func:`factor_association` — factor activity by group (effect size and tests).
+- :func:`factor_diagnostics` — programme size relative to the genes, best gene set, and a flag for broad factors
+  without any enriched gene set.
 - :func:`stability` — reproducibility of each factor across seeds.
+
+All of them read multi-study results too (:class:`~scsparse.model.MultiStudySparseVAE`): shared and study-specific
+factors under their factor-table names, specific factors analysed within their own study's cells.
 """
 
 from ._association import factor_association
+from ._diagnostics import BROAD_FRACTION, factor_diagnostics
 from ._enrich import DEFAULT_N_TOP, bh_adjust, enrich
 from ._genesets import GENE_SET_LIBRARIES, GeneSetError, load_gene_sets, read_cellmarker, read_gmt, read_panglaodb
 from ._sparse_vae import result_keys, sparse_vae
@@ -20,12 +26,14 @@ from ._stability import stability
 from ._top_genes import factor_gene_correlation, top_genes
 
 __all__ = [
+    "BROAD_FRACTION",
     "DEFAULT_N_TOP",
     "GENE_SET_LIBRARIES",
     "GeneSetError",
     "bh_adjust",
     "enrich",
     "factor_association",
+    "factor_diagnostics",
     "factor_gene_correlation",
     "load_gene_sets",
     "read_cellmarker",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -45,6 +46,11 @@ def factor_association(
     across all groups. P-values are Benjamini-Hochberg adjusted over all (factor, group) tests (``p_adj``) and over
     the factors (``kruskal_p_adj``).
 
+    For a multi-study fit (:class:`~scsparse.model.MultiStudySparseVAE`), shared factors are compared over all
+    cells; a study's specific factors only within that study's cells (they are zero in the other studies, so a
+    comparison across studies would only find the study). A specific factor whose study holds a single group of
+    ``groupby`` (e.g. ``groupby`` is the study column itself) is left out, with a warning.
+
     Parameters
     ----------
     adata
@@ -61,7 +67,8 @@ def factor_association(
     Returns
     -------
     pandas.DataFrame
-        One row per factor and group: ``factor``, ``group``, ``n_cells``, ``mean``, ``mean_rest``, ``cohens_d``,
+        One row per factor and group: ``factor``, ``cells`` (``"all"``, or ``"study <name>"`` for a study-specific
+        factor), ``group``, ``n_cells``, ``mean``, ``mean_rest``, ``cohens_d``,
         ``u_stat``, ``p``, ``p_adj``, ``kruskal_h``, ``kruskal_p``, ``kruskal_p_adj``; sorted by factor, then by
         decreasing ``cohens_d``.
 
@@ -70,7 +77,7 @@ def factor_association(
     KeyError
         No results under ``key`` or no column ``groupby``.
     ValueError
-        Fewer than two groups.
+        Fewer than two groups (in the cells of every requested factor).
 
     Examples
     --------
@@ -94,13 +101,21 @@ def factor_association(
     if len(groups) < 2:
         raise ValueError(f"adata.obs[{groupby!r}] has {len(groups)} group(s); need at least two.")
     rows = []
+    skipped = []
     for f in names:
         z = np.asarray(res["Z"][:, res["factor_names"].index(f)], dtype=np.float64)
-        samples = [z[valid & (lab == g)] for g in groups]
-        constant = np.ptp(z[valid]) <= 1e-12
+        mask = res["cell_masks"].get(f)
+        cells = valid if mask is None else valid & np.asarray(mask, dtype=bool)
+        present = [g for g in groups if (cells & (lab == g)).any()]
+        if len(present) < 2:  # a study-specific factor whose study holds one group only: nothing to compare
+            skipped.append(f)
+            continue
+        samples = [z[cells & (lab == g)] for g in present]
+        constant = np.ptp(z[cells]) <= 1e-12
         h, pk = (0.0, 1.0) if constant else kruskal(*samples)
-        for g, zin in zip(groups, samples, strict=True):
-            zout = z[valid & (lab != g)]
+        scope = "all" if mask is None else f"study {f.rsplit('_', 1)[0]}"
+        for g, zin in zip(present, samples, strict=True):
+            zout = z[cells & (lab != g)]
             if constant or zin.size == 0 or zout.size == 0:
                 u, p = float("nan"), 1.0
             else:
@@ -108,6 +123,7 @@ def factor_association(
             rows.append(
                 {
                     "factor": f,
+                    "cells": scope,
                     "group": g,
                     "n_cells": int(zin.size),
                     "mean": float(zin.mean()) if zin.size else float("nan"),
@@ -119,6 +135,18 @@ def factor_association(
                     "kruskal_p": float(pk),
                 }
             )
+    if not rows:
+        raise ValueError(
+            f"No factor can be tested against {groupby!r}: the cells of each requested factor ({', '.join(skipped)}) "
+            "hold a single group (study-specific factors are tested within their own study's cells)."
+        )
+    if skipped:
+        warnings.warn(
+            f"factor_association: {', '.join(skipped)} not tested against {groupby!r}: their cells (their study's) "
+            "hold a single group.",
+            UserWarning,
+            stacklevel=2,
+        )
     table = pd.DataFrame(rows)
     table["p_adj"] = bh_adjust(table["p"].to_numpy())
     per_factor = table.drop_duplicates("factor")[["factor", "kruskal_p"]]
@@ -133,7 +161,7 @@ def factor_association(
         .reset_index(drop=True)
     )
     table = table[
-        ["factor", "group", "n_cells", "mean", "mean_rest", "cohens_d", "u_stat", "p", "p_adj", "kruskal_h",
+        ["factor", "cells", "group", "n_cells", "mean", "mean_rest", "cohens_d", "u_stat", "p", "p_adj", "kruskal_h",
          "kruskal_p", "kruskal_p_adj"]
     ]  # fmt: skip
     adata.uns[key_added or f"{key}_association_{groupby}"] = table

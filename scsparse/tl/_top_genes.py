@@ -21,6 +21,13 @@ the data instead:
 
 The correlation is marginal (other factors are not held fixed); a factor's sign is itself arbitrary, so
 "positive" always means "goes up with this factor's activity as stored in ``obsm``".
+
+Multi-study results (:class:`~scsparse.model.MultiStudySparseVAE`, ``write_results(adata, key_added=key)``) are
+read the same way: the shared factors (``obsm[f"X_{key}_shared"]``, masks ``varm[f"{key}_W_shared"]``) are
+correlated with expression over all cells; a study's specific factors (its block of
+``obsm[f"X_{key}_specific"]``, masks ``varm[f"{key}_W_<study>"]``) only over that study's cells, where they are
+defined (they are zero elsewhere). Factor names are those of the model's factor table (``shared_0``,
+``<study>_0``, ...).
 """
 
 from __future__ import annotations
@@ -95,9 +102,10 @@ def factor_gene_correlation(
     Parameters
     ----------
     adata
-        AnnData with results of :func:`scsparse.tl.sparse_vae` under ``key``.
+        AnnData with results of :func:`scsparse.tl.sparse_vae` (or of a multi-study fit) under ``key``.
     key
-        The ``key_added`` of the fit (reads ``obsm[f"X_{key}"]``).
+        The ``key_added`` of the fit (reads ``obsm[f"X_{key}"]``, or the shared and specific factors of a
+        multi-study fit; specific factors are correlated within their own study's cells).
     layer
         Expression layer (default: the layer the model was trained on, ``uns[key]["setup_args"]["layer"]``, when
         present in ``adata.layers``, else ``adata.X``).
@@ -116,18 +124,45 @@ def factor_gene_correlation(
     """
     res = _read_results(adata, key)
     mat, _ = _expression_source(adata, layer, res["setup_layer"])
-    Z = np.asarray(res["Z"], dtype=np.float64)
     if normalize is None:
         normalize = _looks_like_counts(mat)
-    n, G = mat.shape
-    K = Z.shape[1]
+    Z = np.asarray(res["Z"], dtype=np.float64)
+    r = np.zeros((mat.shape[1], Z.shape[1]))
+    # factors defined on all cells together; each study's specific factors on that study's cells only
+    groups: dict[int | None, list[int]] = {}
+    subsets: dict[int, np.ndarray] = {}
+    for k, f in enumerate(res["factor_names"]):
+        mask = res["cell_masks"].get(f)
+        if mask is None:
+            groups.setdefault(None, []).append(k)
+            continue
+        for gid, other in subsets.items():
+            if np.array_equal(other, mask):
+                groups[gid].append(k)
+                break
+        else:
+            subsets[len(subsets)] = np.asarray(mask, dtype=bool)
+            groups[len(subsets) - 1] = [k]
+    for gid, cols in groups.items():
+        rows = None if gid is None else np.flatnonzero(subsets[gid])
+        r[:, cols] = _streamed_correlation(mat, Z[:, cols], bool(normalize), rows)
+    return pd.DataFrame(r, index=adata.var_names.copy(), columns=res["factor_names"])
+
+
+def _streamed_correlation(mat, Z: np.ndarray, normalize: bool, rows: np.ndarray | None = None) -> np.ndarray:
+    """Pearson correlation (genes x factors) of ``mat`` with ``Z`` over all cells or the cells ``rows``, in chunks."""
+    if rows is not None:
+        Z = Z[rows]
+    n, G, K = Z.shape[0], mat.shape[1], Z.shape[1]
+    if n < 2:
+        return np.zeros((G, K))
     sx = np.zeros(G)
     sxx = np.zeros(G)
     sxz = np.zeros((G, K))
     step = max(1, _CHUNK_ELEMENTS // max(G, 1))
     for start in range(0, n, step):
         stop = min(start + step, n)
-        x = mat[start:stop]
+        x = mat[start:stop] if rows is None else mat[rows[start:stop]]
         z = Z[start:stop]
         if sp.issparse(x):
             x = sp.csr_matrix(x, dtype=np.float64)
@@ -154,7 +189,7 @@ def factor_gene_correlation(
     denom = np.sqrt(np.outer(var_x, var_z))
     tiny = 1e-12 * max(float(denom.max()) if denom.size else 0.0, 1e-300)
     r = np.where(denom > tiny, cov / np.where(denom > tiny, denom, 1.0), 0.0)
-    return pd.DataFrame(np.clip(r, -1.0, 1.0), index=adata.var_names.copy(), columns=res["factor_names"])
+    return np.clip(r, -1.0, 1.0)
 
 
 def _direction_label(r: np.ndarray) -> np.ndarray:

@@ -1,0 +1,61 @@
+"""tl.factor_diagnostics: broad programmes without an enriched gene set are flagged, focused ones are not."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import scsparse
+
+_spec = importlib.util.spec_from_file_location("_planted_diag", Path(__file__).with_name("test_enrich.py"))
+planted = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(planted)
+KEY = planted.KEY
+
+
+def _broad_factor_1(adata):
+    """factor_1 now includes 60 of the 80 genes (a broad programme); factor_0 keeps its 20."""
+    pip = np.asarray(adata.varm[f"{KEY}_pip"]).copy()
+    pip[20:80, 1] = 0.9
+    adata.varm[f"{KEY}_pip"] = pip
+    return adata
+
+
+def test_broad_unenriched_factor_is_flagged():
+    adata = _broad_factor_1(planted.planted_adata())
+    sets = {"PLANTED_UP": planted.UP, "PLANTED_DOWN": planted.DN}  # nothing of factor_1's genes
+    scsparse.tl.enrich(adata, sets, key=KEY, min_size=3)
+    diag = scsparse.tl.factor_diagnostics(adata, key=KEY).set_index("factor")
+    assert diag.loc["factor_0", "n_genes"] == 20 and diag.loc["factor_1", "n_genes"] == 60
+    assert diag.loc["factor_1", "gene_fraction"] == pytest.approx(60 / 80)
+    assert diag.loc["factor_0", "n_anchor"] == 20 and diag.loc["factor_1", "n_anchor"] == 60
+    assert bool(diag.loc["factor_0", "enriched"]) and not diag.loc["factor_0", "broad"]
+    assert (
+        diag.loc["factor_0", "best_term"] in {"PLANTED_UP", "PLANTED_DOWN"}
+        and diag.loc["factor_0", "best_p_adj"] < 1e-6
+    )
+    assert diag.loc["factor_0", "diagnostic"] == "ok" and not diag.loc["factor_0", "broad_unenriched"]
+    assert diag.loc["factor_1", "broad"] and not bool(diag.loc["factor_1", "enriched"])
+    assert diag.loc["factor_1", "broad_unenriched"] and diag.loc["factor_1", "diagnostic"] == "broad, no gene set"
+    # a looser size rule: factor_1 is no longer broad, only unenriched
+    loose = scsparse.tl.factor_diagnostics(adata, key=KEY, broad_fraction=0.8).set_index("factor")
+    assert loose.loc["factor_1", "diagnostic"] == "no gene set" and not loose["broad_unenriched"].any()
+
+
+def test_broad_but_enriched_and_without_enrichment():
+    adata = _broad_factor_1(planted.planted_adata())
+    diag = scsparse.tl.factor_diagnostics(adata, key=KEY)  # no enrichment table: nothing to judge it by
+    assert diag["enriched"].isna().all() and not diag["broad_unenriched"].any()
+    assert list(diag["diagnostic"]) == ["ok", "broad"]
+    table = pd.DataFrame(
+        {"factor": ["factor_1"], "direction": ["positive"], "term": ["SOMETHING"], "p_adj": [1e-5], "overlap": [9]}
+    )
+    diag = scsparse.tl.factor_diagnostics(adata, key=KEY, enrichment=table).set_index("factor")
+    assert not diag.loc["factor_1", "broad_unenriched"] and diag.loc["factor_1", "best_term"] == "SOMETHING"
+    assert diag.loc["factor_0", "diagnostic"] == "no gene set"  # untested factor: nothing significant
+    with pytest.raises(ValueError, match="broad_fraction"):
+        scsparse.tl.factor_diagnostics(adata, key=KEY, broad_fraction=0)
