@@ -63,3 +63,16 @@ def test_run_smiley_rejects_bad_options(tmp_path):
         run_smiley(tmp_path, alpha=1.5, quick=True)
     with pytest.raises(ValueError, match="n_latent"):
         run_smiley(tmp_path, n_latent=0, quick=True)
+
+
+def test_attribute_correlation_mask_restricts_rows():
+    rng = np.random.default_rng(1)
+    present = rng.random(1000) < 0.5
+    value = rng.normal(size=1000)
+    codes = np.where(present, value, 0.0)[:, None]  # the value is visible only where the feature is present
+    attrs = value[:, None]
+    unmasked = attribute_correlation(codes, attrs)[0]
+    masked = attribute_correlation(codes, attrs, present[:, None])[0]
+    assert masked == pytest.approx(1.0) and unmasked < 0.8
+    with pytest.raises(ValueError, match="mask"):
+        attribute_correlation(codes, attrs, np.ones((1000, 2), dtype=bool))

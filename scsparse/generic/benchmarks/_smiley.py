@@ -51,7 +51,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
 _SPLIT_SEED = 12345
 
 
-def attribute_correlation(codes: np.ndarray, attributes: np.ndarray) -> np.ndarray:
+def attribute_correlation(codes: np.ndarray, attributes: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     """For each ground-truth attribute, the largest ``|Pearson correlation|`` with any latent dimension.
 
     Constant attributes or latent dimensions (zero variance) contribute no correlation (``nan`` for a
@@ -63,6 +63,9 @@ def attribute_correlation(codes: np.ndarray, attributes: np.ndarray) -> np.ndarr
         Latent codes ``(n, K)``.
     attributes
         Ground-truth attributes ``(n, A)``.
+    mask
+        Optional boolean ``(n, A)``: attribute ``a`` is correlated over the rows where ``mask[:, a]`` holds
+        only (Smiley: a feature's value only where the feature is present in the image).
 
     Returns
     -------
@@ -82,6 +85,15 @@ def attribute_correlation(codes: np.ndarray, attributes: np.ndarray) -> np.ndarr
     a = np.asarray(attributes, dtype=np.float64)
     if z.ndim != 2 or a.ndim != 2 or z.shape[0] != a.shape[0]:
         raise ValueError(f"codes and attributes must be 2-d with the same rows, got {z.shape} and {a.shape}.")
+    if mask is not None:
+        m = np.asarray(mask, dtype=bool)
+        if m.shape != a.shape:
+            raise ValueError(f"mask must have the shape of attributes {a.shape}, got {m.shape}.")
+        out = np.full(a.shape[1], np.nan)
+        for j in range(a.shape[1]):
+            if m[:, j].sum() > 2:
+                out[j] = attribute_correlation(z[m[:, j]], a[m[:, j], j : j + 1])[0]
+        return out
     zs, as_ = z.std(axis=0), a.std(axis=0)
     zc = (z[:, zs > 0] - z[:, zs > 0].mean(0)) / zs[zs > 0]
     out = np.full(a.shape[1], np.nan)
@@ -234,13 +246,14 @@ def run_smiley(
         test_idx, train_idx = perm[:n_test], perm[n_test:]
         X = images.astype(np.float32)
         attrs = np.column_stack([presence, values]).astype(np.float64)
+        mask = np.column_stack([np.ones_like(presence), presence]).astype(bool)  # values: where present
         for seed in range(int(seeds)):
             for method in ("vsc", "beta_vae"):
                 start = time.perf_counter()
                 model = _model(method, cfg, seed, epochs).fit(X[train_idx])
                 fit_seconds = time.perf_counter() - start
                 codes = model.transform(X[test_idx])
-                corr = attribute_correlation(codes, attrs[test_idx])
+                corr = attribute_correlation(codes, attrs[test_idx], mask[test_idx])
                 row = {
                     "method": method,
                     "seed": seed,
@@ -286,7 +299,9 @@ def run_smiley(
         f"{cfg['beta']:g} (Tonolini cross-validated beta in 1-50; not tuned here).",
         "- Latent-attribute correlation: for each of the 36 ground-truth attributes (18 presence flags, 18 "
         "values) the largest |Pearson correlation| with any latent dimension (codes: posterior means) on the "
-        "held-out images, averaged. Active fraction: VSC entries with spike probability > 0.5, beta-VAE entries "
+        "held-out images, averaged; a value is correlated over the images where its feature is present only "
+        "(the data set stores values for absent features too, invisible in the image). "
+        "Active fraction: VSC entries with spike probability > 0.5, beta-VAE entries "
         "with |posterior mean| > 0.01.",
         "",
         "## Results (mean ± sd over seeds)",
@@ -300,6 +315,16 @@ def run_smiley(
         f"**{'met' if better else 'not met'}**.",
         f"- VSC's codes are sparser: active fraction {means.loc['vsc', 'active_fraction']:.3f} vs "
         f"{means.loc['beta_vae', 'active_fraction']:.3f} — **{'met' if sparser else 'not met'}**.",
+        *(
+            []
+            if better
+            else [
+                "  Why not met: training here is far shorter than Tonolini's (200,000 iterations of 500 images, "
+                f"half of them spike pre-training; here {epochs} epochs of {len(train_idx)} images), on the test "
+                "split only, with a narrower network, and neither alpha nor beta was tuned (Tonolini chose beta "
+                "by the best correlation contrast)."
+            ]
+        ),
         "- The paper reports correlation matrices (a figure), not numbers; none are restated here.",
         "",
         "Figure: `smiley_correlation.png` (|corr| of every attribute with every latent dimension, seed 0).",
