@@ -232,3 +232,16 @@ def test_run_zeisel_quick_real_data(real_zeisel, tmp_path):
     df = run_zeisel(tmp_path, adata=real_zeisel, quick=True, seeds=1, verbose=False)
     assert len(df) == 9 and (df["n_genes"] == 200).all() and (df["n_train"] + df["n_test"] == 600).all()
     assert (df[df["method"] == GENES_REFERENCE]["accuracy"] > 0.85).all()
+
+
+def test_reductions_and_notes():
+    assert zb._reductions(5, 100, True) == "nothing"
+    text = zb._reductions(3, 12, False)
+    assert "12 training epochs instead of 100" in text and "3 seed(s)" in text and "subsample" in text
+    df = pd.DataFrame(
+        [("normalised", "SparseVAE", 0, 0.90, 3.0), ("normalised", "NMF", 0, 0.97, np.nan)]
+        + [("normalised", "VSC", 0, 0.70, 0.0), ("normalised", GENES_REFERENCE, 0, 0.99, np.nan)],
+        columns=["setting", "method", "seed", "accuracy", "n_active"],
+    )
+    notes = "\n".join(zb._notes(df))
+    assert "keeps 0.0 dimensions active" in notes and "higher mean accuracy than the sparse VAE here: NMF." in notes
