@@ -3,6 +3,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from scsparse.generic.benchmarks import BENCHMARKS, run
 from scsparse.generic.benchmarks import _synthetic as syn
@@ -111,6 +112,21 @@ def test_select_beta_ties_go_to_the_smaller_beta(monkeypatch):
 
     monkeypatch.setattr(syn, "fit_beta_vae", same_codes)
     assert select_beta(0.0, betas=[16.0, 4.0], n_obs=300, max_epochs=1)[0] == 4.0
+
+
+def test_dense_vaes_get_the_sparse_vaes_kl_warmup():
+    X = np.random.default_rng(0).normal(size=(60, 3)).astype("float32")
+    model = syn._warmup_vae_class()(kl_warmup_fraction=0.25, n_latent=2, beta=4.0, max_epochs=8, n_hidden=8)
+    model.fit(X)
+    assert model.module.kl_warmup_epochs == 2 and model.module.kl_weight == 4.0
+    model.fit(X, max_epochs=4)  # the warm-up follows the epochs actually run
+    assert model.module.kl_warmup_epochs == 1
+    x = torch.as_tensor(X[:10])
+    torch.manual_seed(0)
+    at_start = float(model.module.loss(x, n_obs=60, epoch=0))
+    torch.manual_seed(0)
+    after = float(model.module.loss(x, n_obs=60, epoch=1))
+    assert at_start < after  # epoch 0: KL weight 0; epoch 1: weight beta
 
 
 def test_active_units_counts_varying_codes():
