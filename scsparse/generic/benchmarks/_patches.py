@@ -480,7 +480,8 @@ def _encode_val(model: LinearSparseCodingVAE, val: torch.Tensor, n_samples: int)
 
 
 # ---------------------------------------------------------------------------------------------- report
-def _claims(df: pd.DataFrame) -> list[str]:
+def _claims(df: pd.DataFrame, reduced: str | None = None) -> list[str]:
+    """Must-show lines; ``reduced`` describes a reduced setting, given as the reason when a target is missed."""
     means = df.groupby("method")["val_loss"].mean()
     lines = ["## Must-show targets", ""]
     paper_order = sorted(VARIATIONAL, key=lambda m: PAPER_TABLE1[m]["val_loss"])
@@ -498,6 +499,15 @@ def _claims(df: pd.DataFrame) -> list[str]:
             f"- Thresholded Laplace within 20% of 1.94e2: ours {v:.4g} ({100 * rel:.1f}% off) — "
             f"**{'met' if rel <= 0.2 else 'not met'}**."
         )
+        met = met and rel <= 0.2
+    if not met:
+        why = [
+            "Adam instead of the paper's SGD schedules; the spike-and-slab relaxation differs (see above)",
+            "one estimate of each setting: mean over the seeds run, no tuning of any method to the targets",
+        ]
+        if reduced:
+            why.insert(0, reduced)
+        lines.append("- Why a target is not met (not investigated further): " + "; ".join(why) + ".")
     return lines
 
 
@@ -560,7 +570,13 @@ def _write_summary(
         "",
         *paper_rows,
         "",
-        *_claims(df),
+        *_claims(
+            df,
+            None
+            if full
+            else f"reduced training ({cfg['n_train']} patches x {epochs} epochs, J = {cfg['n_samples']}, encoder "
+            f"{cfg['encoder_layers']} x {cfg['encoder_hidden']}) against the paper's 80,000 x 300, J = 20",
+        ),
         "",
         "Figure: `patches.png` (validation loss per method, ours vs the paper; the first 64 atoms of the "
         "thresholded Laplace and FISTA dictionaries).",
