@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_MAX_EPOCHS",
     "DEFAULT_N_HIDDEN",
     "celltype_accuracy",
+    "add_diagnostics",
     "describe_factors",
     "factor_table",
     "run_demo",
@@ -155,6 +156,79 @@ def factor_table(adata, key: str = KEY, factors: list[str] | None = None, n_top:
     return pd.DataFrame(rows).set_index("factor") if rows else pd.DataFrame()
 
 
+def add_diagnostics(table: pd.DataFrame, diagnostics: pd.DataFrame) -> pd.DataFrame:
+    """The factor table with ``gene_fraction`` (after ``n_genes``) and ``diagnostic`` from
+    :func:`scsparse.tl.factor_diagnostics`.
+
+    Parameters
+    ----------
+    table
+        The output of :func:`factor_table` (indexed by factor).
+    diagnostics
+        The output of :func:`scsparse.tl.factor_diagnostics` for the same factors.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy of ``table`` with the two columns (rows of factors without a diagnostic get none).
+
+    Examples
+    --------
+    >>> add_diagnostics(factor_table(adata), scsparse.tl.factor_diagnostics(adata))["diagnostic"]
+    """
+    if not len(table):
+        return table
+    diag = diagnostics.set_index("factor")
+    out = table.copy()
+    position = list(out.columns).index("n_genes") + 1 if "n_genes" in out.columns else len(out.columns)
+    out.insert(position, "gene_fraction", diag["gene_fraction"].reindex(out.index).to_numpy())
+    out["diagnostic"] = diag["diagnostic"].reindex(out.index).fillna("").to_numpy()
+    return out
+
+
+def _diagnostic_lines(summary: dict[str, Any], n_genes: int) -> list[str]:
+    """The report's paragraph on broad factors without an enriched gene set."""
+    from scsparse.tl import BROAD_FRACTION
+
+    diag = summary.get("diagnostics")
+    if diag is None or not len(diag):
+        return []
+    lines = [
+        "",
+        "### Broad factors without a gene set",
+        "",
+        f"A factor is *broad* when more than {BROAD_FRACTION:.0%} of the {n_genes} model genes have p* > 0.5 in it "
+        "(`gene_fraction` in the table above). A sparse programme holds a small part of the genes; a broad factor "
+        "with no enriched gene set (no term at adj. p <= 0.05 in either direction; column `diagnostic`: "
+        '"broad, no gene set") usually captures something global rather than a biological programme: RNA '
+        "content or library size, ribosomal, mitochondrial or ferritin load, ambient RNA, or a catch-all column "
+        "that the prior has not sparsified yet. Its top genes are then mostly highly expressed housekeeping genes, "
+        "lncRNAs and unannotated clones (RP11-..., AC...). Read such a factor with care: check it against the "
+        "library size, and do not call it a programme from its top genes alone. The flag is only a reading aid: "
+        "the model is not changed.",
+        "",
+    ]
+    flagged = diag[diag["broad_unenriched"]]
+    broad_ok = diag[diag["broad"] & ~diag["broad_unenriched"]]
+    if len(flagged):
+        for _, row in flagged.iterrows():
+            lines.append(
+                f"- **{row['factor']}**: {int(row['n_genes'])} of {n_genes} genes ({row['gene_fraction']:.0%}) with "
+                f"p* > 0.5, {int(row['n_anchor'])} anchor genes; no gene set at adj. p <= 0.05"
+                + (
+                    f" (best: {row['best_term']}, adj. p {_fmt_p(float(row['best_p_adj']))})."
+                    if row["best_term"]
+                    else "."
+                )
+            )
+    else:
+        lines.append("- No active factor is broad without an enriched gene set.")
+    if len(broad_ok):
+        names = ", ".join(f"{r.factor} ({r.gene_fraction:.0%})" for r in broad_ok.itertuples())
+        lines.append(f"- Broad but enriched (interpretable, yet not sparse): {names}.")
+    return lines
+
+
 def _fmt_table(df: pd.DataFrame) -> str:
     cols = list(df.columns)
     lines = ["| factor | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
@@ -220,13 +294,16 @@ def write_report(path: Path, adata, summary: dict[str, Any], table: pd.DataFrame
         "",
         "## Active factors",
         "",
-        "`n_genes`: genes with p* > 0.5; `eta`: prior fraction of genes in the factor's slab; `mean_*`: mean "
+        "`n_genes`: genes with p* > 0.5; `gene_fraction`: `n_genes` over all model genes; `eta`: prior fraction "
+        "of genes in the factor's slab; `mean_*`: mean "
         "factor activity (posterior mean z) by condition; `shift_sd`: (stimulated - control) in units of the "
         "factor's standard deviation; `highest_in`: cell type with the highest mean activity; `top_genes`: by "
-        "|W| among genes with p* > 0.5.",
+        '|W| among genes with p* > 0.5; `diagnostic`: "broad" when the factor holds more than a quarter of the '
+        'genes, "no gene set" when no Hallmark set is enriched (adj. p <= 0.05), "ok" otherwise (see below).',
         "",
     ]
     lines.append(_fmt_table(table) if len(table) else "_No factor is active: train longer (--max-epochs)._")
+    lines += _diagnostic_lines(summary, adata.n_vars)
     lines += _interpretation_lines(summary)
     lines += [
         "",
@@ -478,8 +555,10 @@ def run_demo(
     dict
         ``out_dir``, ``result`` (path), ``report`` (path), ``figures`` (paths), ``active_factors``,
         ``heldout_nll``, ``n_heldout``, ``celltype_accuracy`` (dict for the active factors),
-        ``celltype_accuracy_all`` (all factors), ``factor_table`` (DataFrame), ``enrichment`` (DataFrame or
-        ``None``), ``enrichment_note``, ``factor_descriptions`` (Markdown lines), ``association_table``, ``time_s``,
+        ``celltype_accuracy_all`` (all factors), ``factor_table`` (DataFrame, with the ``gene_fraction`` and
+        ``diagnostic`` of :func:`scsparse.tl.factor_diagnostics`), ``enrichment`` (DataFrame or ``None``),
+        ``enrichment_note``, ``factor_descriptions`` (Markdown lines), ``association_table``, ``diagnostics``
+        (the table of :func:`scsparse.tl.factor_diagnostics`), ``time_s``,
         ``seed``,
         ``max_epochs``, ``adata`` and ``model``.
 
@@ -576,6 +655,8 @@ def run_demo(
     descriptions = describe_factors(adata, KEY, shown, enrichment)
 
     table = factor_table(adata, KEY, shown if not active else None)
+    diagnostics = tl.factor_diagnostics(adata, key=KEY, factors=shown, enrichment=enrichment)
+    table = add_diagnostics(table, diagnostics)
     result_path = out / "result.h5ad"
     adata.write_h5ad(result_path)
     summary: dict[str, Any] = {
@@ -593,6 +674,7 @@ def run_demo(
         "enrichment_note": enrichment_note,
         "factor_descriptions": descriptions,
         "association_table": _association_table(adata, KEY, shown),
+        "diagnostics": diagnostics,
         "seed": seed,
         "max_epochs": max_epochs,
         "time_s": time.perf_counter() - start,
@@ -634,7 +716,9 @@ def _print_summary(summary: dict[str, Any]) -> None:
         for f, row in table.iterrows():
             genes = ", ".join(str(row["top_genes"]).split(", ")[:5])
             shift = f", stim-ctrl {row['shift_sd']:+.2f} sd" if "shift_sd" in row else ""
-            print(f"  {f}: {row['n_genes']} genes, highest in {row['highest_in']}{shift}: {genes}")
+            flag = row.get("diagnostic", "")
+            flag = f" [{flag}]" if flag and flag != "ok" else ""
+            print(f"  {f}: {row['n_genes']} genes{flag}, highest in {row['highest_in']}{shift}: {genes}")
     enrichment = summary.get("enrichment")
     if enrichment is not None and len(enrichment):
         best = enrichment[enrichment["p_adj"] <= 0.05].sort_values("p_adj").drop_duplicates("factor").head(5)

@@ -41,7 +41,8 @@ def factor_activity(
 
     One panel per factor, a violin (or box) per group, with the group's median marked. Panels are titled with the
     factor and its first top genes. Group labels are truncated to ``label_max_chars`` characters and rotated when
-    there are many groups, so they never overlap.
+    there are many groups, so they never overlap. With multi-study results, a study-specific factor is shown on
+    its own study's cells only.
 
     Parameters
     ----------

@@ -46,7 +46,9 @@ def factor_embedding(
 
     Each panel is titled with the factor and its first top genes (``adata.uns[key]["top_genes"]``) and uses a
     diverging colour map centred at 0, clipped symmetrically at the 99th percentile of ``|z_k|``. Drawn with
-    :func:`scanpy.pl.embedding` on a lightweight AnnData, so ``adata`` is not modified.
+    :func:`scanpy.pl.embedding` on a lightweight AnnData, so ``adata`` is not modified. With multi-study results
+    (``key`` of a :class:`~scsparse.model.MultiStudySparseVAE`), a study-specific factor is drawn on its own
+    study's cells and the other cells are grey.
 
     Parameters
     ----------

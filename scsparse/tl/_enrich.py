@@ -301,6 +301,12 @@ def enrich(
     (``gseapy.prerank``, ``permutation_num`` permutations of the gene sets); ``nes > 0`` is reported as
     ``"positive"``, ``nes < 0`` as ``"negative"``; ``genes`` are the leading-edge genes.
 
+    **Multi-study results** (``MultiStudySparseVAE.write_results(adata, key_added=key)``, e.g. ``key="mssvae"``):
+    the shared factors and every study's specific factors are tested, under the names of the model's factor
+    table (``shared_0``, ``<study>_0``, ...; default: the active ones). A specific factor's programme comes from
+    its study's mask (``varm[f"{key}_W_<study>"]``, ``varm[f"{key}_pip_<study>"]``) and its direction from the
+    correlation within that study's cells only (the factor is zero in the other studies).
+
     Gene symbols are matched case-insensitively (mouse sets in upper case, such as GO2MSIG or PanglaoDB, match
     mouse data). ``p_adj`` is Benjamini-Hochberg within each factor and direction, ``p_adj_all`` over all tests of
     the call.
@@ -308,7 +314,8 @@ def enrich(
     Parameters
     ----------
     adata
-        AnnData with results of :func:`scsparse.tl.sparse_vae` (or ``model.write_results``) under ``key``.
+        AnnData with results of :func:`scsparse.tl.sparse_vae` (or ``model.write_results`` of a
+        :class:`~scsparse.model.SparseVAE` or :class:`~scsparse.model.MultiStudySparseVAE`) under ``key``.
     gene_sets
         A GMT path (plain, ``.gz`` or ``.zip``), a PanglaoDB TSV, a CellMarker CSV, a dict ``{name: genes}`` or a
         library name (``"hallmark_human"`` (shipped with the package), ``"hallmark_mouse"``, ``"hallmark_v7"``,
@@ -373,6 +380,12 @@ def enrich(
     >>> res = scsparse.tl.enrich(adata, "hallmark_human")
     >>> res[res.p_adj < 0.05].groupby(["factor", "direction"]).head(1)
     >>> scsparse.tl.enrich(adata, "hallmark_human", method="prerank", direction="positive")
+
+    Multi-study fit (shared and condition-specific programmes):
+
+    >>> model.write_results(adata, key_added="mssvae")
+    >>> res = scsparse.tl.enrich(adata, "hallmark_human", key="mssvae")
+    >>> res[res.factor.str.startswith("stimulated_")].head()
     """
     if method not in ("ora", "prerank"):
         raise ValueError(f"method must be 'ora' or 'prerank', got {method!r}.")

@@ -211,7 +211,8 @@ def top_genes(
     Genes are those with ``p*_jk > pip_threshold``, ranked by ``|w_jk|`` (the same rule as
     ``adata.uns[key]["top_genes"]``). The direction of each gene (``"positive"``: higher where the factor is
     high; ``"negative"``: lower) comes from the data, not from the sign of ``w_jk`` (see
-    :func:`factor_gene_correlation` for why).
+    :func:`factor_gene_correlation` for why). For a multi-study fit, shared and study-specific factors are listed
+    under their factor-table names, the direction of a specific factor taken within its study's cells.
 
     Parameters
     ----------

@@ -59,3 +59,19 @@ def test_broad_but_enriched_and_without_enrichment():
     assert diag.loc["factor_0", "diagnostic"] == "no gene set"  # untested factor: nothing significant
     with pytest.raises(ValueError, match="broad_fraction"):
         scsparse.tl.factor_diagnostics(adata, key=KEY, broad_fraction=0)
+
+
+def test_demo_table_and_report_explain_the_flag():
+    from scsparse import _demo
+
+    adata = _broad_factor_1(planted.planted_adata())
+    scsparse.tl.enrich(adata, {"PLANTED_UP": planted.UP, "PLANTED_DOWN": planted.DN}, key=KEY, min_size=3)
+    diag = scsparse.tl.factor_diagnostics(adata, key=KEY)
+    table = pd.DataFrame({"n_genes": [20, 60], "eta": [0.2, 0.7]}, index=pd.Index(["factor_0", "factor_1"]))
+    out = _demo.add_diagnostics(table, diag)
+    assert list(out.columns) == ["n_genes", "gene_fraction", "eta", "diagnostic"]
+    assert list(out["diagnostic"]) == ["ok", "broad, no gene set"]
+    text = "\n".join(_demo._diagnostic_lines({"diagnostics": diag}, adata.n_vars))
+    assert "more than 25% of the 80 model genes" in text
+    assert "**factor_1**: 60 of 80 genes (75%) with p* > 0.5, 60 anchor genes; no gene set" in text
+    assert text.count("**factor_") == 1  # only the flagged factor is listed
