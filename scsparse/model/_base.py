@@ -44,7 +44,7 @@ class SparseFactorMixin:
         >>> W[model.active_factors()].abs().idxmax()  # the gene each active factor drives most
         """
         return pd.DataFrame(
-            self.module.decoder.W.detach().cpu().numpy(), index=self.adata.var_names, columns=self.factor_names
+            self.module.decoder.masked_W().detach().cpu().numpy(), index=self.adata.var_names, columns=self.factor_names
         )
 
     def get_inclusion_probabilities(self) -> pd.DataFrame:

@@ -187,7 +187,8 @@ class SparseVAEModule(BaseModuleClass):
     def global_penalty(self) -> torch.Tensor:
         """Negative log-prior of the global parameters that receive gradients: SSL on ``W``, variance prior."""
         log_var = self.observation.log_var if self.gene_likelihood == "normal" else None
-        return sparse_vae_penalty(self.prior, self.decoder.W, log_var, self.sigma_prior_nu, self.sigma_prior_xi)
+        w = self.decoder.masked_W()
+        return sparse_vae_penalty(self.prior, w, log_var, self.sigma_prior_nu, self.sigma_prior_xi)
 
     def loss(
         self,
@@ -214,7 +215,15 @@ class SparseVAEModule(BaseModuleClass):
     @torch.no_grad()
     def em_update(self) -> None:
         """E-step (``p*``) and ``eta`` update of the Spike-and-Slab Lasso, from the current ``W``."""
-        self.prior.em_update(self.decoder.W)
+        self.prior.em_update(self.decoder.masked_W())
+
+    @torch.no_grad()
+    def prune_spike(self, pip_threshold: float = 0.5) -> int:
+        """Fix the entries of ``W`` in the spike (``p* <= pip_threshold``) at zero; see ``MaskedDecoder.prune_``.
+
+        Returns the number of entries newly pruned.
+        """
+        return self.decoder.prune_(self.prior.p_star > pip_threshold)
 
     def active_factor_mask(self, pip_threshold: float = 0.5, min_genes: int = 1) -> torch.Tensor:
         """Boolean mask of the factors the prior kept (see :meth:`SpikeSlabLasso.active_mask`)."""

@@ -129,6 +129,11 @@ class MaskedDecoder(nn.Module):
         bound = 1.0 / math.sqrt(n_hidden)
         self.head_weight = nn.Parameter(torch.empty(n_heads, n_output, n_hidden).uniform_(-bound, bound))
         self.head_bias = nn.Parameter(torch.zeros(n_heads, n_output))
+        # Entries of W fixed at exactly zero (see prune_); saved with the model.
+        self.register_buffer("prune_mask", torch.ones(n_output, n_latent, dtype=torch.bool))
+        self._groups_cache: dict[str, torch.Tensor] | None = None
+        self._groups_valid = False
+        self.register_load_state_dict_post_hook(lambda module, keys: module._invalidate_groups())
 
     def activation_bytes_per_feature(self, batch_size: int) -> int:
         """Bytes of float32 activations kept per feature for a batch (pre- and post-activation per layer)."""
@@ -172,9 +177,112 @@ class MaskedDecoder(nn.Module):
         head = self.head_weight / self.head_weight.norm(dim=-1, keepdim=True).clamp_min(1e-8)
         return first, hidden, head
 
-    def _decode_chunk(self, z: torch.Tensor, cov_term: torch.Tensor | None, start: int, stop: int) -> torch.Tensor:
-        first, hidden, head = self.network_weights()
-        w = self.W[start:stop]  # (Gc, K)
+    # ------------------------------------------------------------------ pruning: exploit the sparsity of W
+    @property
+    def is_pruned(self) -> bool:
+        """Whether some entries of ``W`` are fixed at zero (see :meth:`prune_`)."""
+        return not bool(self.prune_mask.all())
+
+    @property
+    def supports_sparse_path(self) -> bool:
+        """Whether genes with at most one active factor can skip the hidden layer (see :meth:`prune_`).
+
+        True for one hidden layer, a positively homogeneous activation (ReLU, leaky ReLU), no covariates
+        and no dropout in the decoder.
+        """
+        return (
+            not self.hidden
+            and self.covariates is None
+            and isinstance(self.activation, nn.ReLU | nn.LeakyReLU)
+            and isinstance(self.dropout, nn.Identity)
+        )
+
+    @torch.no_grad()
+    def prune_(self, keep: torch.Tensor) -> int:
+        """Fix the entries of ``W`` outside ``keep`` at exactly zero from now on (in place).
+
+        Pruned entries are set to zero, get no gradient and stay pruned (the mask only shrinks). The
+        decoder then computes each gene from its active factors: a gene with no active factor is a
+        constant, a gene with one active factor ``k`` is exact in closed form, because a positively
+        homogeneous activation gives ``act(c * a) = max(c, 0) act(a) + max(-c, 0) act(-a)`` for the scalar
+        ``c = z_k w_jk`` — no ``(cells, hidden)`` work at all; genes with several active factors run the full
+        network. With the Spike-and-Slab Lasso prior, ``keep = p* > 0.5`` after the warm-up prunes the spike.
+
+        Parameters
+        ----------
+        keep
+            Boolean ``(G, K)`` tensor: entries to keep.
+
+        Returns
+        -------
+        int
+            Number of entries newly pruned.
+
+        Examples
+        --------
+        >>> import torch
+        >>> dec = MaskedDecoder(n_latent=3, n_output=4, n_hidden=8)
+        >>> keep = torch.tensor([[1, 0, 0], [0, 0, 0], [1, 1, 0], [0, 1, 0]], dtype=torch.bool)
+        >>> dec.prune_(keep)
+        8
+        >>> int((dec.W != 0).sum())
+        4
+        """
+        keep = keep.to(device=self.prune_mask.device, dtype=torch.bool)
+        if keep.shape != self.prune_mask.shape:
+            raise ValueError(f"keep must have shape {tuple(self.prune_mask.shape)}, got {tuple(keep.shape)}.")
+        before = int(self.prune_mask.sum())
+        self.prune_mask &= keep
+        self.W.mul_(self.prune_mask)
+        if self.W.grad is not None:
+            self.W.grad.mul_(self.prune_mask)
+        self._invalidate_groups()
+        return before - int(self.prune_mask.sum())
+
+    def _invalidate_groups(self) -> None:
+        self._groups_valid = False
+        self._groups_cache = None
+
+    def _gene_groups(self) -> dict[str, torch.Tensor] | None:
+        """Genes grouped by their number of active factors (cached until the mask changes)."""
+        stale = self._groups_cache is not None and self._groups_cache["inverse"].device != self.prune_mask.device
+        if not self._groups_valid or stale:
+            self._groups_valid = True
+            self._groups_cache = None
+            # normal (not inference-mode) index tensors, so that training after evaluation can use them
+            with torch.inference_mode(False), torch.no_grad():
+                self._groups_cache = self._group_genes() if self.is_pruned and self.supports_sparse_path else None
+        return self._groups_cache
+
+    def _group_genes(self) -> dict[str, torch.Tensor]:
+        n_active = self.prune_mask.sum(dim=1)
+        idx0 = torch.nonzero(n_active == 0).flatten()
+        idx1 = torch.nonzero(n_active == 1).flatten()
+        idx2 = torch.nonzero(n_active >= 2).flatten()
+        return {
+            "idx0": idx0,
+            "idx1": idx1,
+            "k1": self.prune_mask[idx1].float().argmax(dim=1),
+            "idx2": idx2,
+            "inverse": torch.argsort(torch.cat([idx0, idx1, idx2])),
+        }
+
+    def masked_W(self) -> torch.Tensor:
+        """``W`` with the pruned entries at zero (gradients of pruned entries are zero)."""
+        return self.W * self.prune_mask if self.is_pruned else self.W
+
+    # ------------------------------------------------------------------ forward
+    def _decode_rows(
+        self,
+        z: torch.Tensor,
+        cov_term: torch.Tensor | None,
+        w: torch.Tensor,
+        head: torch.Tensor,
+        bias: torch.Tensor,
+        first: torch.Tensor,
+        hidden: list[torch.Tensor],
+    ) -> torch.Tensor:
+        """The network for the genes whose mask rows are ``w`` (``(Gc, K)``): outputs ``(n_heads, B, Gc)``."""
         # Work in a (genes, cells, hidden) layout so the per-gene output units are one batched matmul
         # without copies: u[g, b, h] = sum_k w[g, k] z[b, k] A[h, k].
         h = torch.matmul(w.unsqueeze(1) * z.unsqueeze(0), first.t())  # (Gc, B, H)
@@ -184,13 +292,15 @@ class MaskedDecoder(nn.Module):
         for layer, weight in zip(self.hidden, hidden, strict=True):
             h = self.dropout(self.activation(torch.nn.functional.linear(h, weight, layer.bias)))
         # per-feature output units: out[n, b, g] = sum_h h[g, b, h] V[n, g, h] + c[n, g]
-        out = torch.bmm(h, head[:, start:stop].permute(1, 2, 0))  # (Gc, B, n_heads)
-        return out.permute(2, 1, 0) + self.head_bias[:, None, start:stop]
+        out = torch.bmm(h, head.permute(1, 2, 0))  # (Gc, B, n_heads)
+        return out.permute(2, 1, 0) + bias[:, None, :]
 
-    def forward(self, z: torch.Tensor, *cat_list: torch.Tensor | None) -> torch.Tensor:
-        """Decode ``z`` (``(B, K)``) to per-feature outputs of shape ``(n_heads, B, G)``."""
-        cov = one_hot_covariates(cat_list, self.n_cat_list) if cat_list else None
-        cov_term = self.covariates(cov) if (cov is not None and self.covariates is not None) else None
+    def _decode_chunk(self, z: torch.Tensor, cov_term: torch.Tensor | None, start: int, stop: int) -> torch.Tensor:
+        first, hidden, head = self.network_weights()
+        w = self.masked_W()[start:stop]
+        return self._decode_rows(z, cov_term, w, head[:, start:stop], self.head_bias[:, start:stop], first, hidden)
+
+    def _decode_dense(self, z: torch.Tensor, cov_term: torch.Tensor | None) -> torch.Tensor:
         chunk = self.resolve_chunk_size(z.shape[0], z.device)
         if chunk >= self.n_output:
             return self._decode_chunk(z, cov_term, 0, self.n_output)
@@ -203,3 +313,35 @@ class MaskedDecoder(nn.Module):
             else:
                 outs.append(self._decode_chunk(z, cov_term, start, stop))
         return torch.cat(outs, dim=-1)
+
+    def _decode_sparse(self, z: torch.Tensor, groups: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Pruned decoder: constants, closed-form single-factor genes, full network for the rest."""
+        first, hidden, head = self.network_weights()
+        w = self.masked_W()
+        parts = [self.head_bias[:, None, groups["idx0"]].expand(-1, z.shape[0], -1)]  # act(0) = 0
+        idx1, k1 = groups["idx1"], groups["k1"]
+        if idx1.numel():
+            a = first[:, k1].t()  # (G1, H): the first-layer column of each gene's factor
+            v = head[:, idx1]  # (n_heads, G1, H)
+            pos = (v * self.activation(a)).sum(-1)  # (n_heads, G1)
+            neg = (v * self.activation(-a)).sum(-1)
+            c = z[:, k1] * w[idx1, k1]  # (B, G1)
+            parts.append(
+                torch.relu(c) * pos[:, None, :] + torch.relu(-c) * neg[:, None, :] + self.head_bias[:, None, idx1]
+            )
+        idx2 = groups["idx2"]
+        if idx2.numel():
+            chunk = self.resolve_chunk_size(z.shape[0], z.device)
+            for start in range(0, idx2.numel(), chunk):
+                rows = idx2[start : start + chunk]
+                parts.append(self._decode_rows(z, None, w[rows], head[:, rows], self.head_bias[:, rows], first, hidden))
+        return torch.cat(parts, dim=-1).index_select(-1, groups["inverse"])
+
+    def forward(self, z: torch.Tensor, *cat_list: torch.Tensor | None) -> torch.Tensor:
+        """Decode ``z`` (``(B, K)``) to per-feature outputs of shape ``(n_heads, B, G)``."""
+        groups = self._gene_groups()
+        if groups is not None:
+            return self._decode_sparse(z, groups)
+        cov = one_hot_covariates(cat_list, self.n_cat_list) if cat_list else None
+        cov_term = self.covariates(cov) if (cov is not None and self.covariates is not None) else None
+        return self._decode_dense(z, cov_term)

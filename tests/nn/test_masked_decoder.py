@@ -106,3 +106,47 @@ def test_auto_chunk_size_respects_budget():
         MaskedDecoder(n_latent=2, n_output=3, cache_chunk_mb=0)
     with pytest.raises(ValueError, match="at least one hidden layer"):
         MaskedDecoder(n_latent=2, n_output=3, n_layers=0)
+
+
+@pytest.mark.parametrize("activation", ["relu", "leaky_relu"])
+@pytest.mark.parametrize("n_heads", [1, 2])
+def test_pruned_sparse_path_equals_dense_masked_network(activation, n_heads):
+    torch.manual_seed(4)
+    dec = MaskedDecoder(n_latent=4, n_output=12, n_hidden=7, n_heads=n_heads, activation=activation, chunk_size=2)
+    dense = MaskedDecoder(n_latent=4, n_output=12, n_hidden=7, n_heads=n_heads, activation=activation)
+    keep = torch.rand(12, 4) < 0.35
+    keep[0] = False  # a gene with no active factor
+    keep[1] = torch.tensor([False, True, False, False])  # one active factor
+    keep[2] = True  # all active
+    assert dec.prune_(keep) == int((~keep).sum())
+    assert dec.is_pruned and dec.supports_sparse_path and dec._gene_groups() is not None
+    assert (dec.W[~keep] == 0).all()
+    dense.load_state_dict(dec.state_dict())
+    z = torch.randn(6, 4)
+    out_sparse = dec(z)
+    out_dense = dense._decode_dense(z, None)
+    torch.testing.assert_close(out_sparse, out_dense, rtol=1e-5, atol=1e-6)
+    out_sparse.square().sum().backward()
+    out_dense.square().sum().backward()
+    for (name, p_s), p_d in zip(dec.named_parameters(), dense.parameters(), strict=True):
+        torch.testing.assert_close(p_s.grad, p_d.grad, rtol=1e-4, atol=1e-6, msg=name)
+    assert (dec.W.grad[~keep] == 0).all()  # pruned entries get no gradient
+    z2 = z.clone()
+    z2[:, 0] += 3.0  # gene 0 sees nothing, gene 1 only factor 1
+    torch.testing.assert_close(dec(z2)[..., :2], out_sparse[..., :2].detach())
+
+
+def test_prune_only_shrinks_and_survives_state_dict():
+    dec = MaskedDecoder(n_latent=3, n_output=5, n_hidden=4, n_layers=2)  # two layers: dense path, masked W
+    dec.prune_(torch.tensor([[1, 0, 1]] * 5, dtype=torch.bool))
+    assert dec.prune_(torch.ones(5, 3, dtype=torch.bool)) == 0  # cannot un-prune
+    assert not dec.supports_sparse_path and dec._gene_groups() is None
+    z = torch.randn(3, 3)
+    z2 = z.clone()
+    z2[:, 1] += 5.0
+    torch.testing.assert_close(dec(z), dec(z2))  # factor 1 pruned everywhere
+    copy = MaskedDecoder(n_latent=3, n_output=5, n_hidden=4, n_layers=2)
+    copy.load_state_dict(dec.state_dict())
+    assert copy.is_pruned and torch.equal(copy.prune_mask, dec.prune_mask)
+    with pytest.raises(ValueError, match="keep must have shape"):
+        dec.prune_(torch.ones(2, 2, dtype=torch.bool))

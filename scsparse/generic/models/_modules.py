@@ -250,9 +250,7 @@ class SparseVAEArrayModule(LatentVariableModule):
         decoder_kwargs: dict | None = None,
         kl_warmup_epochs: int = 0,
     ) -> None:
-        super().__init__(
-            n_features, n_latent, likelihood, n_hidden, n_layers, dropout_rate, 1.0, kl_warmup_epochs
-        )
+        super().__init__(n_features, n_latent, likelihood, n_hidden, n_layers, dropout_rate, 1.0, kl_warmup_epochs)
         self.decoder = MaskedDecoder(
             n_latent,
             n_features,
@@ -273,9 +271,11 @@ class SparseVAEArrayModule(LatentVariableModule):
     def global_penalty(self) -> torch.Tensor:
         """SSL penalty on ``W`` plus the inverse-gamma prior on the variances (``"normal"``)."""
         log_var = self.observation.log_var if self.likelihood == "normal" else None
-        return sparse_vae_penalty(self.prior, self.decoder.W, log_var, self.sigma_prior_nu, self.sigma_prior_xi)
+        return sparse_vae_penalty(
+            self.prior, self.decoder.masked_W(), log_var, self.sigma_prior_nu, self.sigma_prior_xi
+        )
 
     @torch.no_grad()
     def em_update(self) -> None:
         """E-step (``p*``) then ``eta`` update of the Spike-and-Slab Lasso from the current ``W``."""
-        self.prior.em_update(self.decoder.W)
+        self.prior.em_update(self.decoder.masked_W())

@@ -195,7 +195,7 @@ class SparseVAE(TorchArrayModel):
     def loadings(self) -> np.ndarray:
         """The mask ``W`` (features x factors)."""
         self._check_fitted()
-        return self.module.decoder.W.detach().cpu().numpy().copy()
+        return self.module.decoder.masked_W().detach().cpu().numpy().copy()
 
     def inclusion_probabilities(self) -> np.ndarray:
         """Posterior inclusion probabilities ``p*`` (features x factors) from the last EM update."""
