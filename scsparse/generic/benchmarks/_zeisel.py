@@ -782,6 +782,16 @@ def _write_figure(out_dir: Path, df: pd.DataFrame, settings: Sequence[str]) -> P
 
 
 # ---------------------------------------------------------------------------------------------- runner
+def _import_models(settings: Sequence[str]) -> None:
+    """Import every model a run needs before the first fit, so that a long run uses one version of the code."""
+    import scsparse.generic.models  # noqa: F401
+
+    if "counts" in settings:
+        import scvi  # noqa: F401
+
+        import scsparse.model  # noqa: F401
+
+
 def run_zeisel(
     out: str | os.PathLike[str],
     *,
@@ -868,6 +878,7 @@ def run_zeisel(
         "n_genes": n_genes,
         "n_threads": n_threads,
     }
+    _import_models(settings)
     data = prepare_zeisel(adata, n_genes=n_genes, n_cells=n_cells)
     full_data = n_cells is None and n_genes == ZEISEL_SETTINGS["n_genes"]
     rows: list[dict[str, Any]] = []
