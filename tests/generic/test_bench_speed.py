@@ -73,6 +73,10 @@ def test_run_speed_tiny(tmp_path):
     assert diff < 1e-3
     times = df[df["metric"] == "seconds_per_epoch"].set_index("method")["value"]
     assert (times > 0).all() and len(times) == 3
+    sparsity = df[df["section"] == "sparsity"].set_index("metric")["value"]
+    assert 0.0 <= sparsity["active_entries_fraction"] <= 1.0 and sparsity["ratio"] > 0
+    n_groups = sparsity[["genes_with_0_active", "genes_with_1_active", "genes_with_2plus_active"]].sum()
+    assert n_groups == pytest.approx(1.0)
     summary = (tmp_path / "summary.md").read_text()
     assert "per-gene loop" in summary and "SparseVAE epoch time <= 10x SCVI" in summary
     with pytest.raises(ValueError, match="device must be"):
