@@ -10,8 +10,17 @@ from __future__ import annotations
 from ._images import fashion_mnist, olshausen_images, sample_patches, smiley
 from ._mocap import CMU07_TRIALS, AsfSkeleton, MocapData, load_cmu_mocap, parse_amc, parse_asf
 from ._movielens import MovieLensData, binarise_ratings, load_movielens, read_movielens
+from ._text import TextCorpus, read_abstracts, read_abstracts_jsonl, read_peerread_dir, text_corpus, vectorize_abstracts
 
 __all__: list[str] = []
 __all__ += ["CMU07_TRIALS", "AsfSkeleton", "MocapData", "load_cmu_mocap", "parse_amc", "parse_asf"]
 __all__ += ["fashion_mnist", "olshausen_images", "sample_patches", "smiley"]
 __all__ += ["MovieLensData", "binarise_ratings", "load_movielens", "read_movielens"]
+__all__ += [
+    "TextCorpus",
+    "read_abstracts",
+    "read_abstracts_jsonl",
+    "read_peerread_dir",
+    "text_corpus",
+    "vectorize_abstracts",
+]
