@@ -13,7 +13,7 @@ import pandas as pd
 from anndata import AnnData
 from matplotlib.axes import Axes
 
-from ._loadings import MissingResultsError, _finish, _label_fontsize, _resolve_factors, _results
+from ._loadings import MissingResultsError, _finish, _label_fontsize, _resolve_factors, _results, _rotate_xlabels
 
 __all__ = ["enrichment_dotplot", "top_genes"]
 
@@ -193,11 +193,9 @@ def enrichment_dotplot(
     ax.set_yticklabels(labels, fontsize=_label_fontsize(ax, n_rows, max_size=9.0))
     ax.set_xticks(np.arange(n_cols))
     sign = {"positive": "+", "negative": "−"}
-    ax.set_xticklabels(
-        [f"{_factor_label(f)}{sign[d]}" for f, d in columns],
-        fontsize=_label_fontsize(ax, n_cols, axis="x", max_size=9.0),
-        rotation=90 if n_cols > 12 else 0,
-    )
+    x_labels = [f"{_factor_label(f)}{sign[d]}" for f, d in columns]
+    x_size = _label_fontsize(ax, n_cols, axis="x", max_size=9.0)
+    ax.set_xticklabels(x_labels, fontsize=x_size, rotation=_rotate_xlabels(ax, x_labels, x_size))
     ax.set_xlabel("factor (+: genes up with the factor, −: down)")
     ax.grid(True, color="0.9", linewidth=0.5, zorder=0)
     ax.set_axisbelow(True)

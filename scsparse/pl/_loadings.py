@@ -211,6 +211,14 @@ def _label_fontsize(
     return float(np.clip(0.75 * extent_pt / max(n_labels, 1), min_size, max_size))
 
 
+def _rotate_xlabels(ax: Axes, labels: Sequence[str], fontsize: float) -> int:
+    """0, or 90 when the longest label (about 0.6 em per character) is wider than the space of one column."""
+    pos = ax.get_position()
+    column_pt = pos.width * ax.figure.get_figwidth() * 72 / max(len(labels), 1)
+    widest_pt = 0.6 * fontsize * max((len(str(s)) for s in labels), default=0)
+    return 90 if widest_pt > 0.9 * column_pt else 0
+
+
 def top_genes_per_factor(
     adata: AnnData, key: str, factors: Sequence[str], n_top_genes: int, pip_threshold: float | None = None
 ) -> dict[str, list[str]]:
@@ -357,7 +365,8 @@ def loadings_heatmap(
     ax.set_yticklabels(genes, fontsize=fontsize)
     ax.set_xticks(np.arange(n_fac))
     short = [f.replace("factor_", "") for f in names]
-    ax.set_xticklabels(short, fontsize=_label_fontsize(ax, n_fac, axis="x"))
+    x_size = _label_fontsize(ax, n_fac, axis="x")
+    ax.set_xticklabels(short, fontsize=x_size, rotation=_rotate_xlabels(ax, short, x_size))
     ax.set_xlabel("factor")
     ax.set_ylabel(f"top {n_top_genes} genes per factor")
     ax.tick_params(axis="both", length=2, pad=1.5)
