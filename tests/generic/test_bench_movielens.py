@@ -124,4 +124,5 @@ def test_quick_on_real_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert set(df["method"]) == set(ml.METHODS)
     assert (df["n_movies"] == 40).all() and (df["n_train"] + df["n_test"] == 150).all()
     factors = pd.read_csv(tmp_path / "factors.csv")
-    assert list(factors.columns) == ["dataset", "factor", "n_selected", "top_movies", "weights"]
+    assert list(factors.columns) == ["dataset", "factor", "selection", "n_selected", "top_movies", "weights", "pips"]
+    assert len(factors) >= 1  # active factors, or every factor ranked by |w| when none is active

@@ -243,7 +243,7 @@ def factor_top_movies(
     -------
     list of dict
         Per factor: ``factor``, ``n_selected`` (movies with ``p* > 0.5``), ``movies`` (titles, largest
-        ``|w|`` first) and ``weights`` (their ``w_jk``).
+        ``|w|`` first), ``weights`` (their ``w_jk``) and ``rows`` (their row indices in ``W``).
 
     Examples
     --------
@@ -263,17 +263,32 @@ def factor_top_movies(
                 "n_selected": int(sel.size),
                 "movies": [str(titles[j]) for j in order],
                 "weights": [float(W[j, k]) for j in order],
+                "rows": [int(j) for j in order],
             }
         )
     return out
 
 
 def _describe_factors(model: SparseVAE, data: MovieLensData) -> list[dict[str, Any]]:
-    """All active factors of a fitted sparse VAE, ordered by decreasing ``sum_j |w_jk|``."""
+    """Factors of a fitted sparse VAE with their top movies, ordered by decreasing ``sum_j |w_jk|``.
+
+    The active factors (some movie with ``p* > 0.5``), movies ranked among those selected. When no factor
+    is active (the prior kept every entry in the spike), every factor is listed with its movies ranked by
+    ``|w_jk|`` alone; ``selection`` records which rule applied.
+    """
     W, pip = model.loadings(), model.inclusion_probabilities()
     active = [int(k) for k in model.active_factors()]
+    rule = "p* > 0.5"
+    if not active:
+        active, rule = list(range(W.shape[1])), "none active: |w| only"
     active.sort(key=lambda k: -float(np.abs(W[:, k]).sum()))
-    return factor_top_movies(W, pip, data.titles, active)
+    ranked_pip = pip if rule == "p* > 0.5" else np.ones_like(pip)
+    out = factor_top_movies(W, ranked_pip, data.titles, active)
+    for f in out:
+        f["selection"] = rule
+        f["pips"] = [float(pip[j, f["factor"]]) for j in f["rows"]]
+        f["n_selected"] = int((pip[:, f["factor"]] > 0.5).sum())
+    return out
 
 
 def _run_one(
@@ -380,17 +395,22 @@ def _factor_section(factors: dict[str, list[dict[str, Any]]]) -> list[str]:
     lines = [
         "## Table 3a: top movies of three sparse VAE factors (seed 0)",
         "",
-        f"Per data set, the three active factors with the largest `sum_j |w_jk|`; movies with p* > 0.5 for the "
-        f"factor, largest |w_jk| first (at most {TOP_MOVIES}). All active factors are in `factors.csv`.",
+        f"Per data set, the three active factors (some movie with p* > 0.5) with the largest `sum_j |w_jk|`, "
+        f"their selected movies ranked by |w_jk| (at most {TOP_MOVIES}). If no factor is active, the three "
+        "factors with the largest `sum_j |w_jk|` with their movies ranked by |w_jk| alone, and the rule says so. "
+        "All listed factors are in `factors.csv`.",
         "",
-        "| dataset | factor | movies selected | top movies |",
-        "|---|---|---|---|",
+        "| dataset | factor | rule | movies with p* > 0.5 | top movies (w_jk, p*) |",
+        "|---|---|---|---|---|",
     ]
     for ds, facs in factors.items():
         if not facs:
-            lines.append(f"| {ds} | none active | 0 | - |")
+            lines.append(f"| {ds} | - | - | 0 | - |")
         for f in facs[:3]:
-            lines.append(f"| {ds} | {f['factor']} | {f['n_selected']} | {'; '.join(f['movies'])} |")
+            movies = "; ".join(
+                f"{m} ({w:+.2f}, {p:.2f})" for m, w, p in zip(f["movies"], f["weights"], f["pips"], strict=True)
+            )
+            lines.append(f"| {ds} | {f['factor']} | {f['selection']} | {f['n_selected']} | {movies} |")
     lines += ["", "The paper (ML-25M, 300 movies): " + " / ".join(f"{t}" for t in PAPER_TABLE_3A) + "."]
     return lines
 
@@ -757,17 +777,20 @@ def _reductions(cfg: _Config, quick: bool, n_movies: int, max_users: int | None,
 
 
 def _write_factors(out_dir: Path, factors: dict[str, list[dict[str, Any]]]) -> Path:
+    columns = ["dataset", "factor", "selection", "n_selected", "top_movies", "weights", "pips"]
     rows = [
         {
             "dataset": ds,
             "factor": f["factor"],
+            "selection": f["selection"],
             "n_selected": f["n_selected"],
             "top_movies": "; ".join(f["movies"]),
             "weights": "; ".join(f"{w:.3f}" for w in f["weights"]),
+            "pips": "; ".join(f"{p:.3f}" for p in f["pips"]),
         }
         for ds, facs in factors.items()
         for f in facs
     ]
     path = out_dir / "factors.csv"
-    pd.DataFrame(rows, columns=["dataset", "factor", "n_selected", "top_movies", "weights"]).to_csv(path, index=False)
+    pd.DataFrame(rows, columns=columns).to_csv(path, index=False)
     return path
