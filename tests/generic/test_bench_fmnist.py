@@ -53,6 +53,7 @@ def test_run_fmnist_quick(shared_data, tmp_path):
     assert list(df.columns) == list(RESULT_COLUMNS)
     assert len(df) == 4 and set(df["n_latent"]) == {3, 6} and set(df["method"]) == {"vsc", "vae"}
     assert np.isfinite(df[["heldout_elbo", "heldout_iwae"]]).all().all()
+    assert (df["heldout_iwae"] < 0).all()  # binarised images, Bernoulli likelihood: log p(x) < 0
     vae = df[df.method == "vae"]
     assert (vae["heldout_iwae"] >= vae["heldout_elbo"] - 1.0).all()
     summary = (tmp_path / "summary.md").read_text()
@@ -67,3 +68,13 @@ def test_run_fmnist_rejects_bad_options(tmp_path):
         run_fmnist(tmp_path, latent_sizes=(0,), quick=True)
     with pytest.raises(ValueError, match="seeds"):
         run_fmnist(tmp_path, seeds=0, quick=True)
+    with pytest.raises(ValueError, match="likelihood"):
+        run_fmnist(tmp_path, likelihood="poisson", quick=True)
+
+
+def test_prepare_binarises_or_scales():
+    from scsparse.generic.benchmarks._fmnist import _prepare
+
+    images = np.array([[[0, 127], [128, 255]]], dtype=np.uint8)
+    np.testing.assert_array_equal(_prepare(images, "bernoulli"), [[0.0, 0.0, 1.0, 1.0]])
+    np.testing.assert_allclose(_prepare(images, "normal"), [[0.0, 127 / 255, 128 / 255, 1.0]])
