@@ -33,8 +33,31 @@ def _where(layer: str | None) -> str:
     return "adata.X" if layer is None else f"adata.layers[{layer!r}]"
 
 
+class _RowSliceable:
+    """A matrix-like that only slices rows (scvi-tools' AnnCollection layer proxy), given the shape it lacks."""
+
+    def __init__(self, matrix, shape: tuple[int, int]) -> None:
+        self.matrix, self.shape = matrix, shape
+
+    def __getitem__(self, rows):
+        return self.matrix[rows]
+
+
+def _with_shape(matrix, adata: AnnData):
+    try:
+        matrix.shape  # noqa: B018
+    except AttributeError:
+        return _RowSliceable(matrix, (adata.n_obs, adata.n_vars))
+    return matrix
+
+
 def get_matrix(adata: AnnData, layer: str | None):
-    """The matrix a model reads: ``adata.X`` or a layer, with a clear error when the layer is missing."""
+    """The matrix a model reads: ``adata.X`` or a layer, with a clear error when the layer is missing.
+
+    Works for in-memory and backed AnnData and for an AnnCollection wrapped in
+    :class:`scvi.dataloaders.CollectionAdapter` (layers only). The result supports ``.shape`` and row
+    slicing, which is all :func:`iter_row_chunks` needs.
+    """
     if layer is None:
         if adata.X is None:
             raise InvalidInputError(
@@ -42,13 +65,13 @@ def get_matrix(adata: AnnData, layer: str | None):
                 f"that holds them (available layers: {list(adata.layers.keys())})."
             )
         return adata.X
-    if layer not in adata.layers:
+    if layer not in list(adata.layers.keys()):  # keys(): also for scvi-tools' AnnCollection adapter
         raise InvalidInputError(
             f"Layer {layer!r} not found in adata.layers (available: {list(adata.layers.keys())}). "
             "Pass layer=None to use adata.X, or store the raw counts first, e.g. "
             f"adata.layers[{layer!r}] = adata.X.copy() before normalising."
         )
-    return adata.layers[layer]
+    return _with_shape(adata.layers[layer], adata)
 
 
 def chunk_rows_for(n_cols: int, chunk_rows: int | None = None) -> int:
@@ -106,7 +129,7 @@ def iter_row_chunks(matrix, chunk_rows: int | None = None) -> Iterator[np.ndarra
 
 def _check_backed_storage(adata: AnnData, layer: str | None, matrix) -> None:
     """Backed AnnData: only ``.X`` stays on disk, and row blocks of a CSC matrix read every column."""
-    if not adata.isbacked:
+    if not adata.isbacked or hasattr(adata, "collection"):  # in memory, or scvi-tools' AnnCollection adapter
         return
     if layer is not None:
         warnings.warn(

@@ -41,9 +41,18 @@ def test_cell_scaling_tidy_rows_one_epoch_each(monkeypatch, tmp_path):
     assert df["experiment"].eq("cells").all() and df["backed"].all() and df["n_genes"].eq(30).all()
     assert df["n_cells"].tolist() == [96, 200]
     assert df["n_steps_per_epoch"].tolist() == [math.ceil(96 / 32), math.ceil(200 / 32)]
+    assert df["steps_run"].tolist() == df["n_steps_per_epoch"].tolist() and not df["epoch_extrapolated"].any()
     assert (df["seconds_per_epoch"] > 0).all() and (df["peak_memory_mb"] > 0).all()
     assert df["cuda_peak_memory_mb"].isna().all()
     assert list(tmp_path.iterdir()) == []  # temporary files removed
+
+
+def test_max_steps_extrapolates_the_epoch(monkeypatch, tmp_path):
+    monkeypatch.setattr(_scale, "_run_in_subprocess", _in_process)
+    df = _scale.cell_scaling(n_cells=(200,), n_genes=20, batch_size=16, max_steps=8, n_hidden=8, workdir=tmp_path)
+    row = df.iloc[0]
+    assert row["steps_run"] == 8 and row["n_steps_per_epoch"] == math.ceil(200 / 16) and row["epoch_extrapolated"]
+    assert row["seconds_per_epoch"] == pytest.approx(row["seconds_per_step"] * row["n_steps_per_epoch"])
 
 
 def test_gene_scaling_runs_in_a_fresh_process(tmp_path):

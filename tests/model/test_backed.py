@@ -108,3 +108,19 @@ def test_backed_csc_rejected_and_backed_layer_warned(tmp_path):
     adata.write_h5ad(path)
     with pytest.warns(UserWarning, match="only adata.X stays on disk"):
         SparseVAE.setup_anndata(ad.read_h5ad(path, backed="r"), layer="counts")
+
+
+def test_anncollection_adapter_trains_with_a_layer(tmp_path):
+    from anndata.experimental import AnnCollection
+    from scvi.dataloaders import CollectionAdapter
+
+    parts = []
+    for i, n_obs in enumerate((70, 90)):
+        part = ad.read_h5ad(_write(tmp_path / f"part{i}.h5ad", _counts(n_obs=n_obs, seed=i)))
+        part.layers["counts"] = part.X.copy()
+        parts.append(part)
+    adapter = CollectionAdapter(AnnCollection(parts, join_vars="inner", label="dataset", index_unique="_"))
+    model = _fit(adapter, layer="counts")
+    z = model.get_latent_representation()
+    assert z.shape == (160, 4) and np.isfinite(z).all()
+    assert model.get_loadings().shape == (25, 4)

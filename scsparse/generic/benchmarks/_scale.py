@@ -41,6 +41,8 @@ SCALE_COLUMNS = [
     "device",
     "epochs",
     "n_steps_per_epoch",
+    "steps_run",
+    "epoch_extrapolated",
     "seconds_per_epoch",
     "seconds_per_step",
     "setup_seconds",
@@ -156,21 +158,28 @@ def _train_job(spec: dict[str, Any]) -> dict[str, Any]:
     from scsparse.generic.benchmarks._common import quiet_training_logs
     from scsparse.model import SparseVAE
 
-    class EpochTimer(Callback):
+    class StepTimer(Callback):
+        """Wall time of each epoch and of each step (batch end to batch end: data loading included)."""
+
         def __init__(self) -> None:
-            self.starts: list[float] = []
-            self.seconds: list[float] = []
-            self.steps: list[int] = []
+            self.epoch_seconds: list[float] = []
+            self.epoch_steps: list[int] = []
+            self.step_seconds: list[float] = []
+            self.full_epoch_steps = 0
 
         def on_train_epoch_start(self, trainer, pl_module) -> None:
-            self.starts.append(time.perf_counter())
-            self.steps.append(0)
+            self.full_epoch_steps = int(trainer.num_training_batches)
+            self.epoch_start = self.last = time.perf_counter()
+            self.epoch_steps.append(0)
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-            self.steps[-1] += 1
+            now = time.perf_counter()
+            self.step_seconds.append(now - self.last)
+            self.last = now
+            self.epoch_steps[-1] += 1
 
         def on_train_epoch_end(self, trainer, pl_module) -> None:
-            self.seconds.append(time.perf_counter() - self.starts[-1])
+            self.epoch_seconds.append(time.perf_counter() - self.epoch_start)
 
     rss_import = _rss_mb()
     device = spec["device"]
@@ -183,7 +192,7 @@ def _train_job(spec: dict[str, Any]) -> dict[str, Any]:
         SparseVAE.setup_anndata(adata)
         model = SparseVAE(adata, n_latent=spec["n_latent"], n_hidden=spec["n_hidden"], seed=spec["seed"])
         setup_seconds = time.perf_counter() - t0
-        timer = EpochTimer()
+        timer = StepTimer()
         model.train(
             max_epochs=spec["epochs"],
             batch_size=spec["batch_size"],
@@ -197,13 +206,26 @@ def _train_job(spec: dict[str, Any]) -> dict[str, Any]:
             callbacks=[timer],
             **({"max_steps": spec["max_steps"]} if spec.get("max_steps") else {}),
         )
-    timed = timer.seconds[1:] if len(timer.seconds) > 1 else timer.seconds  # the first epoch warms up
-    steps = timer.steps[1:] if len(timer.steps) > 1 else timer.steps
+    full = [i for i, n in enumerate(timer.epoch_steps) if n == timer.full_epoch_steps and i < len(timer.epoch_seconds)]
+    if full:  # whole epochs ran: median over those after the first (warm-up) when there are several
+        timed = full[1:] if len(full) > 1 else full
+        seconds_per_epoch = float(np.median([timer.epoch_seconds[i] for i in timed]))
+        seconds_per_step = float(
+            np.sum([timer.epoch_seconds[i] for i in timed]) / np.sum([timer.epoch_steps[i] for i in timed])
+        )
+        extrapolated = False
+    else:  # max_steps cut the epoch: mean step time after a short warm-up, times the steps of an epoch
+        steps = timer.step_seconds[min(5, len(timer.step_seconds) // 4) :]
+        seconds_per_step = float(np.mean(steps))
+        seconds_per_epoch = seconds_per_step * timer.full_epoch_steps
+        extrapolated = True
     return {
-        "epochs": len(timer.seconds),
-        "n_steps_per_epoch": int(np.median(steps)),
-        "seconds_per_epoch": float(np.median(timed)),
-        "seconds_per_step": float(np.sum(timed) / max(np.sum(steps), 1)),
+        "epochs": len(timer.epoch_steps),
+        "n_steps_per_epoch": timer.full_epoch_steps,
+        "steps_run": int(np.sum(timer.epoch_steps)),
+        "epoch_extrapolated": extrapolated,
+        "seconds_per_epoch": seconds_per_epoch,
+        "seconds_per_step": seconds_per_step,
         "setup_seconds": setup_seconds,
         "peak_memory_mb": _rss_mb(),
         "rss_after_import_mb": rss_import,
@@ -356,7 +378,9 @@ def gene_scaling(
     epochs
         Epochs per run; times are medians over the epochs after the first (warm-up) when ``epochs > 1``.
     max_steps
-        Stop each run after this many steps (``None``: whole epochs).
+        Stop each run after this many steps (``None``: whole epochs). When that cuts the first epoch short,
+        ``seconds_per_step`` is the mean time per step (data loading included, the first steps left out as
+        warm-up) and ``seconds_per_epoch`` is that times the steps of a full epoch (``epoch_extrapolated``).
     n_latent, n_hidden
         Model size (defaults: SparseVAE's).
     n_threads
