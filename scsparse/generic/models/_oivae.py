@@ -95,6 +95,9 @@ class OIVAEModule(nn.Module):
     lambda_
         Group-lasso weight; only used to report the full objective in :meth:`loss` (the penalty itself
         is applied by the proximal step, see :func:`~scsparse.nn._group_lasso.group_lasso_prox`).
+    theta_prior_weight
+        Weight of ``0.5 ||theta||^2`` in the per-row loss; ``None``: ``1 / n_obs`` (the prior counted once
+        for the data set).
     """
 
     def __init__(
@@ -108,9 +111,11 @@ class OIVAEModule(nn.Module):
         likelihood: str = "normal",
         w_init_scale: float = 0.5,
         lambda_: float = 0.0,
+        theta_prior_weight: float | None = None,
     ) -> None:
         super().__init__()
         self.lambda_ = float(lambda_)
+        self.theta_prior_weight = None if theta_prior_weight is None else float(theta_prior_weight)
         group_index = torch.as_tensor(np.asarray(group_index), dtype=torch.long)
         n_features = int(group_index.numel())
         n_groups = int(group_index.max()) + 1
@@ -187,7 +192,8 @@ class OIVAEModule(nn.Module):
     def loss(self, x: torch.Tensor, n_obs: int, epoch: int = 0) -> torch.Tensor:
         """Per-row collapsed objective without the group lasso (that part is the proximal step).
 
-        ``mean_i [-log p(x_i | z_i) + KL(q(z_i | x_i) || N(0, I))] + 0.5 ||theta||^2 / n_obs``, one sample
+        ``mean_i [-log p(x_i | z_i) + KL(q(z_i | x_i) || N(0, I))] + c * 0.5 ||theta||^2`` with
+        ``c = theta_prior_weight`` (default ``1 / n_obs``), one sample
         ``z_i ~ q(z | x_i)``. The value returned adds ``lambda * sum_{g,k} ||W[g, :, k]||`` *detached*, so the
         training history shows the whole collapsed objective while the gradient leaves ``W``'s penalty to
         the proximal step.
@@ -195,7 +201,8 @@ class OIVAEModule(nn.Module):
         qz, z = self.encoder(x)
         rec = -observation_log_prob(self.obs, x, self.decode(z))
         kl = gaussian_kl(qz)
-        loss = torch.mean(rec + kl) + self.weight_prior() / max(int(n_obs), 1)
+        c = 1.0 / max(int(n_obs), 1) if self.theta_prior_weight is None else self.theta_prior_weight
+        loss = torch.mean(rec + kl) + c * self.weight_prior()
         if self.lambda_ > 0:
             loss = loss + group_lasso_penalty(self.W.detach(), self.lambda_)
         return loss
@@ -243,7 +250,11 @@ class OIVAE(TorchArrayModel):
     - data term and KL: mean over the minibatch rows (one reparameterised sample per row);
     - ``log p(theta)``, a ``N(0, I)`` prior on all weights and biases of the group generators (it stops
       the generators from undoing the shrinkage of ``W`` by growing their first layer): a global term,
-      so ``0.5 ||theta||^2 / n_obs``;
+      so ``0.5 ||theta||^2 / n_obs`` by default; ``theta_prior_weight=1`` puts it on the footing of the group
+      lasso instead, both at full weight beside one row's data term, as the paper's bound for one
+      observation writes them (Sec. 5.1). Only then is the scale of ``W`` pinned: with the prior divided by
+      ``N`` the generators can grow at almost no cost while ``W`` shrinks, and the group lasso then hardly
+      separates the groups (on the bars data, ``theta_prior_weight=1`` gives one factor per row);
     - group lasso: *not* differentiated. After every optimiser step the trainer's ``after_step`` hook
       applies the proximal operator ``W^(g)[:, k] <- W^(g)[:, k] / ||W^(g)[:, k]|| max(0, ||W^(g)[:, k]|| - lr lambda)``
       with ``lr`` read from the optimiser. ``lambda`` is relative to the per-row objective, the paper's
@@ -259,7 +270,10 @@ class OIVAE(TorchArrayModel):
     proximal step in Adam's metric instead: the threshold of column ``(g, k)`` is
     ``lr * lambda / mean_p(sqrt(v_hat) + eps)`` (``v_hat``: Adam's bias-corrected second moment of that
     column), so a zero column stays at zero exactly when the gradient of the smooth part there is
-    smaller than ``lambda`` in norm, the stationarity condition of the collapsed objective.
+    smaller than ``lambda`` in norm, the stationarity condition of the collapsed objective. ``w_lr``
+    follows Algorithm 1 (and the paper's experiments, "proximal gradient descent on W with learning rate
+    1e-4", Adam on the other parameters): ``W`` takes a plain gradient step of size ``w_lr`` followed by the
+    proximal step with threshold ``w_lr * lambda``; Adam's update of ``W`` is discarded.
 
     Parameters
     ----------
@@ -282,7 +296,13 @@ class OIVAE(TorchArrayModel):
         Standard deviation of the initial entries of ``W``.
     prox_scaling
         ``"lr"``: proximal threshold ``lr * lambda`` (Algorithm 1 with the optimiser's learning rate);
-        ``"adam"``: the same step in Adam's diagonal metric (see above).
+        ``"adam"``: the same step in Adam's diagonal metric (see above). Ignored when ``w_lr`` is set.
+    w_lr
+        Step of plain proximal stochastic gradient descent on ``W`` (Algorithm 1); ``None``: ``W`` is
+        updated by Adam with the other parameters, then thresholded as ``prox_scaling`` says.
+    theta_prior_weight
+        Weight of the ``N(0, I)`` prior term ``0.5 ||theta||^2`` on the generator parameters in the per-row
+        loss; ``None``: ``1 / N`` (``N`` training rows); ``1.0``: the paper's per-observation bound.
     lr, max_epochs, batch_size, seed
         Training settings (Adam, see :func:`~scsparse.generic.models._base.train_module`).
 
@@ -321,6 +341,8 @@ class OIVAE(TorchArrayModel):
         likelihood: str = "normal",
         w_init_scale: float = 0.5,
         prox_scaling: str = "lr",
+        w_lr: float | None = None,
+        theta_prior_weight: float | None = None,
         lr: float = 1e-3,
         max_epochs: int = 100,
         batch_size: int = 128,
@@ -335,6 +357,10 @@ class OIVAE(TorchArrayModel):
             raise ValueError("p and n_latent must be >= 1 and n_layers >= 0.")
         if prox_scaling not in ("lr", "adam"):
             raise ValueError(f"prox_scaling must be 'lr' or 'adam', got {prox_scaling!r}.")
+        if w_lr is not None and not w_lr > 0:
+            raise ValueError(f"w_lr must be positive (or None to update W with Adam), got {w_lr}.")
+        if theta_prior_weight is not None and theta_prior_weight < 0:
+            raise ValueError(f"theta_prior_weight must be non-negative (or None for 1/N), got {theta_prior_weight}.")
         names, index = np.unique(np.asarray(groups), return_inverse=True)
         self.groups = np.asarray(groups)
         self.group_names_ = names
@@ -344,6 +370,8 @@ class OIVAE(TorchArrayModel):
         self.likelihood = likelihood
         self.w_init_scale = float(w_init_scale)
         self.prox_scaling = prox_scaling
+        self.w_lr = None if w_lr is None else float(w_lr)
+        self.theta_prior_weight = None if theta_prior_weight is None else float(theta_prior_weight)
 
     def build(self, n_features: int, data: torch.Tensor | None) -> OIVAEModule:
         """The :class:`OIVAEModule` for ``n_features`` features (must match ``len(groups)``)."""
@@ -359,14 +387,28 @@ class OIVAE(TorchArrayModel):
             likelihood=self.likelihood,
             w_init_scale=self.w_init_scale,
             lambda_=self.lambda_,
+            theta_prior_weight=self.theta_prior_weight,
         )
         init_observation_variance(module.obs, data)
+        if self.w_lr is not None:  # W after the last proximal step (Adam's own update of W is discarded)
+            module.register_buffer("w_prox_state", module.W.detach().clone())
         return module
 
     def _hooks(self) -> dict[str, Callable | None]:
         lambda_ = self.lambda_
 
         scaling = self.prox_scaling
+        w_lr = self.w_lr
+
+        def proximal_sgd_step(module: OIVAEModule, optimizer: torch.optim.Optimizer) -> None:
+            w = module.w_prox_state - w_lr * module.W.grad
+            if lambda_ > 0:
+                w = group_lasso_prox(w, w_lr * lambda_)
+            module.W.copy_(w)
+            module.w_prox_state.copy_(w)
+
+        if w_lr is not None:
+            return {"after_step": proximal_sgd_step, "after_epoch": None}
 
         def proximal_step(module: OIVAEModule, optimizer: torch.optim.Optimizer) -> None:
             group = next(g for g in optimizer.param_groups if any(p is module.W for p in g["params"]))
