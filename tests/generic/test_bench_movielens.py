@@ -102,6 +102,7 @@ def test_quick_pipeline_on_toy_data(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "170.9" in summary and "Table 3a" in summary and "## Must show" in summary
     assert "met" in summary and "quick smoke run" in summary
     assert "## Provenance" in summary and "ML-25M" in summary
+    assert "Paper's ranking numbers for the sparse VAE" in summary and "not reached" in summary
     assert pd.read_csv(tmp_path / "results.csv").shape == df.shape
 
 

@@ -379,6 +379,29 @@ def _claims(df: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _paper_gap(df: pd.DataFrame) -> list[str]:
+    """Whether the paper's Recall@5 / NDCG@10 of the sparse VAE (0.98 / 0.98) are reached, and why not."""
+    sv = df[df["method"] == "SparseVAE"]
+    if not len(sv):
+        return []
+    r5, n10 = float(sv["recall_at_5"].mean()), float(sv["ndcg_at_10"].mean())
+    p = PAPER_TABLE_1A["SparseVAE"]
+    reached = r5 >= p[1] - 0.02 and n10 >= p[2] - 0.02
+    lines = [
+        f"Paper's ranking numbers for the sparse VAE (Recall@5 {p[1]:.2f}, NDCG@10 {p[2]:.2f} on ML-25M): "
+        f"{'reached' if reached else 'not reached'} (ours, mean over data sets and seeds: Recall@5 {r5:.3f}, "
+        f"NDCG@10 {n10:.3f})."
+    ]
+    if not reached:
+        lines[0] += (
+            " Different data (100 movies and a few hundred users instead of 300 movies and 100,000 users, far "
+            "fewer optimiser steps) make absolute values incomparable; every method here ranks the hidden movies "
+            "far below the paper's near-perfect values, so the gap is not specific to the sparse VAE. The paper "
+            "does not give enough detail of its ranking protocol to rule out a difference there as well."
+        )
+    return lines
+
+
 def _seed_wins(g: pd.DataFrame) -> str:
     seeds = sorted(g["seed"].unique())
     n = 0
@@ -499,6 +522,8 @@ def _write_summary(
         "## Must show",
         "",
         *_claims(df),
+        "",
+        *_paper_gap(table_df),
         "",
         *_factor_section(factors),
         "",
