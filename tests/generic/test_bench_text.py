@@ -15,6 +15,7 @@ from scsparse.generic.benchmarks import BENCHMARKS, run
 from scsparse.generic.benchmarks._text import (
     METHOD_NAMES,
     RESULT_COLUMNS,
+    beaten_by,
     build_models,
     document_split,
     nmf_marginal_nll,
@@ -22,7 +23,7 @@ from scsparse.generic.benchmarks._text import (
     top_words,
     verdict_best,
 )
-from scsparse.generic.models import NMF
+from scsparse.generic.models import NMF, SparseVAE
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
@@ -120,6 +121,23 @@ def test_top_words_ranks_by_loading() -> None:
     model = NMF(n_components=2, likelihood="multinomial").fit(X)
     words = top_words(model, np.array(["a", "b", "c", "d"]), n_words=2)
     assert sorted(words["words"]) == ["a; b", "d; c"]
+
+
+def test_top_words_of_sparsevae_falls_back_to_largest_columns() -> None:
+    X = np.random.default_rng(0).poisson(1.0, size=(60, 8)).astype(np.float32)
+    model = SparseVAE(n_latent=4, n_hidden=4, n_layers=1, likelihood="multinomial", max_epochs=1).fit(X)
+    words = top_words(model, np.array(list("abcdefgh")), n_words=3, n_fallback=3)
+    active = model.active_factors()
+    assert len(words) == (len(active) if len(active) else 3)
+    assert words["active"].tolist() == [len(active) > 0] * len(words)
+    k = int(words["factor"].iloc[0])
+    assert words["words"].iloc[0].split("; ")[0] == "abcdefgh"[int(np.argmax(np.abs(model.loadings()[:, k])))]
+
+
+def test_beaten_by_lists_better_runs() -> None:
+    df = pd.DataFrame({"method": ["SparseVAE", "VAE", "NMF"], "beta": [math.nan] * 3, "heldout_nll": [10.0, 9.0, 12.0]})
+    assert beaten_by(df) == "lower mean NLL than SparseVAE: VAE by 1.00 nats"
+    assert beaten_by(df.iloc[[0, 2]]) == "no method has a lower mean NLL"
 
 
 def test_run_text_quick_on_peerread_layout(tmp_path: Path) -> None:
