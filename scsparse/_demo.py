@@ -193,11 +193,12 @@ def _diagnostic_lines(summary: dict[str, Any], n_genes: int) -> list[str]:
     diag = summary.get("diagnostics")
     if diag is None or not len(diag):
         return []
+    fraction = float(diag.attrs.get("broad_fraction", BROAD_FRACTION))
     lines = [
         "",
         "### Broad factors without a gene set",
         "",
-        f"A factor is *broad* when more than {BROAD_FRACTION:.0%} of the {n_genes} model genes have p* > 0.5 in it "
+        f"A factor is *broad* when more than {fraction:.0%} of the {n_genes} model genes have p* > 0.5 in it "
         "(`gene_fraction` in the table above). A sparse programme holds a small part of the genes; a broad factor "
         "with no enriched gene set (no term at adj. p <= 0.05 in either direction; column `diagnostic`: "
         '"broad, no gene set") usually captures something global rather than a biological programme: RNA '
@@ -254,6 +255,8 @@ def write_report(path: Path, adata, summary: dict[str, Any], table: pd.DataFrame
     key
         The ``key_added`` of the fit.
     """
+    from scsparse.tl import BROAD_FRACTION
+
     uns = adata.uns[key]
     params = dict(uns.get("params", {}))
     train = dict(uns.get("train_params", {}))
@@ -298,8 +301,9 @@ def write_report(path: Path, adata, summary: dict[str, Any], table: pd.DataFrame
         "of genes in the factor's slab; `mean_*`: mean "
         "factor activity (posterior mean z) by condition; `shift_sd`: (stimulated - control) in units of the "
         "factor's standard deviation; `highest_in`: cell type with the highest mean activity; `top_genes`: by "
-        '|W| among genes with p* > 0.5; `diagnostic`: "broad" when the factor holds more than a quarter of the '
-        'genes, "no gene set" when no Hallmark set is enriched (adj. p <= 0.05), "ok" otherwise (see below).',
+        '|W| among genes with p* > 0.5; `diagnostic`: "broad" when the factor holds more than '
+        f'{BROAD_FRACTION:.0%} of the genes, "no gene set" when no Hallmark set is enriched (adj. p <= 0.05), "ok" '
+        "otherwise (see below).",
         "",
     ]
     lines.append(_fmt_table(table) if len(table) else "_No factor is active: train longer (--max-epochs)._")

@@ -329,9 +329,10 @@ def top_genes(
             panel.spines[side].set_visible(False)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in ("#c0392b", "#2e6fb7")]
     names_legend = ["up with factor", "down with factor"]
-    if ax is None:  # above the panel titles: never over tick labels
+    if ax is None:  # just above the panel titles of the first row: never over tick labels, no gap
+        top = max(a.get_position().y1 for a in axes) + 0.32 / fig.get_figheight()
         fig.legend(
-            handles, names_legend, loc="lower center", ncol=2, fontsize=8, frameon=False, bbox_to_anchor=(0.5, 1.0)
+            handles, names_legend, loc="lower center", ncol=2, fontsize=8, frameon=False, bbox_to_anchor=(0.5, top)
         )
     else:  # bars are sorted by length, so the lower right corner is free
         ax.legend(handles, names_legend, loc="lower right", fontsize=7, frameon=False)

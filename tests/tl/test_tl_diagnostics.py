@@ -29,7 +29,7 @@ def test_broad_unenriched_factor_is_flagged():
     adata = _broad_factor_1(planted.planted_adata())
     sets = {"PLANTED_UP": planted.UP, "PLANTED_DOWN": planted.DN}  # nothing of factor_1's genes
     scsparse.tl.enrich(adata, sets, key=KEY, min_size=3)
-    diag = scsparse.tl.factor_diagnostics(adata, key=KEY).set_index("factor")
+    diag = scsparse.tl.factor_diagnostics(adata, key=KEY, broad_fraction=0.3).set_index("factor")
     assert diag.loc["factor_0", "n_genes"] == 20 and diag.loc["factor_1", "n_genes"] == 60
     assert diag.loc["factor_1", "gene_fraction"] == pytest.approx(60 / 80)
     assert diag.loc["factor_0", "n_anchor"] == 20 and diag.loc["factor_1", "n_anchor"] == 60
@@ -48,13 +48,13 @@ def test_broad_unenriched_factor_is_flagged():
 
 def test_broad_but_enriched_and_without_enrichment():
     adata = _broad_factor_1(planted.planted_adata())
-    diag = scsparse.tl.factor_diagnostics(adata, key=KEY)  # no enrichment table: nothing to judge it by
+    diag = scsparse.tl.factor_diagnostics(adata, key=KEY, broad_fraction=0.3)  # no enrichment: nothing to judge by
     assert diag["enriched"].isna().all() and not diag["broad_unenriched"].any()
     assert list(diag["diagnostic"]) == ["ok", "broad"]
     table = pd.DataFrame(
         {"factor": ["factor_1"], "direction": ["positive"], "term": ["SOMETHING"], "p_adj": [1e-5], "overlap": [9]}
     )
-    diag = scsparse.tl.factor_diagnostics(adata, key=KEY, enrichment=table).set_index("factor")
+    diag = scsparse.tl.factor_diagnostics(adata, key=KEY, enrichment=table, broad_fraction=0.3).set_index("factor")
     assert not diag.loc["factor_1", "broad_unenriched"] and diag.loc["factor_1", "best_term"] == "SOMETHING"
     assert diag.loc["factor_0", "diagnostic"] == "no gene set"  # untested factor: nothing significant
     with pytest.raises(ValueError, match="broad_fraction"):
@@ -66,12 +66,20 @@ def test_demo_table_and_report_explain_the_flag():
 
     adata = _broad_factor_1(planted.planted_adata())
     scsparse.tl.enrich(adata, {"PLANTED_UP": planted.UP, "PLANTED_DOWN": planted.DN}, key=KEY, min_size=3)
-    diag = scsparse.tl.factor_diagnostics(adata, key=KEY)
+    diag = scsparse.tl.factor_diagnostics(adata, key=KEY, broad_fraction=0.3)
+    assert diag.attrs["broad_fraction"] == 0.3
     table = pd.DataFrame({"n_genes": [20, 60], "eta": [0.2, 0.7]}, index=pd.Index(["factor_0", "factor_1"]))
     out = _demo.add_diagnostics(table, diag)
     assert list(out.columns) == ["n_genes", "gene_fraction", "eta", "diagnostic"]
     assert list(out["diagnostic"]) == ["ok", "broad, no gene set"]
     text = "\n".join(_demo._diagnostic_lines({"diagnostics": diag}, adata.n_vars))
-    assert "more than 25% of the 80 model genes" in text
+    assert "more than 30% of the 80 model genes" in text
     assert "**factor_1**: 60 of 80 genes (75%) with p* > 0.5, 60 anchor genes; no gene set" in text
     assert text.count("**factor_") == 1  # only the flagged factor is listed
+
+
+def test_default_rule():
+    adata = _broad_factor_1(planted.planted_adata())  # factor_0: 20 of 80 genes (25%), factor_1: 75%
+    assert scsparse.tl.BROAD_FRACTION == 0.2
+    diag = scsparse.tl.factor_diagnostics(adata, key=KEY)
+    assert diag["broad"].tolist() == [True, True] and diag.attrs["broad_fraction"] == 0.2
