@@ -95,11 +95,15 @@ def factor_activity(
     n_groups = len(order)
     if ax is not None and len(names) > 1:
         raise ValueError(f"ax= needs a single factor, but {len(names)} are requested.")
-    rotate = n_groups > 3 or max(len(g) for g in order) > 8
+    longest = min(label_max_chars, max(map(len, order)))
+    width = panel_size[0] if panel_size is not None else max(2.4, 0.38 * n_groups + 1.0)
+    if ax is not None:
+        width = ax.get_position().width * ax.figure.get_figwidth() / 0.75
+    # rotate the group labels only when the longest (about 0.6 em per character at 8 pt) is wider than its slot
+    rotate = 0.6 * 8 * longest > 0.9 * (0.75 * width * 72 / n_groups)
     if ax is None:
         if panel_size is None:
-            longest = min(label_max_chars, max(map(len, order)))
-            panel_size = (max(2.4, 0.38 * n_groups + 1.0), 2.6 + (0.06 * longest if rotate else 0.0))
+            panel_size = (width, 2.6 + (0.06 * longest if rotate else 0.0))
         ncols = max(1, min(int(ncols), len(names)))
         nrows = int(np.ceil(len(names) / ncols))
         fig, grid = plt.subplots(

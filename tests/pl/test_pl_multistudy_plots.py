@@ -122,3 +122,18 @@ def test_association_cells(factor):
     table = scsparse.tl.factor_association(adata, "cell_type", key=KEY, factors=[factor])
     expected = 200 if factor.startswith("shared") else 100
     assert table["n_cells"].sum() == expected
+
+
+def test_activity_group_labels_rotate_only_when_needed():
+    adata = _multistudy_result()
+    axes = scsparse.pl.factor_activity(adata, "condition", key=KEY, factors=["shared_0", "shared_1"], show=False)
+    axes[0].figure.canvas.draw()
+    labels = axes[0].get_xticklabels()
+    assert [t.get_rotation() for t in labels] == [0, 0] and not _overlap(labels)  # "stimulated" fits its slot
+    plt.close("all")
+    adata.obs["long"] = pd.Categorical([f"a rather long group name {i % 6}" for i in range(adata.n_obs)])
+    axes = scsparse.pl.factor_activity(adata, "long", key=KEY, factors=["shared_0", "shared_1"], show=False)
+    axes[0].figure.canvas.draw()
+    labels = axes[0].get_xticklabels()
+    assert all(t.get_rotation() == 90 for t in labels) and not _overlap(labels)
+    plt.close("all")
