@@ -213,14 +213,16 @@ def _diagnostic_lines(summary: dict[str, Any], n_genes: int) -> list[str]:
     broad_ok = diag[diag["broad"] & ~diag["broad_unenriched"]]
     if len(flagged):
         for _, row in flagged.iterrows():
+            best = (
+                f" (best: {row['best_term']}, adj. p {_fmt_p(float(row['best_p_adj']))})"
+                if row["best_term"] and float(row["best_p_adj"]) < 1.0
+                else ""
+            )
+            rho = float(row.get("library_size_corr", float("nan")))
+            lib = f"; Spearman correlation with the log library size {rho:+.2f}" if rho == rho else ""
             lines.append(
                 f"- **{row['factor']}**: {int(row['n_genes'])} of {n_genes} genes ({row['gene_fraction']:.0%}) with "
-                f"p* > 0.5, {int(row['n_anchor'])} anchor genes; no gene set at adj. p <= 0.05"
-                + (
-                    f" (best: {row['best_term']}, adj. p {_fmt_p(float(row['best_p_adj']))})."
-                    if row["best_term"]
-                    else "."
-                )
+                f"p* > 0.5, {int(row['n_anchor'])} anchor genes; no gene set at adj. p <= 0.05{best}{lib}."
             )
     else:
         lines.append("- No active factor is broad without an enriched gene set.")

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from anndata import AnnData
 
-from ._top_genes import _factor_names, _read_results
+from ._top_genes import _expression_source, _factor_names, _looks_like_counts, _read_results
 
 __all__ = ["BROAD_FRACTION", "factor_diagnostics"]
 
@@ -16,6 +16,20 @@ __all__ = ["BROAD_FRACTION", "factor_diagnostics"]
 #: embedded Kang data (demo settings, seeds 0-2) the sparse programmes held at most 11% of the genes and the
 #: catch-all columns 22-56%.
 BROAD_FRACTION = 0.2
+
+
+def _library_corr(res: dict, factor: str, k: int, log_library: np.ndarray | None) -> float:
+    """Spearman correlation of a factor's activity with the log library size (its own cells only)."""
+    if log_library is None:
+        return float("nan")
+    from scipy.stats import spearmanr
+
+    cells = res["cell_masks"].get(factor)
+    z = np.asarray(res["Z"][:, k], dtype=np.float64)
+    z, lib = (z, log_library) if cells is None else (z[cells], log_library[cells])
+    if z.size < 3 or np.ptp(z) <= 1e-12 or np.ptp(lib) <= 1e-12:
+        return float("nan")
+    return float(spearmanr(z, lib)[0])
 
 
 def factor_diagnostics(
@@ -27,6 +41,7 @@ def factor_diagnostics(
     broad_fraction: float = BROAD_FRACTION,
     max_p_adj: float = 0.05,
     pip_threshold: float | None = None,
+    layer: str | None = None,
 ) -> pd.DataFrame:
     """Flag factors that are hard to interpret: *broad* programmes without any enriched gene set.
 
@@ -35,8 +50,9 @@ def factor_diagnostics(
     gene set is enriched (no term with adjusted p at most ``max_p_adj`` in either direction) usually captures a
     global effect rather than a biological programme: library size or RNA content, ribosomal or mitochondrial
     load, ambient RNA, or a catch-all column the prior has not sparsified yet. Such a factor is flagged
-    ``broad_unenriched``; read its top genes with care (and check it against the library size) before calling it
-    a programme. Nothing about the model changes.
+    ``broad_unenriched``; read its top genes with care before calling it a programme. ``library_size_corr`` helps
+    to check it against the library size (a strong correlation alone does not flag a factor: cell types differ in
+    RNA content). Nothing about the model changes.
 
     Parameters
     ----------
@@ -55,13 +71,17 @@ def factor_diagnostics(
         Adjusted p-value (the table's ``p_adj``: within factor and direction) at which a gene set counts.
     pip_threshold
         Inclusion threshold (default: the fit's, ``uns[key]["pip_threshold"]``).
+    layer
+        Counts for ``library_size_corr`` (default: the model's training layer, else ``X``).
 
     Returns
     -------
     pandas.DataFrame
         One row per factor: ``factor``, ``n_genes`` (``p* > pip_threshold``), ``gene_fraction`` (``n_genes / G``),
         ``n_anchor`` (genes whose only programme it is), ``broad``, ``best_term``, ``best_direction`` and
-        ``best_p_adj`` (the most significant gene set, if any term was tested), ``enriched`` (a term at
+        ``best_p_adj`` (the most significant gene set, if any term was tested), ``library_size_corr`` (Spearman
+        correlation of the factor's activity with the log library size, over the cells the factor is defined on;
+        NaN when the data are not counts), ``enriched`` (a term at
         ``p_adj <= max_p_adj``), ``broad_unenriched`` (broad and not enriched) and ``diagnostic`` (a short text:
         ``"ok"``, ``"broad"``, ``"no gene set"`` or ``"broad, no gene set"``). ``table.attrs["broad_fraction"]``
         and ``table.attrs["max_p_adj"]`` record the rule.
@@ -88,6 +108,8 @@ def factor_diagnostics(
         enrichment = adata.uns[f"{key}_enrichment"]
     if enrichment is not None and not isinstance(enrichment, pd.DataFrame):
         enrichment = pd.DataFrame(enrichment)
+    mat, _ = _expression_source(adata, layer, res["setup_layer"])
+    log_library = np.log1p(np.asarray(mat.sum(1), dtype=np.float64).ravel()) if _looks_like_counts(mat) else None
     included = res["pip"] > thr
     per_gene = included.sum(1)
     n_genes_total = included.shape[0]
@@ -104,6 +126,7 @@ def factor_diagnostics(
             "best_term": "",
             "best_direction": "",
             "best_p_adj": float("nan"),
+            "library_size_corr": _library_corr(res, f, k, log_library),
             "enriched": pd.NA,
         }
         if enrichment is not None:

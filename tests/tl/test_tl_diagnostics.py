@@ -83,3 +83,19 @@ def test_default_rule():
     assert scsparse.tl.BROAD_FRACTION == 0.2
     diag = scsparse.tl.factor_diagnostics(adata, key=KEY)
     assert diag["broad"].tolist() == [True, True] and diag.attrs["broad_fraction"] == 0.2
+
+
+def test_library_size_correlation():
+    from scipy.stats import spearmanr
+
+    adata = planted.planted_adata()
+    diag = scsparse.tl.factor_diagnostics(adata, key=KEY).set_index("factor")
+    lib = np.log1p(np.asarray(adata.layers["counts"].sum(1)).ravel())
+    z = adata.obsm[f"X_{KEY}"]
+    for k, f in enumerate(["factor_0", "factor_1"]):
+        assert diag.loc[f, "library_size_corr"] == pytest.approx(spearmanr(z[:, k], lib)[0])
+    # factor_1 drives 10 genes up: cells high in it have more counts
+    assert diag.loc["factor_1", "library_size_corr"] > 0.2
+    adata.X = np.log1p(adata.layers["counts"].toarray())  # not counts: no library size
+    del adata.uns[KEY]["setup_args"]
+    assert scsparse.tl.factor_diagnostics(adata, key=KEY)["library_size_corr"].isna().all()
