@@ -148,6 +148,7 @@ def test_run_text_quick_on_peerread_layout(tmp_path: Path) -> None:
     assert df["heldout_nll"].notna().all() and (df["heldout_nll"] > 0).all()
     assert set(df.loc[df["method"] == "NMF", "nll_kind"]) == {"empirical-prior"}
     assert df.loc[df["method"] == "NMF", "nll_plugin"].notna().all()
+    assert df["unigram_nll"].nunique() == 1 and df["unigram_nll"].iloc[0] > 0  # one reference per split
     summary = (tmp_path / "out" / "summary.md").read_text()
     assert "Table 1b" in summary and "245.0" in summary and "not assessed (quick smoke run)" in summary
     assert "NeurIPS" in summary and "Table 3b" in summary

@@ -53,6 +53,8 @@ from ._text import (
     paper_comparison_table,
     resolve_settings,
     run_labels,
+    unigram_lines,
+    unigram_nll,
     verdict_best,
 )
 
@@ -128,6 +130,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "heldout_nll",
     "nll_kind",
     "nll_plugin",
+    "unigram_nll",
     "n_active",
     "train_pair_corr",
     "test_pair_corr",
@@ -369,6 +372,7 @@ def _reading(df: pd.DataFrame, levels: Sequence[str], quick: bool) -> list[str]:
         sub = df[df["shift"] == lv]
         means = sub["heldout_nll"].groupby(run_labels(sub), sort=False).mean().sort_values()
         lines.append(f"- {lv}: " + " < ".join(f"{m} ({v:.1f})" for m, v in means.items()))
+        lines += [f"  {line}" for line in unigram_lines(sub)]
     if {"SparseVAE", "VAE"} <= set(df["method"]):
         gaps = []
         for lv in levels:
@@ -491,6 +495,7 @@ def run_semisynthetic(
                 theta_tr = shifted_factors(theta[train_idx], sigma, rng)
                 x_train = simulate_documents(theta_tr, beta, lengths[train_idx], rng).astype(np.float32)
                 train_corr = paired_correlation(theta_tr)
+                reference = unigram_nll(x_train, x_eval)
                 for entry in build_models(cfg, seed, methods):
                     fit_and_score(entry, x_train, x_eval, cfg["n_is_samples"])
                     rows.append(
@@ -503,6 +508,7 @@ def run_semisynthetic(
                             "heldout_nll": entry.heldout_nll,
                             "nll_kind": entry.nll_kind,
                             "nll_plugin": entry.nll_plugin,
+                            "unigram_nll": reference,
                             "n_active": entry.n_active,
                             "train_pair_corr": train_corr,
                             "test_pair_corr": test_corr,

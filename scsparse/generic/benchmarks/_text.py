@@ -105,6 +105,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "heldout_nll",
     "nll_kind",
     "nll_plugin",
+    "unigram_nll",
     "n_active",
     "n_train",
     "n_test",
@@ -138,6 +139,28 @@ NLL_DEFINITION = (
 
 #: Floor of NMF's word probabilities (as :data:`scsparse.generic.models._nmf.PROB_FLOOR`).
 _PROB_FLOOR = 1e-10
+
+
+def unigram_nll(x_train: np.ndarray, x_eval: np.ndarray, pseudo_count: float = 0.5) -> float:
+    """Mean ``-log Mult(x; n, p)`` of the held-out rows with ``p`` the training word frequencies (no latent variable).
+
+    The reference every latent-variable model should beat: a model whose posterior collapsed scores about this.
+    ``p_j`` is proportional to the training count of word ``j`` plus ``pseudo_count``; the multinomial coefficient
+    is included, as in :data:`NLL_DEFINITION`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> round(unigram_nll(np.array([[1.0, 1.0]]), np.array([[2.0, 0.0]]), pseudo_count=0.0), 4)  # -log 0.25
+    1.3863
+    """
+    from scipy.special import gammaln
+
+    p = np.asarray(x_train, dtype=np.float64).sum(0) + float(pseudo_count)
+    log_p = np.log(np.maximum(p / p.sum(), _PROB_FLOOR))
+    x = np.asarray(x_eval, dtype=np.float64)
+    ll = gammaln(x.sum(1) + 1.0) - gammaln(x + 1.0).sum(1) + x @ log_p
+    return -float(ll.mean())
 
 
 def nmf_marginal_nll(model: NMF, x_train: np.ndarray, x_eval: np.ndarray, chunk: int = 256) -> float:
@@ -619,6 +642,25 @@ def _write_summary(
     return path
 
 
+def unigram_lines(df: pd.DataFrame, tolerance: float = 1.0) -> list[str]:
+    """The unigram reference beside the methods: which ones are within ``tolerance`` nats of it (collapsed)."""
+    if "unigram_nll" not in df or df["unigram_nll"].isna().all():
+        return []
+    ref = float(df["unigram_nll"].mean())
+    means = df["heldout_nll"].groupby(run_labels(df), sort=False).mean()
+    near = [m for m, v in means.items() if v > ref - tolerance]
+    text = (
+        f"- Reference without latent variables (unigram multinomial with the training word frequencies, same "
+        f"documents): {ref:.1f}."
+    )
+    if near:
+        text += (
+            f" Within {tolerance:g} nat of it (or above): {', '.join(near)} -- these learned (almost) nothing "
+            "from the documents in this run (posterior collapse or too little training)."
+        )
+    return [text]
+
+
 def _reading(df: pd.DataFrame, quick: bool) -> list[str]:
     """A few sentences on what the numbers say (ordering, gaps, caveats)."""
     if quick:
@@ -627,6 +669,7 @@ def _reading(df: pd.DataFrame, quick: bool) -> list[str]:
     means = best.groupby("method", sort=False)["heldout_nll"].mean().sort_values()
     order = " < ".join(f"{m} ({v:.1f})" for m, v in means.items())
     lines = [f"- Ordering of mean held-out NLL (best beta): {order}."]
+    lines += unigram_lines(df)
     if {"SparseVAE", "VAE"} <= set(means.index):
         gap = float(means["VAE"] - means["SparseVAE"])
         lines.append(f"- SparseVAE minus VAE: {-gap:+.2f} nats per document (paper: 245.0 - 252.6 = -7.6 on PeerRead).")
@@ -792,6 +835,7 @@ def run_text(
         for seed in range(seeds):
             train_idx, test_idx = document_split(corpus.n_docs, seed)
             eval_idx = eval_subset(test_idx, cfg["n_eval_docs"], seed)
+            reference = unigram_nll(X[train_idx], X[eval_idx])
             for entry in build_models(cfg, seed, methods):
                 fit_and_score(entry, X[train_idx], X[eval_idx], cfg["n_is_samples"])
                 rows.append(
@@ -802,6 +846,7 @@ def run_text(
                         "heldout_nll": entry.heldout_nll,
                         "nll_kind": entry.nll_kind,
                         "nll_plugin": entry.nll_plugin,
+                        "unigram_nll": reference,
                         "n_active": entry.n_active,
                         "n_train": len(train_idx),
                         "n_test": len(eval_idx),
