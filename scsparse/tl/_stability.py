@@ -27,7 +27,10 @@ def _abs_corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _loadings_of(fitted: Any) -> tuple[pd.DataFrame, list[str]]:
     """Loadings (genes x factors) and active factors of a model, or of a loadings matrix returned by a factory."""
-    if hasattr(fitted, "get_loadings"):
+    if hasattr(fitted, "get_loadings") and hasattr(fitted, "studies"):  # multi-study: shared and specific blocks
+        W = pd.concat([fitted.get_loadings()] + [fitted.get_loadings(s) for s in fitted.studies], axis=1)
+        active = list(fitted.active_factors()) if hasattr(fitted, "active_factors") else list(W.columns)
+    elif hasattr(fitted, "get_loadings"):
         W = fitted.get_loadings()
         if not isinstance(W, pd.DataFrame):
             W = pd.DataFrame(np.asarray(W))
@@ -74,7 +77,8 @@ def stability(
     adata_or_factory
         An AnnData to fit (counts in ``layer``), or a callable ``factory(seed) -> fitted model`` (anything with
         ``get_loadings()`` returning genes x factors, optionally ``active_factors()``; or the loadings matrix
-        itself).
+        itself). A :class:`~scsparse.model.MultiStudySparseVAE` contributes its shared and all study-specific
+        factors (names as in its factor table).
     seeds
         Seeds, at least two; the first is the reference.
     layer, batch_key, n_latent, max_epochs, gene_likelihood, model_kwargs, train_kwargs

@@ -217,3 +217,31 @@ def test_trained_model_layout(trained_mssvae, tmp_path):
     assert set(tg.factor) <= set(names)
     adata.write_h5ad(tmp_path / "t.h5ad")
     assert "mssvae_enrichment" in ad.read_h5ad(tmp_path / "t.h5ad").uns
+
+
+def test_stability_of_a_multistudy_model_covers_specific_factors(trained_mssvae):
+    adata, model = trained_mssvae
+
+    class Shifted:
+        """The trained model with noise on its loadings: a stand-in for another seed (same API)."""
+
+        studies = model.studies
+
+        def __init__(self, seed):
+            self.rng = np.random.default_rng(seed)
+
+        def get_loadings(self, study=None):
+            W = model.get_loadings(study)
+            return W + (0.0 if self.seed0 else 0.01) * self.rng.normal(size=W.shape)
+
+        def active_factors(self):
+            return model.active_factors()
+
+    def factory(seed):
+        fitted = Shifted(seed)
+        fitted.seed0 = seed == 0
+        return fitted
+
+    table = scsparse.tl.stability(factory, seeds=(0, 1))
+    assert set(table.factor) == set(model.factor_names)  # shared and every study's specific factors
+    assert (table["match_seed1"] == table["factor"]).all() and (table["reproducibility"] > 0.9).all()
