@@ -74,3 +74,5 @@ def test_run_mocap_rejects_bad_options(tmp_path: Path) -> None:
         run_mocap(tmp_path, configs=[("PCA", 4)])
     with pytest.raises(ValueError, match="seeds"):
         run_mocap(tmp_path, seeds=0)
+    with pytest.raises(ValueError, match="theta_prior"):
+        run_mocap(tmp_path, theta_prior="none")

@@ -644,6 +644,9 @@ def run_bars(
         reduced.append(f"{epochs} epochs instead of the paper's {paper_epochs} ({s['iterations']} iterations)")
     if seeds < 5:
         reduced.append(f"{seeds} seed(s) instead of 5")
+    left_out = [m for m in METHODS if m not in methods]
+    if left_out:
+        reduced.append(f"comparisons {', '.join(left_out)} not run")
     out_dir = make_output_dir(out)
     options = {
         "out": str(out_dir),
