@@ -94,7 +94,7 @@ SEMISYNTHETIC_SETTINGS: dict[str, Any] = {
 }
 
 #: Seeds of a quick run at most (a smoke run needs no spread over seeds).
-QUICK_MAX_SEEDS = 2
+QUICK_MAX_SEEDS = 1
 
 #: Overrides of ``quick=True``.
 QUICK_SEMISYNTHETIC_SETTINGS: dict[str, Any] = {
@@ -414,7 +414,7 @@ def run_semisynthetic(
     seeds
         Number of semi-simulated data sets per level (the paper: 5).
     quick
-        Smoke run: 200 documents, 60 words, width 8, 2 epochs, at most 2 seeds.
+        Smoke run: 200 documents, 60 words, width 8, 2 epochs, one seed.
     max_epochs
         Epochs (the paper: 50), overriding ``quick``.
     n_threads
