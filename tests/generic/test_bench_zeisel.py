@@ -177,6 +177,13 @@ def test_run_zeisel_subset_of_settings_and_methods(tmp_path):
     assert df["method"].tolist() == ["NMF (KL)"] and (df["setting"] == "counts").all()
 
 
+def test_quick_runs_one_seed_by_default(tmp_path):
+    df = run_zeisel(
+        tmp_path, adata=_fake_zeisel(), quick=True, settings=["counts"], methods=["NMF (KL)"], verbose=False
+    )
+    assert df["seed"].tolist() == [0] and (df["epochs"] == 2).all() and (df["n_genes"] == 60).all()
+
+
 def test_run_zeisel_errors(tmp_path):
     adata = _fake_zeisel()
     with pytest.raises(ValueError, match="settings"):

@@ -100,6 +100,8 @@ PAPER_ACCURACY: dict[str, tuple[float, float]] = {
 
 #: The project's target: the sparse VAE's held-out accuracy (normalised setting).
 TARGET_ACCURACY = 0.95
+#: Seeds (splits) of a full run.
+DEFAULT_SEEDS = 5
 #: Fraction of the cells held out (stratified by level-1 class).
 TEST_FRACTION = 0.2
 #: Offset added to the seed for the train/test split, so the split stream differs from the model seeds.
@@ -634,8 +636,8 @@ def _reductions(seeds: int, epochs: int, full_data: bool) -> str:
     out = []
     if epochs < ZEISEL_SETTINGS["max_epochs"]:
         out.append(f"{epochs} training epochs instead of {ZEISEL_SETTINGS['max_epochs']}")
-    if seeds < 5:
-        out.append(f"{seeds} seed(s) instead of the default 5")
+    if seeds < DEFAULT_SEEDS:
+        out.append(f"{seeds} seed(s) instead of the default {DEFAULT_SEEDS}")
     if not full_data:
         out.append("a subsample of cells and / or genes")
     return "; ".join(out) if out else "nothing"
@@ -795,7 +797,7 @@ def _import_models(settings: Sequence[str]) -> None:
 def run_zeisel(
     out: str | os.PathLike[str],
     *,
-    seeds: int = 5,
+    seeds: int | None = None,
     quick: bool = False,
     max_epochs: int | None = None,
     n_threads: int | None = 1,
@@ -817,7 +819,7 @@ def run_zeisel(
     out
         Output folder; receives ``results.csv``, ``summary.md`` and ``zeisel_accuracy.png``.
     seeds
-        Number of seeds (splits and model initialisations) ``0 .. seeds - 1``.
+        Number of seeds (splits and model initialisations) ``0 .. seeds - 1``; default 5 (1 with ``quick``).
     quick
         Smoke run: 600 cells, 200 genes, 2 epochs (unless ``n_cells``, ``n_genes``, ``max_epochs`` say
         otherwise).
@@ -847,6 +849,8 @@ def run_zeisel(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("zeisel", out="bench_zeisel", seeds=5)  # doctest: +SKIP
     """
+    if seeds is None:
+        seeds = 1 if quick else DEFAULT_SEEDS
     if int(seeds) != seeds or seeds < 1:
         raise ValueError(f"seeds must be a positive integer, got {seeds}")
     if max_epochs is not None and (int(max_epochs) != max_epochs or max_epochs < 1):
