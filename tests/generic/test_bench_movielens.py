@@ -104,6 +104,19 @@ def test_quick_pipeline_on_toy_data(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "## Provenance" in summary and "ML-25M" in summary
     assert "Paper's ranking numbers for the sparse VAE" in summary and "not reached" in summary
     assert pd.read_csv(tmp_path / "results.csv").shape == df.shape
+    _assert_tables_well_formed(summary)
+
+
+def _assert_tables_well_formed(markdown: str) -> None:
+    """Every row of every markdown table has as many cells as its header (no stray '|' in a cell)."""
+    header_bars = None
+    for line in markdown.splitlines():
+        if not line.startswith("|"):
+            header_bars = None
+            continue
+        if header_bars is None:
+            header_bars = line.count("|")
+        assert line.count("|") == header_bars, line
 
 
 def test_bad_options(tmp_path: Path) -> None:
@@ -127,3 +140,31 @@ def test_quick_on_real_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     factors = pd.read_csv(tmp_path / "factors.csv")
     assert list(factors.columns) == ["dataset", "factor", "selection", "n_selected", "top_movies", "weights", "pips"]
     assert len(factors) >= 1  # active factors, or every factor ranked by |w| when none is active
+
+
+class _StubSparseVAE:
+    """Just what ``_describe_factors`` reads from a fitted sparse VAE."""
+
+    def __init__(self, W: np.ndarray, pip: np.ndarray) -> None:
+        self.W, self.pip = W, pip
+
+    def loadings(self) -> np.ndarray:
+        return self.W
+
+    def inclusion_probabilities(self) -> np.ndarray:
+        return self.pip
+
+    def active_factors(self) -> np.ndarray:
+        return np.flatnonzero((self.pip > 0.5).any(0))
+
+
+def test_describe_factors_active_and_fallback() -> None:
+    data = _toy_data(n_movies=4)
+    W = np.array([[0.1, 0.9], [0.3, 0.0], [0.2, 0.8], [0.0, 0.1]])
+    active = ml._describe_factors(_StubSparseVAE(W, (np.abs(W) > 0.5).astype(float)), data)
+    assert [f["factor"] for f in active] == [1] and active[0]["selection"] == "p* > 0.5"
+    assert active[0]["movies"] == ["Movie 0", "Movie 2"] and active[0]["pips"] == [1.0, 1.0]
+    none = ml._describe_factors(_StubSparseVAE(W, np.zeros_like(W)), data)
+    assert [f["factor"] for f in none] == [1, 0]  # by sum |w|
+    assert none[0]["selection"].startswith("none active") and "|" not in none[0]["selection"]
+    assert none[1]["movies"][:2] == ["Movie 1", "Movie 2"] and none[1]["n_selected"] == 0

@@ -280,7 +280,7 @@ def _describe_factors(model: SparseVAE, data: MovieLensData) -> list[dict[str, A
     active = [int(k) for k in model.active_factors()]
     rule = "p* > 0.5"
     if not active:
-        active, rule = list(range(W.shape[1])), "none active: |w| only"
+        active, rule = list(range(W.shape[1])), "none active: by abs(w) only"
     active.sort(key=lambda k: -float(np.abs(W[:, k]).sum()))
     ranked_pip = pip if rule == "p* > 0.5" else np.ones_like(pip)
     out = factor_top_movies(W, ranked_pip, data.titles, active)
