@@ -103,7 +103,7 @@ def test_oivae_theta_prior_weight_scales_the_generator_prior() -> None:
         module = model.build(64, X)
         torch.manual_seed(1)
         losses[weight] = float(module.loss(X, n_obs=100).detach())
-        prior = float(module.weight_prior())
+        prior = float(module.weight_prior().detach())
     assert losses[1.0] - losses[None] == pytest.approx(prior * (1.0 - 1.0 / 100), rel=1e-4)
     with pytest.raises(ValueError, match="theta_prior_weight"):
         OIVAE(np.zeros(4), theta_prior_weight=-1.0)
