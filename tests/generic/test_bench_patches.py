@@ -112,6 +112,22 @@ def test_run_patches_quick_writes_table_and_claims(tmp_path):
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "results.csv"), df, check_dtype=False)
 
 
+def test_claims_name_missed_targets_and_collapse():
+    from scsparse.generic.benchmarks._patches import _claims
+
+    rows = [
+        {"method": m, "val_loss": v, "feature_collapse": fc}
+        for m, v, fc in [("gaussian", 1300.0, 0.0), ("laplace", 600.0, 0.0), ("spike_slab", 240.0, 0.1),
+                         ("thresholded_gaussian", 230.0, 0.0), ("thresholded_laplace", 200.0, 0.0)]
+    ]  # fmt: skip
+    text = "\n".join(_claims(pd.DataFrame(rows)))
+    assert text.count("**met**") == 2 and "Why" not in text
+    rows[-1].update(val_loss=900.0, feature_collapse=0.9)
+    text = "\n".join(_claims(pd.DataFrame(rows), "reduced training"))
+    assert text.count("**not met**") == 2 and "feature collapse: thresholded_laplace 90%" in text
+    assert "reduced training" in text
+
+
 def test_run_patches_rejects_bad_options(tmp_path):
     with pytest.raises(ValueError, match="methods"):
         run_patches(tmp_path, methods=["fista", "nope"], quick=True)
