@@ -33,6 +33,11 @@ from ._mlp import make_activation, one_hot_covariates
 __all__ = ["MaskedDecoder"]
 
 
+def _invalidate_after_load(module: MaskedDecoder, incompatible_keys: object) -> None:
+    """Load hook (module level, so that models pickle for ``ddp_spawn``): regroup genes after a new mask."""
+    module._invalidate_groups()
+
+
 class MaskedDecoder(nn.Module):
     """Decoder ``x_ij ~ p(f_theta(w_j ⊙ z_i)_j)`` with a learnable mask ``W`` (``G x K``).
 
@@ -133,7 +138,7 @@ class MaskedDecoder(nn.Module):
         self.register_buffer("prune_mask", torch.ones(n_output, n_latent, dtype=torch.bool))
         self._groups_cache: dict[str, torch.Tensor] | None = None
         self._groups_valid = False
-        self.register_load_state_dict_post_hook(lambda module, keys: module._invalidate_groups())
+        self.register_load_state_dict_post_hook(_invalidate_after_load)
 
     def activation_bytes_per_feature(self, batch_size: int) -> int:
         """Bytes of float32 activations kept per feature for a batch (pre- and post-activation per layer)."""

@@ -150,3 +150,13 @@ def test_prune_only_shrinks_and_survives_state_dict():
     assert copy.is_pruned and torch.equal(copy.prune_mask, dec.prune_mask)
     with pytest.raises(ValueError, match="keep must have shape"):
         dec.prune_(torch.ones(2, 2, dtype=torch.bool))
+
+
+def test_decoder_pickles_for_spawned_processes():
+    import pickle
+
+    dec = MaskedDecoder(n_latent=3, n_output=5, n_hidden=4)
+    dec.prune_(torch.tensor([[1, 0, 0]] * 5, dtype=torch.bool))
+    copy = pickle.loads(pickle.dumps(dec))  # ddp_spawn pickles the model
+    z = torch.randn(2, 3)
+    torch.testing.assert_close(copy(z), dec(z))

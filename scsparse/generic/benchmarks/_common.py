@@ -36,6 +36,7 @@ __all__ = [
     "write_results",
 ]
 
+
 def make_output_dir(out: str | os.PathLike[str]) -> Path:
     """Create the output folder (and its parents) if needed.
 
@@ -182,7 +183,7 @@ def markdown_table(
 
 
 def _git_commit() -> str:
-    """The source tree's commit (read-only ``git rev-parse``), or ``"unknown"``."""
+    """The source tree's commit (read-only ``git``), ``+dirty`` when tracked files differ from it, or ``"unknown"``."""
     root = Path(__file__).resolve().parents[3]
     try:
         res = subprocess.run(
@@ -194,7 +195,20 @@ def _git_commit() -> str:
         )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    return res.stdout.strip() or "unknown"
+    commit = res.stdout.strip()
+    if not commit:
+        return "unknown"
+    try:
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return commit
+    return f"{commit}+dirty" if status.stdout.strip() else commit
 
 
 def machine_info() -> dict[str, Any]:
