@@ -86,9 +86,7 @@ def build_kang_subset(out_path: str | Path, n_top_genes: int = 2000) -> Path:
     adata.uns["dataset"] = {
         "name": "kang_pbmc",
         "citation": CITATION,
-        "license": (
-            "Data: Kang et al. 2018 (GEO GSE96583, public); file derived from the scGen repository (GPL-3.0)"
-        ),
+        "license": ("Data: Kang et al. 2018 (GEO GSE96583, public); file derived from the scGen repository (GPL-3.0)"),
         "note": note,
     }
     out_path.parent.mkdir(parents=True, exist_ok=True)

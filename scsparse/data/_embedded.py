@@ -49,9 +49,7 @@ def kang_pbmc() -> ad.AnnData:
     ref = resources.files("scsparse.data").joinpath(EMBEDDED_FILE)
     with resources.as_file(ref) as path:
         stored = ad.read_h5ad(path)
-    counts = sp.csr_matrix(stored.layers["counts"] if "counts" in stored.layers else stored.X).astype(
-        np.float32
-    )
+    counts = sp.csr_matrix(stored.layers["counts"] if "counts" in stored.layers else stored.X).astype(np.float32)
     adata = ad.AnnData(X=counts.copy(), obs=stored.obs.copy(), var=stored.var.copy(), uns=dict(stored.uns))
     adata.layers["counts"] = counts
     return adata

@@ -37,9 +37,7 @@ def _dataset_uns(name: str, note: str) -> dict[str, str]:
     return {"name": name, "citation": entry["citation"], "license": entry["license"], "note": note}
 
 
-def _finish(
-    counts: sp.spmatrix | np.ndarray, obs: pd.DataFrame, var: pd.DataFrame, uns: dict[str, Any]
-) -> ad.AnnData:
+def _finish(counts: sp.spmatrix | np.ndarray, obs: pd.DataFrame, var: pd.DataFrame, uns: dict[str, Any]) -> ad.AnnData:
     """Assemble the AnnData: CSR float32 counts in ``layers["counts"]`` and a copy in ``X``."""
     counts = sp.csr_matrix(counts, dtype=np.float32)
     counts.sum_duplicates()
@@ -139,15 +137,11 @@ def kang2018() -> ad.AnnData:
         )
     scale = row_min * src.obs["n_counts"].to_numpy(dtype=np.float64)
     if np.ptp(scale) > 1e-3 * np.median(scale):
-        raise ValueError(
-            "kang2018: the implied normalisation scale differs between cells; counts are unreliable."
-        )
+        raise ValueError("kang2018: the implied normalisation scale differs between cells; counts are unreliable.")
     scaled.data = rounded
     obs = pd.DataFrame(index=pd.Index(src.obs_names.astype(str), name=None))
     obs["condition"] = _cat(src.obs["condition"].astype(str), ["control", "stimulated"])
-    obs["cell_type"] = _cat(
-        src.obs["cell_type"].astype(str), sorted(src.obs["cell_type"].astype(str).unique())
-    )
+    obs["cell_type"] = _cat(src.obs["cell_type"].astype(str), sorted(src.obs["cell_type"].astype(str).unique()))
     obs["total_counts"] = np.asarray(scaled.sum(axis=1)).ravel().astype(np.float32)
     obs["n_counts_unfiltered"] = src.obs["n_counts"].to_numpy(dtype=np.float32)
     obs["n_genes_unfiltered"] = src.obs["n_genes"].to_numpy(dtype=np.int32)
@@ -201,8 +195,7 @@ def zeisel_subset() -> ad.AnnData:
     var = pd.DataFrame(index=pd.Index(genes))
     uns = _dataset_uns(
         "zeisel_subset",
-        "DESCEND subset of Zeisel 2015 (count.matrix.large): 1464 cells of 3 level-1 classes x 1000 "
-        "genes, raw UMI.",
+        "DESCEND subset of Zeisel 2015 (count.matrix.large): 1464 cells of 3 level-1 classes x 1000 genes, raw UMI.",
     )
     ercc = z["ercc.matrix"]
     uns["ercc_names"] = np.asarray(ercc.index).astype(str)
@@ -348,12 +341,8 @@ def pbmc3k() -> ad.AnnData:
         shape=(n_genes, n_cells),
     )
     dimnames = _slot(layer, "Dimnames")
-    features = (
-        np.asarray(dimnames[0]).astype(str) if dimnames[0] is not None else _rnames(_slot(rna, "features"))
-    )
-    barcodes = (
-        np.asarray(dimnames[1]).astype(str) if dimnames[1] is not None else _rnames(_slot(rna, "cells"))
-    )
+    features = np.asarray(dimnames[0]).astype(str) if dimnames[0] is not None else _rnames(_slot(rna, "features"))
+    barcodes = np.asarray(dimnames[1]).astype(str) if dimnames[1] is not None else _rnames(_slot(rna, "cells"))
     if len(features) != n_genes or len(barcodes) != n_cells:
         raise ValueError("pbmc3k: the Seurat object's names do not match its count matrix.")
     meta = _slot(obj, "meta.data")

@@ -305,9 +305,7 @@ class MultiStudySparseVAE(SparseVAE):
             "pip_threshold": float(pip_threshold),
             "factor_table": self.factor_table(pip_threshold=pip_threshold),
             "top_genes": {f: np.asarray(g, dtype=object) for f, g in self.get_top_genes(10, pip_threshold).items()},
-            "anchor_genes": {
-                f: np.asarray(g, dtype=object) for f, g in self.get_anchor_genes(pip_threshold).items()
-            },
+            "anchor_genes": {f: np.asarray(g, dtype=object) for f, g in self.get_anchor_genes(pip_threshold).items()},
             **self._provenance(),
         }
         adata.obsm[f"X_{key}_shared"] = z[:, :k_s]

@@ -15,6 +15,7 @@ from ._validation import InvalidInputError, get_matrix, iter_row_chunks
 
 __all__ = ["check_keys_free", "data_hash", "h5ad_safe", "package_versions"]
 
+
 def data_hash(adata: AnnData, layer: str | None) -> str:
     """SHA-256 of the data a model saw: shape, cell and gene names and the matrix values.
 
@@ -67,6 +68,5 @@ def check_keys_free(adata: AnnData, keys: dict[str, list[str]], overwrite: bool)
     taken = [f"adata.{attr}[{k!r}]" for attr, names in keys.items() for k in names if k in getattr(adata, attr)]
     if taken:
         raise InvalidInputError(
-            f"{', '.join(taken)} already exist(s). Pass overwrite=True to replace them, or choose another "
-            "key_added."
+            f"{', '.join(taken)} already exist(s). Pass overwrite=True to replace them, or choose another key_added."
         )

@@ -21,9 +21,7 @@ from torch import nn
 __all__ = ["SpikeSlabLasso", "ssl_inclusion_logits"]
 
 
-def ssl_inclusion_logits(
-    w: torch.Tensor, eta: torch.Tensor, lambda0: float, lambda1: float
-) -> torch.Tensor:
+def ssl_inclusion_logits(w: torch.Tensor, eta: torch.Tensor, lambda0: float, lambda1: float) -> torch.Tensor:
     """Log-odds of slab membership, ``logit p*``, with the Laplace normalisers kept.
 
     ``logit p*_jk = logit eta_k + log(lambda1 / lambda0) - (lambda1 - lambda0) |w_jk|``
@@ -50,11 +48,7 @@ def ssl_inclusion_logits(
     >>> ssl_inclusion_logits(w, eta, lambda0=10.0, lambda1=1.0)
     tensor([[-2.3026,  6.6974]])
     """
-    return (
-        torch.logit(eta)
-        + math.log(lambda1 / lambda0)
-        - (lambda1 - lambda0) * w.abs()
-    )
+    return torch.logit(eta) + math.log(lambda1 / lambda0) - (lambda1 - lambda0) * w.abs()
 
 
 class SpikeSlabLasso(nn.Module):

@@ -16,6 +16,8 @@ only pays for the benchmark it runs. The names:
   a VAE, top joints per factor; Tables 1-2).
 - ``"text"`` / ``"semisynthetic"`` — held-out NLL of abstracts for every method and SparseVAE topics (Tables 1b
   and 3b); LDA-based documents whose topic correlations shift between training and test (Table 2).
+- ``"speed"`` — time per epoch of the sparse VAE against the per-gene loop of the reference algorithm and
+  SCVI, decoder FLOP/s against a matmul peak, learned sparsity, memory against genes and cells.
 - ``"zeisel"`` — cell types predicted from the factors on Zeisel et al. (2015), quantile-normalised (Gaussian)
   and raw counts (NB) (Moran et al. 2022, Table 4).
 - ``"movielens"`` — held-out NLL, Recall@5 and NDCG@10 on binarised MovieLens (ml-latest-small, ml-100k)
@@ -55,6 +57,7 @@ _REGISTRY: dict[str, str] = {
     "mocap": "_mocap:run_mocap",
     "text": "_text:run_text",
     "semisynthetic": "_semisynthetic:run_semisynthetic",
+    "speed": "_speed:run_speed",
     "movielens": "_movielens:run_movielens",
     "patches": "_patches:run_patches",
     "smiley": "_smiley:run_smiley",

@@ -276,8 +276,7 @@ def dci_disentanglement(
         raise ValueError("codes and factors must be 2-D arrays (n_obs, n_codes) and (n_obs, n_factors)")
     if codes_a.shape[0] != factors_a.shape[0]:
         raise ValueError(
-            f"codes and factors must have the same number of rows, got {codes_a.shape[0]} "
-            f"and {factors_a.shape[0]}"
+            f"codes and factors must have the same number of rows, got {codes_a.shape[0]} and {factors_a.shape[0]}"
         )
     if codes_a.shape[1] == 0 or factors_a.shape[1] == 0:
         raise ValueError("codes and factors need at least one column each")
