@@ -13,7 +13,7 @@ endif
 export SCSPARSE_OFFLINE ?= 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: install test demo lint bench-synthetic clean
+.PHONY: install test demo lint bench bench-quick bench-synthetic clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,14 @@ install: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check scsparse tests
 	$(BIN)/python -m pytest -q
+	$(BIN)/scsparse bench all --quick --out bench_out/quick
+
+# Every benchmark with its small settings (part of `make test`) or its full settings (hours on a CPU).
+bench-quick: $(STAMP)
+	$(BIN)/scsparse bench all --quick --out bench_out/quick
+
+bench: $(STAMP)
+	$(BIN)/scsparse bench all --out bench_out/full
 
 demo: $(STAMP)
 	$(BIN)/scsparse demo --out scsparse_demo
