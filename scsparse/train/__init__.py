@@ -1,5 +1,6 @@
-"""Training plans (Lightning modules) of the scsparse models."""
+"""Training plans (Lightning modules) and callbacks of the scsparse models."""
 
+from ._pruning import SpikePruning
 from ._trainingplan import SparseVAETrainingPlan
 
-__all__ = ["SparseVAETrainingPlan"]
+__all__ = ["SparseVAETrainingPlan", "SpikePruning"]
