@@ -107,8 +107,8 @@ PATCH_SETTINGS: dict[str, Any] = {
 
 #: Settings of ``quick=True`` (a smoke run of every method in seconds).
 QUICK_SETTINGS: dict[str, Any] = {
-    "n_train": 2000,
-    "n_val": 500,
+    "n_train": 1000,
+    "n_val": 300,
     "max_epochs": 2,
     "encoder_hidden": 64,
     "encoder_layers": 1,
@@ -671,7 +671,7 @@ def run_patches(
     seeds
         Number of seeds (model initialisations and minibatch orders), ``0 .. seeds - 1`` (paper: 3).
     quick
-        Smoke run: 2000 patches, 2 epochs, small networks, 64 atoms.
+        Smoke run: 1000 patches, 2 epochs, small networks, 64 atoms.
     max_epochs
         Epochs, overriding ``quick`` and the paper's 300.
     n_threads
