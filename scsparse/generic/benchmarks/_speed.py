@@ -507,9 +507,9 @@ def run_speed(
         "scale": scale,
         "n_threads": n_threads,
     }
-    prov = provenance("speed", options)
     rows: list[dict[str, Any]] = []
     with torch_threads(n_threads), quiet_training_logs():
+        prov = provenance("speed", options)
         for seed in range(seeds):
             if verbose:
                 print(f"speed: seed {seed}, {n_cells} cells x {n_genes} genes, device {device}", flush=True)
@@ -600,8 +600,8 @@ def _summary(df: pd.DataFrame, prov: dict[str, Any]) -> str:
         f"Simulated negative-binomial counts, {opts['n_cells']} cells x {opts['n_genes']} genes; batch size "
         f"{opts['batch_size']}, {opts['n_hidden']} hidden units, {opts['n_latent']} latent factors, one hidden "
         f"layer, for every method. Epoch times are medians over epochs 2..{opts['epochs']} (the first epoch is "
-        "warm-up); the per-gene loop trains one epoch. Every training run here shares the machine with nothing "
-        "else started by this benchmark, but not necessarily with nothing else on the machine.",
+        "warm-up); the per-gene loop trains one epoch. Times are wall-clock: on a shared machine compare the "
+        "ratios, which come from runs taken one after the other in this process.",
         "",
         "## Measurements (mean over seeds)",
         "",
