@@ -392,16 +392,16 @@ def describe_factors(
         if enrichment is not None and len(enrichment):
             from scsparse.pl._enrichment import short_term
 
-            terms = []
+            hits = []  # the top terms of each direction, most significant first
             for d, arrow in (("positive", "up"), ("negative", "down")):
                 e = enrichment[
                     (enrichment["factor"] == f) & (enrichment["direction"] == d) & (enrichment["p_adj"] <= max_p_adj)
                 ].sort_values("p_adj")
-                for _, row in e.head(n_terms).iterrows():
-                    terms.append(
-                        f"{short_term(row['term'], 60)} ({arrow}, {int(row['overlap'])} genes, adj. p "
-                        f"{_fmt_p(float(row['p_adj']))})"
-                    )
+                hits += [(float(row["p_adj"]), arrow, row) for _, row in e.head(n_terms).iterrows()]
+            terms = [
+                f"{short_term(row['term'], 60)} ({arrow}, {int(row['overlap'])} genes, adj. p {_fmt_p(p_adj)})"
+                for p_adj, arrow, row in sorted(hits, key=lambda h: h[0])
+            ]
             parts.append(f"Gene sets: {'; '.join(terms)}." if terms else f"No gene set at adj. p <= {max_p_adj:g}.")
         for name, label in (("condition", "condition"), ("cell_type", "cell type")):
             table = assoc.get(name)
