@@ -48,9 +48,11 @@ from ._text import (
     build_models,
     check_corpus,
     document_split,
+    entry_row,
     eval_subset,
     fit_and_score,
     paper_comparison_table,
+    resolve_run,
     resolve_settings,
     run_labels,
     unigram_lines,
@@ -438,9 +440,7 @@ def run_semisynthetic(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("semisynthetic", out="bench_semi", quick=True)  # doctest: +SKIP
     """
-    if int(seeds) != seeds or seeds < 1:
-        raise ValueError(f"seeds must be a positive integer, got {seeds}")
-    seeds = min(int(seeds), QUICK_MAX_SEEDS) if quick else int(seeds)
+    seeds, methods = resolve_run(seeds, quick, QUICK_MAX_SEEDS, methods)
     levels = dict(SHIFT_LEVELS if shift_levels is None else shift_levels)
     if not levels or any(not np.isfinite(v) or v < 0 for v in levels.values()):
         raise ValueError(f"shift_levels must map level names to non-negative sigmas, got {levels}")
@@ -455,9 +455,6 @@ def run_semisynthetic(
         n_eval_docs=n_eval_docs,
         betas=betas,
     )
-    methods = list(methods)
-    if not methods:
-        raise ValueError(f"methods must name at least one of {list(METHOD_NAMES)}")
     out_dir = make_output_dir(out)
     options = {
         "out": str(out_dir),
@@ -498,24 +495,14 @@ def run_semisynthetic(
                 reference = unigram_nll(x_train, x_eval)
                 for entry in build_models(cfg, seed, methods):
                     fit_and_score(entry, x_train, x_eval, cfg["n_is_samples"])
+                    row = entry_row(entry, seed=seed, reference=reference, n_train=len(train_idx), n_test=len(eval_idx))
                     rows.append(
                         {
-                            "method": entry.method,
-                            "beta": entry.beta,
-                            "seed": seed,
+                            **row,
                             "shift": level,
                             "sigma": sigma,
-                            "heldout_nll": entry.heldout_nll,
-                            "nll_kind": entry.nll_kind,
-                            "nll_plugin": entry.nll_plugin,
-                            "unigram_nll": reference,
-                            "n_active": entry.n_active,
                             "train_pair_corr": train_corr,
                             "test_pair_corr": test_corr,
-                            "n_train": len(train_idx),
-                            "n_test": len(eval_idx),
-                            "fit_seconds": entry.fit_seconds,
-                            "eval_seconds": entry.eval_seconds,
                         }
                     )
                     if verbose:

@@ -713,6 +713,34 @@ def resolve_settings(
     return cfg
 
 
+def resolve_run(seeds: int, quick: bool, quick_max_seeds: int, methods: Sequence[str]) -> tuple[int, list[str]]:
+    """Validated number of seeds (at most ``quick_max_seeds`` when ``quick``) and list of methods."""
+    if int(seeds) != seeds or seeds < 1:
+        raise ValueError(f"seeds must be a positive integer, got {seeds}")
+    methods = list(methods)
+    if not methods:
+        raise ValueError(f"methods must name at least one of {list(METHOD_NAMES)}")
+    return (min(int(seeds), quick_max_seeds) if quick else int(seeds)), methods
+
+
+def entry_row(entry: FittedMethod, *, seed: int, reference: float, n_train: int, n_test: int) -> dict[str, Any]:
+    """The result columns every document benchmark records for one fitted method."""
+    return {
+        "method": entry.method,
+        "beta": entry.beta,
+        "seed": seed,
+        "heldout_nll": entry.heldout_nll,
+        "nll_kind": entry.nll_kind,
+        "nll_plugin": entry.nll_plugin,
+        "unigram_nll": reference,
+        "n_active": entry.n_active,
+        "n_train": n_train,
+        "n_test": n_test,
+        "fit_seconds": entry.fit_seconds,
+        "eval_seconds": entry.eval_seconds,
+    }
+
+
 def check_corpus(corpus: TextCorpus, n_latent: int) -> None:
     """Raise a ``ValueError`` when the corpus is too small for ``n_latent`` factors (NMF needs ``K <= G, N``)."""
     if corpus.n_words < n_latent or corpus.n_docs < max(n_latent, 10):
@@ -792,9 +820,7 @@ def run_text(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("text", out="bench_text", quick=True)  # doctest: +SKIP
     """
-    if int(seeds) != seeds or seeds < 1:
-        raise ValueError(f"seeds must be a positive integer, got {seeds}")
-    seeds = min(int(seeds), QUICK_MAX_SEEDS) if quick else int(seeds)
+    seeds, methods = resolve_run(seeds, quick, QUICK_MAX_SEEDS, methods)
     cfg = resolve_settings(
         TEXT_SETTINGS,
         QUICK_TEXT_SETTINGS,
@@ -806,9 +832,6 @@ def run_text(
         n_eval_docs=n_eval_docs,
         betas=betas,
     )
-    methods = list(methods)
-    if not methods:
-        raise ValueError(f"methods must name at least one of {list(METHOD_NAMES)}")
     out_dir = make_output_dir(out)
     options = {
         "out": str(out_dir),
@@ -839,20 +862,7 @@ def run_text(
             for entry in build_models(cfg, seed, methods):
                 fit_and_score(entry, X[train_idx], X[eval_idx], cfg["n_is_samples"])
                 rows.append(
-                    {
-                        "method": entry.method,
-                        "beta": entry.beta,
-                        "seed": seed,
-                        "heldout_nll": entry.heldout_nll,
-                        "nll_kind": entry.nll_kind,
-                        "nll_plugin": entry.nll_plugin,
-                        "unigram_nll": reference,
-                        "n_active": entry.n_active,
-                        "n_train": len(train_idx),
-                        "n_test": len(eval_idx),
-                        "fit_seconds": entry.fit_seconds,
-                        "eval_seconds": entry.eval_seconds,
-                    }
+                    entry_row(entry, seed=seed, reference=reference, n_train=len(train_idx), n_test=len(eval_idx))
                 )
                 if verbose:
                     b = "" if math.isnan(entry.beta) else f" beta={entry.beta:g}"
