@@ -377,21 +377,28 @@ def _fit_array_model(model: Any, x_train: np.ndarray, x_test: np.ndarray) -> tup
     return model, FactorOutput(model.transform(x_train), model.transform(x_test), seconds)
 
 
+def _array_kwargs(epochs: int, seed: int, s: dict[str, Any]) -> dict[str, Any]:
+    """Constructor arguments shared by the generic models of the normalised setting (Gaussian likelihood)."""
+    return {
+        "n_latent": s["n_latent"],
+        "n_hidden": s["n_hidden"],
+        "n_layers": s["n_layers"],
+        "likelihood": "normal",
+        "lr": s["lr"],
+        "max_epochs": epochs,
+        "batch_size": s["batch_size"],
+        "seed": seed,
+    }
+
+
 def _fit_sparsevae(x_train: np.ndarray, x_test: np.ndarray, epochs: int, seed: int, s: dict[str, Any]) -> FactorOutput:
     from scsparse.generic.models import SparseVAE
 
     model = SparseVAE(
-        n_latent=s["n_latent"],
-        n_hidden=s["n_hidden"],
-        n_layers=s["n_layers"],
-        likelihood="normal",
         lambda0=s["lambda0"],
         lambda1=s["lambda1"],
-        lr=s["lr"],
-        max_epochs=epochs,
-        batch_size=s["batch_size"],
-        seed=seed,
         decoder_kwargs={"memory_budget_mb": 2048.0},
+        **_array_kwargs(epochs, seed, s),
     )
     model, out = _fit_array_model(model, x_train, x_test)
     out.n_active = float(len(model.active_factors()))
@@ -401,33 +408,14 @@ def _fit_sparsevae(x_train: np.ndarray, x_test: np.ndarray, epochs: int, seed: i
 def _fit_vae(x_train: np.ndarray, x_test: np.ndarray, epochs: int, seed: int, s: dict[str, Any]) -> FactorOutput:
     from scsparse.generic.models import VAE
 
-    model = VAE(
-        n_latent=s["n_latent"],
-        n_hidden=s["n_hidden"],
-        n_layers=s["n_layers"],
-        likelihood="normal",
-        lr=s["lr"],
-        max_epochs=epochs,
-        batch_size=s["batch_size"],
-        seed=seed,
-    )
+    model = VAE(**_array_kwargs(epochs, seed, s))
     return _fit_array_model(model, x_train, x_test)[1]
 
 
 def _fit_vsc(x_train: np.ndarray, x_test: np.ndarray, epochs: int, seed: int, s: dict[str, Any]) -> FactorOutput:
     from scsparse.generic.models import VSC
 
-    model = VSC(
-        n_latent=s["n_latent"],
-        alpha=s["vsc_alpha"],
-        n_hidden=s["n_hidden"],
-        n_layers=s["n_layers"],
-        likelihood="normal",
-        lr=s["lr"],
-        max_epochs=epochs,
-        batch_size=s["batch_size"],
-        seed=seed,
-    )
+    model = VSC(alpha=s["vsc_alpha"], **_array_kwargs(epochs, seed, s))
     model, out = _fit_array_model(model, x_train, x_test)
     gamma = model.spike_probabilities(x_train)
     out.n_active = float(((gamma > 0.5).mean(axis=0) >= VSC_ACTIVE_FRACTION).sum())
@@ -439,16 +427,9 @@ def _fit_oivae(x_train: np.ndarray, x_test: np.ndarray, epochs: int, seed: int, 
 
     model = OIVAE(
         groups=np.arange(x_train.shape[1]),
-        n_latent=s["n_latent"],
         p=s["oivae_p"],
         lambda_=s["oivae_lambda"],
-        n_hidden=s["n_hidden"],
-        n_layers=s["n_layers"],
-        likelihood="normal",
-        lr=s["lr"],
-        max_epochs=epochs,
-        batch_size=s["batch_size"],
-        seed=seed,
+        **_array_kwargs(epochs, seed, s),
     )
     model, out = _fit_array_model(model, x_train, x_test)
     out.n_active = float(np.sum(model.active_factors()))
