@@ -34,6 +34,7 @@ import pandas as pd
 import torch
 
 from ._common import (
+    check_positive_int,
     make_output_dir,
     markdown_table,
     provenance,
@@ -631,12 +632,9 @@ def run_bars(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("bars", out="bench_bars", quick=True)  # doctest: +SKIP
     """
-    if int(seeds) != seeds or seeds < 1:
-        raise ValueError(f"seeds must be a positive integer, got {seeds}")
-    if max_epochs is not None and (int(max_epochs) != max_epochs or max_epochs < 1):
-        raise ValueError(f"max_epochs must be a positive integer, got {max_epochs}")
-    if int(n_jobs) != n_jobs or n_jobs < 1:
-        raise ValueError(f"n_jobs must be a positive integer, got {n_jobs}")
+    check_positive_int("seeds", seeds)
+    check_positive_int("max_epochs", max_epochs, optional=True)
+    check_positive_int("n_jobs", n_jobs)
     k_values = [int(k) for k in k_values]
     if not k_values or min(k_values) < 1:
         raise ValueError(f"k_values must be positive integers, got {k_values}")

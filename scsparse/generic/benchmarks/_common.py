@@ -23,6 +23,7 @@ from scsparse._provenance import package_versions
 
 __all__ = [
     "PROVENANCE_PACKAGES",
+    "check_positive_int",
     "format_mean_sd",
     "machine_info",
     "make_output_dir",
@@ -55,6 +56,22 @@ def make_output_dir(out: str | os.PathLike[str]) -> Path:
         raise ValueError(f"out={str(out)!r} exists and is not a folder")
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def check_positive_int(name: str, value: Any, *, optional: bool = False) -> None:
+    """Raise ``ValueError("<name> must be a positive integer, got <value>")`` unless ``value`` is one.
+
+    With ``optional=True``, ``None`` is accepted too.
+
+    Examples
+    --------
+    >>> check_positive_int("seeds", 3)
+    >>> check_positive_int("max_epochs", None, optional=True)
+    """
+    if optional and value is None:
+        return
+    if value is None or int(value) != value or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value}")
 
 
 def write_results(df: pd.DataFrame, out_dir: Path, columns: Sequence[str], name: str = "results.csv") -> Path:

@@ -25,7 +25,15 @@ from scsparse.generic.models import VAE, VSC
 from scsparse.generic.models._base import as_loader
 from scsparse.generic.models._oivae import init_observation_variance
 
-from ._common import make_output_dir, markdown_table, provenance, provenance_markdown, torch_threads, write_results
+from ._common import (
+    check_positive_int,
+    make_output_dir,
+    markdown_table,
+    provenance,
+    provenance_markdown,
+    torch_threads,
+    write_results,
+)
 
 __all__ = ["FMNIST_SETTINGS", "RESULT_COLUMNS", "active_fraction", "heldout_elbo", "run_fmnist"]
 
@@ -274,15 +282,13 @@ def run_fmnist(
 
     if likelihood not in ("bernoulli", "normal"):
         raise ValueError(f"likelihood must be 'bernoulli' or 'normal', got {likelihood!r}")
-    if int(seeds) != seeds or seeds < 1:
-        raise ValueError(f"seeds must be a positive integer, got {seeds}")
+    check_positive_int("seeds", seeds)
     cfg = dict(FMNIST_SETTINGS)
     if quick:
         cfg.update(QUICK_SETTINGS)
     for key, value in (("n_hidden", n_hidden), ("n_train", n_train), ("max_epochs", max_epochs)):
         if value is not None:
-            if int(value) != value or value < 1:
-                raise ValueError(f"{key} must be a positive integer, got {value}")
+            check_positive_int(key, value)
             cfg[key] = int(value)
     if latent_sizes is not None:
         if not latent_sizes or any(int(k) != k or k < 1 for k in latent_sizes):

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ._common import (
+    check_positive_int,
     make_output_dir,
     markdown_table,
     provenance,
@@ -464,10 +465,8 @@ def run_mocap(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("mocap", out="bench_mocap", quick=True)  # doctest: +SKIP
     """
-    if int(seeds) != seeds or seeds < 1:
-        raise ValueError(f"seeds must be a positive integer, got {seeds}")
-    if max_epochs is not None and (int(max_epochs) != max_epochs or max_epochs < 1):
-        raise ValueError(f"max_epochs must be a positive integer, got {max_epochs}")
+    check_positive_int("seeds", seeds)
+    check_positive_int("max_epochs", max_epochs, optional=True)
     s = MOCAP_SETTINGS
     n_pool = len(s["train_trials"])
     n_trials = [int(n) for n in (n_trials if n_trials is not None else (QUICK_N_TRIALS if quick else N_TRIALS))]

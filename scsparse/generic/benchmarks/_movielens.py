@@ -18,6 +18,7 @@ from scsparse.generic.metrics import fold_in_evaluate
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, BetaVAE, SparseVAE
 
 from ._common import (
+    check_positive_int,
     format_mean_sd,
     make_output_dir,
     markdown_table,
@@ -672,10 +673,8 @@ def run_movielens(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("movielens", out="bench_ml", quick=True)  # doctest: +SKIP
     """
-    if int(seeds) != seeds or seeds < 1:
-        raise ValueError(f"seeds must be a positive integer, got {seeds}")
-    if max_epochs is not None and (int(max_epochs) != max_epochs or max_epochs < 1):
-        raise ValueError(f"max_epochs must be a positive integer, got {max_epochs}")
+    check_positive_int("seeds", seeds)
+    check_positive_int("max_epochs", max_epochs, optional=True)
     methods = list(METHODS if methods is None else methods)
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:

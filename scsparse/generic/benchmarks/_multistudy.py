@@ -23,6 +23,7 @@ from scsparse.data._simulate_multistudy import MultiStudyData, simulate_multistu
 from scsparse.generic.metrics import estimated_support, factor_correlation
 
 from ._common import (
+    check_positive_int,
     format_mean_sd,
     make_output_dir,
     markdown_table,
@@ -698,10 +699,8 @@ def run_multistudy(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("multistudy", out="bench_ms", seeds=5)  # doctest: +SKIP
     """
-    if int(seeds) != seeds or seeds < 1:
-        raise ValueError(f"seeds must be a positive integer, got {seeds}")
-    if max_epochs is not None and (int(max_epochs) != max_epochs or max_epochs < 1):
-        raise ValueError(f"max_epochs must be a positive integer, got {max_epochs}")
+    check_positive_int("seeds", seeds)
+    check_positive_int("max_epochs", max_epochs, optional=True)
     seeds = int(seeds)
     base = QUICK_MULTISTUDY_SETTINGS if quick else MULTISTUDY_SETTINGS
     cfg: dict[str, Any] = {**base, "simulate": dict(base["simulate"])}
@@ -1270,8 +1269,7 @@ def run_multistudy_real(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("multistudy_real", out="bench_ms_real", seeds=1)  # doctest: +SKIP
     """
-    if int(seeds) != seeds or seeds < 1:
-        raise ValueError(f"seeds must be a positive integer, got {seeds}")
+    check_positive_int("seeds", seeds)
     unknown = sorted(set(datasets) - set(REAL_SETTINGS))
     if unknown or not datasets:
         raise ValueError(f"datasets must be a non-empty subset of {sorted(REAL_SETTINGS)}, got {list(datasets)}")

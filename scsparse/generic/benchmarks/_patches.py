@@ -39,6 +39,7 @@ from scsparse.nn._spike_slab import (
 )
 
 from ._common import (
+    check_positive_int,
     make_output_dir,
     markdown_table,
     provenance,
@@ -706,8 +707,7 @@ def run_patches(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("patches", out="bench_patches", quick=True)  # doctest: +SKIP
     """
-    if int(seeds) != seeds or seeds < 1:
-        raise ValueError(f"seeds must be a positive integer, got {seeds}")
+    check_positive_int("seeds", seeds)
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise ValueError(f"methods must be a non-empty subset of {METHODS}, got unknown {unknown}")
@@ -724,11 +724,9 @@ def run_patches(
         ("fista_iters", fista_iters),
     ):
         if value is not None:
-            if int(value) != value or value < 1:
-                raise ValueError(f"{key} must be a positive integer, got {value}")
+            check_positive_int(key, value)
             cfg[key] = int(value)
-    if max_epochs is not None and (int(max_epochs) != max_epochs or max_epochs < 1):
-        raise ValueError(f"max_epochs must be a positive integer, got {max_epochs}")
+    check_positive_int("max_epochs", max_epochs, optional=True)
     epochs = int(max_epochs) if max_epochs is not None else int(cfg["max_epochs"])
     dev = _resolve_device(device)
     out_dir = make_output_dir(out)

@@ -18,7 +18,15 @@ import pandas as pd
 
 from scsparse.generic.models import VAE, VSC
 
-from ._common import make_output_dir, markdown_table, provenance, provenance_markdown, torch_threads, write_results
+from ._common import (
+    check_positive_int,
+    make_output_dir,
+    markdown_table,
+    provenance,
+    provenance_markdown,
+    torch_threads,
+    write_results,
+)
 from ._fmnist import active_fraction, heldout_elbo
 
 __all__ = ["RESULT_COLUMNS", "SMILEY_SETTINGS", "attribute_correlation", "run_smiley"]
@@ -216,15 +224,13 @@ def run_smiley(
     """
     from scsparse.generic.datasets import smiley
 
-    if int(seeds) != seeds or seeds < 1:
-        raise ValueError(f"seeds must be a positive integer, got {seeds}")
+    check_positive_int("seeds", seeds)
     cfg = dict(SMILEY_SETTINGS)
     if quick:
         cfg.update(QUICK_SETTINGS)
     for key, value in (("n_latent", n_latent), ("n_hidden", n_hidden), ("max_epochs", max_epochs)):
         if value is not None:
-            if int(value) != value or value < 1:
-                raise ValueError(f"{key} must be a positive integer, got {value}")
+            check_positive_int(key, value)
             cfg[key] = int(value)
     if alpha is not None:
         if not 0.0 < alpha < 1.0:

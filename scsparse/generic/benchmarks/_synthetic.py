@@ -23,6 +23,7 @@ from scsparse.data._simulate import EQ9_FEATURE_NAMES, simulate_eq9
 from scsparse.generic.metrics import dci_disentanglement, match_factors, support_confusion
 
 from ._common import (
+    check_positive_int,
     make_output_dir,
     markdown_table,
     provenance,
@@ -616,8 +617,7 @@ def select_beta(
     betas = [float(b) for b in betas]
     if not betas or any(not (b > 0 and math.isfinite(b)) for b in betas):
         raise ValueError(f"betas must be a non-empty list of positive numbers, got {betas}")
-    if int(n_validation) != n_validation or n_validation < 1:
-        raise ValueError(f"n_validation must be a positive integer, got {n_validation}")
+    check_positive_int("n_validation", n_validation)
     rows = []
     for i in range(int(n_validation)):
         data, split = _make_split(n_obs, rho, VALIDATION_SEED + i)
@@ -1189,10 +1189,8 @@ def run_synthetic(
     if any(not -1.0 <= r <= 1.0 for r in rhos):
         raise ValueError(f"every rho must lie in [-1, 1] (a correlation), got {rhos}")
     seeds = (1 if quick else PAPER_SEEDS) if seeds is None else seeds
-    if int(seeds) != seeds or seeds < 1:
-        raise ValueError(f"seeds must be a positive integer, got {seeds}")
-    if max_epochs is not None and (int(max_epochs) != max_epochs or max_epochs < 1):
-        raise ValueError(f"max_epochs must be a positive integer, got {max_epochs}")
+    check_positive_int("seeds", seeds)
+    check_positive_int("max_epochs", max_epochs, optional=True)
     if n_latent < 2:
         raise ValueError(f"n_latent must be at least the 2 true factors, got {n_latent}")
     seeds = int(seeds)
@@ -1206,8 +1204,7 @@ def run_synthetic(
     betas = [float(b) for b in betas]
     if not betas:
         raise ValueError("betas must contain at least one value, e.g. betas=[2, 4, 6, 8, 16]")
-    if int(n_validation) != n_validation or n_validation < 1:
-        raise ValueError(f"n_validation must be a positive integer, got {n_validation}")
+    check_positive_int("n_validation", n_validation)
     has_beta = any(fn is fit_beta_vae for _, fn in methods)
     out_dir = make_output_dir(out)
     options = {

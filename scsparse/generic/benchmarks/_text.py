@@ -22,6 +22,7 @@ from scsparse.generic.datasets import TextCorpus, text_corpus
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, BetaVAE, SparseVAE
 
 from ._common import (
+    check_positive_int,
     format_mean_sd,
     make_output_dir,
     markdown_table,
@@ -696,15 +697,13 @@ def resolve_settings(
     if quick:
         cfg.update(quick_overrides)
     if max_epochs is not None:
-        if int(max_epochs) != max_epochs or max_epochs < 1:
-            raise ValueError(f"max_epochs must be a positive integer, got {max_epochs}")
+        check_positive_int("max_epochs", max_epochs)
         cfg["max_epochs"] = int(max_epochs)
     for key, value in overrides.items():
         if value is not None:
             cfg[key] = tuple(value) if key == "betas" else value
     for key in ("n_is_samples", "vocab_size"):
-        if int(cfg[key]) != cfg[key] or cfg[key] < 1:
-            raise ValueError(f"{key} must be a positive integer, got {cfg[key]}")
+        check_positive_int(key, cfg[key])
     for key in ("n_docs", "n_eval_docs"):
         if cfg[key] is not None and (int(cfg[key]) != cfg[key] or cfg[key] < 2):
             raise ValueError(f"{key} must be an integer >= 2 or None, got {cfg[key]}")
@@ -715,8 +714,7 @@ def resolve_settings(
 
 def resolve_run(seeds: int, quick: bool, quick_max_seeds: int, methods: Sequence[str]) -> tuple[int, list[str]]:
     """Validated number of seeds (at most ``quick_max_seeds`` when ``quick``) and list of methods."""
-    if int(seeds) != seeds or seeds < 1:
-        raise ValueError(f"seeds must be a positive integer, got {seeds}")
+    check_positive_int("seeds", seeds)
     methods = list(methods)
     if not methods:
         raise ValueError(f"methods must name at least one of {list(METHOD_NAMES)}")

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ._common import (
+    check_positive_int,
     format_mean_sd,
     make_output_dir,
     provenance,
@@ -832,10 +833,8 @@ def run_zeisel(
     """
     if seeds is None:
         seeds = 1 if quick else DEFAULT_SEEDS
-    if int(seeds) != seeds or seeds < 1:
-        raise ValueError(f"seeds must be a positive integer, got {seeds}")
-    if max_epochs is not None and (int(max_epochs) != max_epochs or max_epochs < 1):
-        raise ValueError(f"max_epochs must be a positive integer, got {max_epochs}")
+    check_positive_int("seeds", seeds)
+    check_positive_int("max_epochs", max_epochs, optional=True)
     settings = [str(s) for s in ([settings] if isinstance(settings, str) else settings)]
     unknown = [s for s in settings if s not in SETTINGS]
     if not settings or unknown:
