@@ -59,6 +59,12 @@ _WRITE_ELEMENTS = 2**22  # values simulated per chunk while writing (about 32 MB
 
 
 # ---------------------------------------------------------------------- simulated counts on disk
+def _simulation_parameters(rng: np.random.Generator, n_genes: int, n_programmes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gene means (log-normal, median 0.5, at least 0.1) and the programme each gene follows."""
+    gene_mean = np.maximum(rng.lognormal(mean=np.log(0.5), sigma=1.0, size=n_genes), 0.1)
+    return gene_mean, rng.integers(0, n_programmes, size=n_genes)
+
+
 def _simulate_rows(
     rng: np.random.Generator, start: int, stop: int, n_cells: int, gene_mean: np.ndarray, owner: np.ndarray
 ) -> np.ndarray:
@@ -117,8 +123,7 @@ def write_simulated_h5ad(
         raise ValueError(f"Need at least one cell and one gene, got n_cells={n_cells}, n_genes={n_genes}.")
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
-    gene_mean = np.maximum(rng.lognormal(mean=np.log(0.5), sigma=1.0, size=n_genes), 0.1)
-    owner = rng.integers(0, n_programmes, size=n_genes)
+    gene_mean, owner = _simulation_parameters(rng, n_genes, n_programmes)
     rows = max(1, _WRITE_ELEMENTS // n_genes)
     nnz = 0
     with h5py.File(path, "w") as f:
