@@ -138,6 +138,7 @@ class MaskedDecoder(nn.Module):
         self.register_buffer("prune_mask", torch.ones(n_output, n_latent, dtype=torch.bool))
         self._groups_cache: dict[str, torch.Tensor] | None = None
         self._groups_valid = False
+        self._pruned: bool | None = None  # cached: whether prune_mask has a False entry
         self.register_load_state_dict_post_hook(_invalidate_after_load)
 
     def activation_bytes_per_feature(self, batch_size: int) -> int:
@@ -185,8 +186,13 @@ class MaskedDecoder(nn.Module):
     # ------------------------------------------------------------------ pruning: exploit the sparsity of W
     @property
     def is_pruned(self) -> bool:
-        """Whether some entries of ``W`` are fixed at zero (see :meth:`prune_`)."""
-        return not bool(self.prune_mask.all())
+        """Whether some entries of ``W`` are fixed at zero (see :meth:`prune_`).
+
+        Cached until the mask changes, so the forward pass does not reduce (or synchronise on) the mask.
+        """
+        if self._pruned is None:
+            self._pruned = not bool(self.prune_mask.all())
+        return self._pruned
 
     @property
     def supports_sparse_path(self) -> bool:
@@ -247,6 +253,7 @@ class MaskedDecoder(nn.Module):
     def _invalidate_groups(self) -> None:
         self._groups_valid = False
         self._groups_cache = None
+        self._pruned = None
 
     def _gene_groups(self) -> dict[str, torch.Tensor] | None:
         """Genes grouped by their number of active factors (cached until the mask changes)."""
