@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from lightning.pytorch.callbacks import Callback
 
 from ._common import (
     make_output_dir,
@@ -120,26 +121,21 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-class _EpochTimer:
+class _EpochTimer(Callback):
     """Lightning callback recording the wall time of every training epoch."""
 
     def __init__(self, device: str) -> None:
-        from lightning.pytorch.callbacks import Callback
-
-        timer = self
-
-        class _Cb(Callback):
-            def on_train_epoch_start(self, trainer, pl_module):  # noqa: D102
-                _sync(device)
-                timer._start = time.perf_counter()
-
-            def on_train_epoch_end(self, trainer, pl_module):  # noqa: D102
-                _sync(device)
-                timer.epochs.append(time.perf_counter() - timer._start)
-
+        self.device = device
         self.epochs: list[float] = []
         self._start = 0.0
-        self.callback = _Cb()
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:  # noqa: D102
+        _sync(self.device)
+        self._start = time.perf_counter()
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:  # noqa: D102
+        _sync(self.device)
+        self.epochs.append(time.perf_counter() - self._start)
 
     def per_epoch(self) -> float:
         """Median epoch time, leaving out the first epoch (warm-up) when there are several."""
@@ -157,7 +153,7 @@ def _train_kwargs(device: str, batch_size: int, timer: _EpochTimer) -> dict[str,
         "enable_progress_bar": False,
         "logger": False,
         "enable_checkpointing": False,
-        "callbacks": [timer.callback],
+        "callbacks": [timer],
     }
     if ":" in device:
         kwargs["devices"] = [int(device.split(":")[1])]
