@@ -150,3 +150,21 @@ def test_bad_options(tmp_path):
         run_multistudy(tmp_path, settings={"no_such_setting": 1})
     with pytest.raises(ValueError):
         run_multistudy_real(tmp_path, datasets=["nope"])
+
+
+def test_reference_representations_of_the_real_data_checks():
+    import anndata as ad
+    import scipy.sparse as sp
+
+    from scsparse.generic.benchmarks._multistudy import lognormalised_genes, pca_reference
+
+    counts = np.random.default_rng(0).poisson(3.0, size=(40, 12)).astype(np.float32)
+    adata = ad.AnnData(X=sp.csr_matrix(counts), layers={"counts": sp.csr_matrix(counts)})
+    expected = np.log1p(1e4 * counts / counts.sum(1, keepdims=True))
+    np.testing.assert_allclose(lognormalised_genes(adata), expected, rtol=1e-5)
+    assert sp.issparse(adata.layers["counts"])  # the user's layer is left as it was
+    pcs = pca_reference(adata, n_comps=5)
+    assert pcs.shape == (40, 5)
+    centred = expected - expected.mean(0)
+    top = np.linalg.svd(centred, full_matrices=False)[0][:, 0] * np.linalg.svd(centred, compute_uv=False)[0]
+    np.testing.assert_allclose(np.abs(pcs[:, 0]), np.abs(top), rtol=1e-3, atol=1e-3)
