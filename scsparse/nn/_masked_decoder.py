@@ -171,20 +171,15 @@ class MaskedDecoder(nn.Module):
     def network_weights(self) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
         """The first-layer, hidden and output weights as used in the forward pass.
 
-        With ``normalize_weights`` the columns of the first layer and each feature's output vector have
-        unit norm and every hidden ``H x H`` layer has spectral norm 1 (divided by its largest singular
-        value). With a 1-Lipschitz activation, feature ``j``'s response then changes by at most
-        ``|w_jk| |dz_k|`` when factor ``k`` moves by ``dz_k``: the amplitude of the response is carried by
-        ``|w_jk|`` and cannot hide in the network. Without it, ``W`` could shrink into the spike while the
-        network's gain grows to compensate, and the spike-and-slab threshold on ``|w_jk|`` would be
-        arbitrary. (Unit-norm rows, which an earlier version used, leave a gain of up to ``sqrt(H)`` per
-        hidden layer free: with 3 layers on the Zeisel data ``W`` drifted into the spike and all but two
-        factors were switched off.)
+        With ``normalize_weights`` the columns of the first layer, the rows of the hidden layers and each
+        feature's output vector have unit norm, so the amplitude of feature ``j``'s response to factor
+        ``k`` is carried by ``|w_jk|`` alone. Without it, any row of ``W`` could shrink while the network
+        grows to compensate, and the spike-and-slab threshold on ``|w_jk|`` would be arbitrary.
         """
         if not self.normalize_weights:
             return self.first, [layer.weight for layer in self.hidden], self.head_weight
         first = self.first / self.first.norm(dim=0, keepdim=True).clamp_min(1e-8)
-        hidden = [layer.weight / torch.linalg.matrix_norm(layer.weight, ord=2).clamp_min(1e-8) for layer in self.hidden]
+        hidden = [layer.weight / layer.weight.norm(dim=1, keepdim=True).clamp_min(1e-8) for layer in self.hidden]
         head = self.head_weight / self.head_weight.norm(dim=-1, keepdim=True).clamp_min(1e-8)
         return first, hidden, head
 
