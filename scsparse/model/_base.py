@@ -22,6 +22,41 @@ class SparseFactorMixin:
 
     _default_key = "sparsevae"
 
+    # ------------------------------------------------------------------ objective
+    def training_objective(self, batch_size: int = 1024) -> float:
+        """The fitted model's training objective per cell, evaluated at the final weights (lower is better).
+
+        ``mean_i[-log p(x_i | z_i) + KL(q(z_i | x_i) || p(z))] + penalty / N`` over the ``N`` training cells
+        (``model.train_indices``), in eval mode, with ``z_i`` drawn once per cell from ``q(z | x_i)`` under a
+        torch generator seeded with the model's seed (so the value is reproducible), the KL at full weight
+        and the Spike-and-Slab Lasso (and variance) prior terms as in training. This is the quantity training
+        minimises, so it compares fits of the same data and model from different seeds (see
+        :func:`scsparse.model.select_best`); it uses no labels.
+
+        Examples
+        --------
+        >>> model.train(max_epochs=100)
+        >>> model.training_objective()
+        """
+        import torch
+
+        if not self.is_trained_:
+            raise InvalidInputError("The model is not trained yet: call model.train() first.")
+        indices = self.train_indices
+        if indices is None or len(indices) == 0:
+            indices = np.arange(self.adata.n_obs)
+        n_obs = len(indices)
+        self.module.eval()
+        loader = self._make_data_loader(adata=self.adata, indices=indices, batch_size=batch_size)
+        total = 0.0
+        with torch.random.fork_rng(devices=[]), torch.inference_mode():
+            torch.manual_seed(int(getattr(self, "seed", 0)))
+            for tensors in loader:
+                _, _, loss = self.module(tensors, loss_kwargs={"kl_weight": 1.0, "n_obs": n_obs})
+                total += float((loss.reconstruction_loss_sum + loss.kl_local_sum).item())
+            penalty = float(self.module.global_penalty())
+        return total / n_obs + penalty / n_obs
+
     # ------------------------------------------------------------------ accessors
     def _layer(self) -> str | None:
         return self.registry_["setup_args"].get("layer")

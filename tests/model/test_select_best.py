@@ -1,0 +1,49 @@
+"""training_objective and select_best: label-free choice among fits of one model to one dataset."""
+
+import numpy as np
+import pytest
+
+import scsparse
+from scsparse.model import InvalidInputError, select_best
+
+
+def _fit(adata, seed, epochs=4):
+    scsparse.model.SparseVAE.setup_anndata(adata, layer="counts")
+    model = scsparse.model.SparseVAE(adata, n_latent=4, n_hidden=16, seed=seed)
+    model.train(max_epochs=epochs, batch_size=64, train_size=1.0, enable_progress_bar=False)
+    return model
+
+
+def test_training_objective_is_reproducible_and_falls_with_training(counts_adata):
+    short = _fit(counts_adata.copy(), seed=0, epochs=1)
+    long = _fit(counts_adata.copy(), seed=0, epochs=30)
+    value = long.training_objective()
+    assert np.isfinite(value)
+    assert value == long.training_objective()  # seeded draws: same value twice
+    assert value < short.training_objective()
+
+
+def test_select_best_returns_the_lowest_objective(counts_adata):
+    fits = [_fit(counts_adata.copy(), seed=s) for s in range(3)]
+    best, table = select_best(fits)
+    assert list(table["seed"]) == [0, 1, 2]
+    assert table["selected"].sum() == 1
+    i = int(np.argmin(table["objective"].to_numpy()))
+    assert best is fits[i] and bool(table["selected"].iloc[i])
+    assert table["objective"].iloc[i] == pytest.approx(fits[i].training_objective())
+
+
+def test_select_best_refuses_fits_of_different_data(counts_adata):
+    a = _fit(counts_adata.copy(), seed=0, epochs=1)
+    b = _fit(counts_adata[:, :30].copy(), seed=1, epochs=1)
+    with pytest.raises(InvalidInputError, match="same data"):
+        select_best([a, b])
+    with pytest.raises(InvalidInputError, match="at least one"):
+        select_best([])
+
+
+def test_training_objective_needs_a_trained_model(counts_adata):
+    adata = counts_adata.copy()
+    scsparse.model.SparseVAE.setup_anndata(adata, layer="counts")
+    with pytest.raises(InvalidInputError, match="not trained"):
+        scsparse.model.SparseVAE(adata, n_latent=3, n_hidden=8).training_objective()
