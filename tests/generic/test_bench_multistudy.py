@@ -163,7 +163,7 @@ def test_reference_representations_of_the_real_data_checks():
     expected = np.log1p(1e4 * counts / counts.sum(1, keepdims=True))
     np.testing.assert_allclose(lognormalised_genes(adata), expected, rtol=1e-5)
     assert sp.issparse(adata.layers["counts"])  # the user's layer is left as it was
-    pcs = pca_reference(adata, n_comps=5)
+    pcs = pca_reference(lognormalised_genes(adata), n_comps=5)
     assert pcs.shape == (40, 5)
     centred = expected - expected.mean(0)
     top = np.linalg.svd(centred, full_matrices=False)[0][:, 0] * np.linalg.svd(centred, compute_uv=False)[0]

@@ -908,16 +908,34 @@ def lognormalised_genes(adata: AnnData) -> np.ndarray:
     return np.asarray(x.toarray() if hasattr(x, "toarray") else x, dtype=np.float64)
 
 
-def pca_reference(adata: AnnData, n_comps: int = 20) -> np.ndarray:
-    """A reference representation: the first ``n_comps`` principal components of :func:`lognormalised_genes`.
+def pca_reference(x: np.ndarray, n_comps: int = 20) -> np.ndarray:
+    """A reference representation: the first ``n_comps`` principal components of ``x`` (cells x genes).
 
-    ``scanpy.pp.pca(n_comps, random_state=0)`` on the log-normalised counts of all genes of ``adata`` (the
-    model's genes), all cells together.
+    ``scanpy.pp.pca(n_comps, random_state=0)``; ``x`` is :func:`lognormalised_genes` of the model's genes, all
+    cells together.
     """
     import scanpy as sc
 
-    x = lognormalised_genes(adata)
     return np.asarray(sc.pp.pca(x, n_comps=min(n_comps, min(x.shape) - 1), random_state=0), dtype=np.float64)
+
+
+def _reference_accuracies(
+    adata: AnnData, labels: np.ndarray, train: np.ndarray, test: np.ndarray, seed: int
+) -> tuple[float, float]:
+    """:func:`transfer_accuracy` on 20 PCs of the log-normalised genes and on those genes themselves."""
+    x = lognormalised_genes(adata)
+    return (
+        transfer_accuracy(pca_reference(x), labels, train, test, seed),
+        transfer_accuracy(x, labels, train, test, seed),
+    )
+
+
+def _metric_rows(dataset: str, seed: int, fit_seconds: float, values: Mapping[str, float]) -> list[dict[str, Any]]:
+    """One ``results.csv`` row per metric of one dataset and seed."""
+    return [
+        {"dataset": dataset, "seed": seed, "metric": metric, "value": value, "fit_seconds": fit_seconds}
+        for metric, value in values.items()
+    ]
 
 
 def factor_gene_list(model: Any, factor: str, n_top: int = 50, pip_threshold: float = 0.5) -> list[str]:
@@ -1015,54 +1033,22 @@ def _kang_check(seed: int, cfg: Mapping[str, Any], quick: bool) -> tuple[list[di
     cond = adata.obs["condition"].astype(str).to_numpy()
     cell_type = adata.obs["cell_type"].astype(str).to_numpy()
     acc = transfer_accuracy(z_shared, cell_type, cond == "control", cond == "stimulated", seed)
-    acc_pca = transfer_accuracy(pca_reference(adata), cell_type, cond == "control", cond == "stimulated", seed)
-    acc_genes = transfer_accuracy(lognormalised_genes(adata), cell_type, cond == "control", cond == "stimulated", seed)
+    acc_pca, acc_genes = _reference_accuracies(adata, cell_type, cond == "control", cond == "stimulated", seed)
     table = model.factor_table()
-    rows = [
-        {"dataset": "kang", "seed": seed, "metric": "ifn_padj", "value": best, "fit_seconds": secs},
+    rows = _metric_rows(
+        "kang",
+        seed,
+        secs,
         {
-            "dataset": "kang",
-            "seed": seed,
-            "metric": "celltype_acc_control_to_stimulated",
-            "value": acc,
-            "fit_seconds": secs,
+            "ifn_padj": best,
+            "celltype_acc_control_to_stimulated": acc,
+            "celltype_acc_pca_reference": acc_pca,
+            "celltype_acc_genes_reference": acc_genes,
+            "n_active_shared": float(((table["kind"] == "shared") & table["active"]).sum()),
+            "n_active_specific_stimulated": float(len(stim)),
+            "n_active_specific_control": float(((table["study"] == "control") & table["active"]).sum()),
         },
-        {
-            "dataset": "kang",
-            "seed": seed,
-            "metric": "celltype_acc_pca_reference",
-            "value": acc_pca,
-            "fit_seconds": secs,
-        },
-        {
-            "dataset": "kang",
-            "seed": seed,
-            "metric": "celltype_acc_genes_reference",
-            "value": acc_genes,
-            "fit_seconds": secs,
-        },
-        {
-            "dataset": "kang",
-            "seed": seed,
-            "metric": "n_active_shared",
-            "value": float(((table["kind"] == "shared") & table["active"]).sum()),
-            "fit_seconds": secs,
-        },
-        {
-            "dataset": "kang",
-            "seed": seed,
-            "metric": "n_active_specific_stimulated",
-            "value": float(len(stim)),
-            "fit_seconds": secs,
-        },
-        {
-            "dataset": "kang",
-            "seed": seed,
-            "metric": "n_active_specific_control",
-            "value": float(((table["study"] == "control") & table["active"]).sum()),
-            "fit_seconds": secs,
-        },
-    ]
+    )
     detail = {
         "factor_table": table,
         "genes": genes,
@@ -1096,46 +1082,20 @@ def _cellbench_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, 
     tech = adata.obs["technology"].astype(str).to_numpy()
     line = adata.obs["cell_line"].astype(str).to_numpy()
     acc = transfer_accuracy(z_shared, line, tech == "CEL-seq2", tech == "Drop-seq", seed)
-    acc_pca = transfer_accuracy(pca_reference(adata), line, tech == "CEL-seq2", tech == "Drop-seq", seed)
-    acc_genes = transfer_accuracy(lognormalised_genes(adata), line, tech == "CEL-seq2", tech == "Drop-seq", seed)
+    acc_pca, acc_genes = _reference_accuracies(adata, line, tech == "CEL-seq2", tech == "Drop-seq", seed)
     table = model.factor_table()
-    rows = [
+    rows = _metric_rows(
+        "cellbench",
+        seed,
+        secs,
         {
-            "dataset": "cellbench",
-            "seed": seed,
-            "metric": "cellline_acc_celseq2_to_dropseq",
-            "value": acc,
-            "fit_seconds": secs,
+            "cellline_acc_celseq2_to_dropseq": acc,
+            "cellline_acc_pca_reference": acc_pca,
+            "cellline_acc_genes_reference": acc_genes,
+            "n_active_shared": float(((table["kind"] == "shared") & table["active"]).sum()),
+            "n_active_specific": float(((table["kind"] == "specific") & table["active"]).sum()),
         },
-        {
-            "dataset": "cellbench",
-            "seed": seed,
-            "metric": "cellline_acc_pca_reference",
-            "value": acc_pca,
-            "fit_seconds": secs,
-        },
-        {
-            "dataset": "cellbench",
-            "seed": seed,
-            "metric": "cellline_acc_genes_reference",
-            "value": acc_genes,
-            "fit_seconds": secs,
-        },
-        {
-            "dataset": "cellbench",
-            "seed": seed,
-            "metric": "n_active_shared",
-            "value": float(((table["kind"] == "shared") & table["active"]).sum()),
-            "fit_seconds": secs,
-        },
-        {
-            "dataset": "cellbench",
-            "seed": seed,
-            "metric": "n_active_specific",
-            "value": float(((table["kind"] == "specific") & table["active"]).sum()),
-            "fit_seconds": secs,
-        },
-    ]
+    )
     return rows, {"factor_table": table, "n_genes": adata.n_vars, "n_cells": adata.n_obs}
 
 
