@@ -22,6 +22,8 @@ from scsparse._provenance import DEFAULT_PACKAGES as PROVENANCE_PACKAGES
 from scsparse._provenance import package_versions
 
 __all__ = [
+    "PAPER_DEPTH_NOTE",
+    "PAPER_HIDDEN_LAYERS",
     "PROVENANCE_PACKAGES",
     "check_positive_int",
     "format_mean_sd",
@@ -36,6 +38,18 @@ __all__ = [
     "torch_threads",
     "write_results",
 ]
+
+
+#: Hidden layers of the encoder and decoder MLPs in the benchmarks of Moran et al. (2022). Table 6 lists
+#: "# hidden layers 3"; the networks it counts have three *weight* layers. The decoder is ``K -> H`` (no
+#: bias), ReLU, ``H -> H``, ReLU, then the per-feature output ``H -> 1``: the "three-layer neural network"
+#: ``H3 ReLU(H2 ReLU(H1 (w ⊙ z)))`` of the paper's Appendix A.3, and the network of the authors' released
+#: code (encoder alike). In scsparse's count (``n_layers`` = hidden layers) that is 2. Reading it as three
+#: hidden layers made every network one layer deeper than the paper's; on Zeisel the deeper sparse VAE kept
+#: 2-4 of 15 factors and reached 0.933 held-out accuracy in 100 epochs (seed 0), against 0.952 at this depth.
+PAPER_HIDDEN_LAYERS = 2
+#: How the summaries say it.
+PAPER_DEPTH_NOTE = '(Table 6\'s "3 layers" counts the weight layers K -> H -> H -> 1: 2 hidden layers)'
 
 
 def make_output_dir(out: str | os.PathLike[str]) -> Path:

@@ -18,6 +18,8 @@ from scsparse.generic.metrics import fold_in_evaluate
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, BetaVAE, SparseVAE
 
 from ._common import (
+    PAPER_DEPTH_NOTE,
+    PAPER_HIDDEN_LAYERS,
     check_positive_int,
     format_mean_sd,
     make_output_dir,
@@ -44,7 +46,7 @@ __all__ = [
 MOVIELENS_SETTINGS: dict[str, Any] = {
     "n_latent": 30,
     "n_hidden": 300,
-    "n_layers": 3,
+    "n_layers": PAPER_HIDDEN_LAYERS,
     "lr": 1e-4,
     "max_epochs": 100,
     "batch_size": 100,
@@ -487,7 +489,8 @@ def _write_summary(
         f"- Seeds 0..{seeds - 1}: seed s draws a {TEST_FRACTION:.0%} held-out user split (the same for every "
         "method) and seeds every model.",
         f"- Models (Table 6 of the paper): multinomial ('softmax') likelihood; K = {cfg.n_latent}; MLPs of "
-        f"{cfg.n_layers} hidden layers x {cfg.n_hidden}; Adam lr {cfg.lr:g}; batch {cfg.batch_size}; "
+        f"{cfg.n_layers} hidden layers x {cfg.n_hidden} "
+        f"{PAPER_DEPTH_NOTE}; Adam lr {cfg.lr:g}; batch {cfg.batch_size}; "
         f"{cfg.epochs} epochs. SparseVAE lambda0 = {s['lambda0']:g}, lambda1 = {s['lambda1']:g}, a = 1, b = G. "
         f"beta-VAE beta in {list(cfg.betas)} (the table shows the beta with the lowest mean held-out NLL, as the "
         f"paper shows its best beta; all betas are in the sweep table below). OI-VAE: every movie its own group, "

@@ -34,6 +34,8 @@ import pandas as pd
 from scsparse.generic.datasets import TextCorpus, text_corpus
 
 from ._common import (
+    PAPER_DEPTH_NOTE,
+    PAPER_HIDDEN_LAYERS,
     make_output_dir,
     markdown_table,
     provenance,
@@ -76,7 +78,7 @@ __all__ = [
 SEMISYNTHETIC_SETTINGS: dict[str, Any] = {
     "n_latent": 20,
     "n_hidden": 50,
-    "n_layers": 3,
+    "n_layers": PAPER_HIDDEN_LAYERS,
     "lr": 0.01,
     "max_epochs": 50,
     "batch_size": 128,
@@ -333,8 +335,9 @@ def _write_summary(
             if lv in corr.index
         ],
         "",
-        f"- Settings (Table 6, semi-synthetic PeerRead): K = {cfg['n_latent']}, MLPs of {cfg['n_layers']} x "
-        f"{cfg['n_hidden']}, Adam lr {cfg['lr']:g}, batch {cfg['batch_size']}, {cfg['max_epochs']} epochs; SparseVAE "
+        f"- Settings (Table 6, semi-synthetic PeerRead): K = {cfg['n_latent']}, MLPs of "
+        f"{cfg['n_layers']} hidden layers x {cfg['n_hidden']} {PAPER_DEPTH_NOTE}, Adam lr {cfg['lr']:g}, "
+        f"batch {cfg['batch_size']}, {cfg['max_epochs']} epochs; SparseVAE "
         f"lambda1 = {cfg['lambda1']:g}, lambda0 = {cfg['lambda0']:g}; beta-VAE beta in {list(cfg['betas'])} (best by "
         f"mean NLL shown in the paper table); OI-VAE each word its own group, p = {cfg['oivae_p']}, lambda = "
         f"{cfg['oivae_lambda']:g}; VSC alpha = {cfg['vsc_alpha']:g}; NMF unregularised (KL divergence).",

@@ -23,6 +23,8 @@ from scsparse.data._simulate import EQ9_FEATURE_NAMES, simulate_eq9
 from scsparse.generic.metrics import dci_disentanglement, match_factors, support_confusion
 
 from ._common import (
+    PAPER_DEPTH_NOTE,
+    PAPER_HIDDEN_LAYERS,
     check_positive_int,
     make_output_dir,
     markdown_table,
@@ -76,7 +78,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
 #: Settings of the paper's synthetic experiment (Moran et al. 2022, Table 6), shared by every method.
 SYNTHETIC_SETTINGS: dict[str, Any] = {
     "n_hidden": 50,
-    "n_layers": 3,
+    "n_layers": PAPER_HIDDEN_LAYERS,
     "lr": 0.01,
     "max_epochs": 200,
     "batch_size": 100,
@@ -248,8 +250,9 @@ def _make_split(n_obs: int, rho: float, seed: int) -> tuple[Any, SyntheticSplit]
 def fit_sparsevae(split: SyntheticSplit, max_epochs: int, n_latent: int = 5) -> MethodOutput:
     """Fit :class:`scsparse.model.SparseVAE` with the paper's synthetic settings (Table 6).
 
-    Gaussian likelihood, ``n_hidden=50``, ``n_layers=3``, ``lambda0=10``, ``lambda1=1``, no dropout,
-    Adam with ``lr=0.01``, minibatches of 100, every training cell used for training (``train_size=1``).
+    Gaussian likelihood, ``n_hidden=50``, ``n_layers=2`` (the paper's "3 layers", see ``PAPER_HIDDEN_LAYERS``),
+    ``lambda0=10``, ``lambda1=1``, no dropout, Adam with ``lr=0.01``, minibatches of 100, every training cell
+    used for training (``train_size=1``).
 
     Parameters
     ----------
@@ -369,7 +372,7 @@ def _warmup_vae_class() -> type:
 def fit_beta_vae(split: SyntheticSplit, max_epochs: int, n_latent: int = 5, beta: float = 4.0) -> MethodOutput:
     """Fit a (beta-)VAE (:class:`scsparse.generic.models.VAE`) with the paper's synthetic settings.
 
-    Gaussian likelihood with learned per-feature variances, encoder and decoder MLPs of 3 x 50, no
+    Gaussian likelihood with learned per-feature variances, encoder and decoder MLPs of 2 hidden layers of 50, no
     dropout, Adam ``lr=0.01``, minibatches of 100, fitted on the training cells. The KL weight rises
     linearly from 0 to ``beta`` over the first quarter of the epochs, the warm-up the sparse VAE gets, so
     that the two are trained on the same schedule (without it the dense VAEs often collapsed onto the
@@ -433,7 +436,7 @@ def fit_vae(split: SyntheticSplit, max_epochs: int, n_latent: int = 5) -> Method
 def fit_vsc(split: SyntheticSplit, max_epochs: int, n_latent: int = 5) -> MethodOutput:
     """Fit variational sparse coding (:class:`scsparse.generic.models.VSC`) with the paper's settings.
 
-    ``alpha = 0.01`` (Table 6), 20 pseudo-inputs, MLPs of 3 x 50, Adam ``lr=0.01``, batch 100, the
+    ``alpha = 0.01`` (Table 6), 20 pseudo-inputs, MLPs of 2 hidden layers of 50, Adam ``lr=0.01``, batch 100, the
     default ``c`` schedule (50 -> 200) and spike warm-up. Codes are the posterior means ``gamma * mu``;
     the held-out NLL is the importance-weighted bound (100 exact spike-and-slab samples), an upper bound
     on ``-log p(x)``. No ``W`` and no factor selection (sparsity is per cell, in the codes).
@@ -463,7 +466,7 @@ def fit_oivae(split: SyntheticSplit, max_epochs: int, n_latent: int = 5) -> Meth
     """Fit oi-VAE (:class:`scsparse.generic.models.OIVAE`) with every feature its own group.
 
     As in the sparse VAE paper: singleton groups, ``lambda = 1``, ``p = 5`` (Table 6), group generators
-    and encoder of 3 x 50, Adam ``lr=0.01``, batch 100, the proximal group-lasso step after every
+    and encoder of 2 hidden layers of 50, Adam ``lr=0.01``, batch 100, the proximal group-lasso step after every
     optimiser step. With singleton groups ``||W^(j)[:, k]||`` is a feature x factor loading: it is scored
     like the sparse VAE's ``W`` (support ``>= 0.01``; no ``p*``), and a factor is active when some
     feature's column norm is non-zero.
@@ -876,7 +879,8 @@ def _write_summary(
         f"same split at every rho); every method is fitted on the other {n_obs - n_test} cells of the same dataset "
         "with the same seed.",
         f"- Methods: {', '.join(methods)}; all with K = {n_latent} codes, Gaussian likelihood, MLPs of "
-        f"{s['n_layers']} x {s['n_hidden']}, no dropout, Adam lr {s['lr']:g}, batch {s['batch_size']} (Table 6). "
+        f"{s['n_layers']} hidden layers x {s['n_hidden']} {PAPER_DEPTH_NOTE}, no dropout, "
+        f"Adam lr {s['lr']:g}, batch {s['batch_size']} (Table 6). "
         f"SparseVAE: `scsparse.model.SparseVAE` (scvi-tools), lambda0 = {s['lambda0']:g}, lambda1 = "
         f"{s['lambda1']:g}, a = 1, b = G. VAE and beta-VAE: `scsparse.generic.models.VAE` with learned "
         f"per-feature variances and the sparse VAE's KL warm-up (weight 0 -> beta over the first "

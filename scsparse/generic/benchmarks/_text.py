@@ -22,6 +22,8 @@ from scsparse.generic.datasets import TextCorpus, text_corpus
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, BetaVAE, SparseVAE
 
 from ._common import (
+    PAPER_DEPTH_NOTE,
+    PAPER_HIDDEN_LAYERS,
     check_positive_int,
     format_mean_sd,
     make_output_dir,
@@ -56,7 +58,7 @@ METHOD_NAMES: tuple[str, ...] = ("SparseVAE", "VAE", "beta-VAE", "OI-VAE", "VSC"
 TEXT_SETTINGS: dict[str, Any] = {
     "n_latent": 20,
     "n_hidden": 100,
-    "n_layers": 3,
+    "n_layers": PAPER_HIDDEN_LAYERS,
     "lr": 0.01,
     "max_epochs": 40,
     "batch_size": 128,
@@ -578,8 +580,9 @@ def _write_summary(
         f"- Split: seeded 80/20 split of the documents per seed (seeds 0..{seeds - 1}); every method is fitted on the "
         f"same {n_train} training documents and scored on the same held-out documents "
         f"({n_eval} of the {n_test} held-out documents, a fixed subset drawn with the seed, are scored).",
-        f"- Settings (Table 6, PeerRead): K = {cfg['n_latent']}, MLPs of {cfg['n_layers']} x {cfg['n_hidden']}, "
-        f"Adam lr {cfg['lr']:g}, batch {cfg['batch_size']}, {cfg['max_epochs']} epochs; SparseVAE lambda1 = "
+        f"- Settings (Table 6, PeerRead): K = {cfg['n_latent']}, MLPs of {cfg['n_layers']} hidden layers x "
+        f"{cfg['n_hidden']} {PAPER_DEPTH_NOTE}, Adam lr {cfg['lr']:g}, batch {cfg['batch_size']}, "
+        f"{cfg['max_epochs']} epochs; SparseVAE lambda1 = "
         f"{cfg['lambda1']:g}, lambda0 = {cfg['lambda0']:g}, a = 1, b = G, KL warm-up over the first quarter; "
         f"beta-VAE beta in {list(cfg['betas'])} (the table shows the best by mean NLL, as the paper does); "
         f"OI-VAE: each word its own group, p = {cfg['oivae_p']}, lambda = {cfg['oivae_lambda']:g}, "

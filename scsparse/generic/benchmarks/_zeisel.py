@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 
 from ._common import (
+    PAPER_DEPTH_NOTE,
+    PAPER_HIDDEN_LAYERS,
     check_positive_int,
     format_mean_sd,
     make_output_dir,
@@ -79,7 +81,7 @@ ZEISEL_SETTINGS: dict[str, Any] = {
     "n_genes": 558,
     "n_latent": 15,
     "n_hidden": 100,
-    "n_layers": 3,
+    "n_layers": PAPER_HIDDEN_LAYERS,
     "lr": 0.01,
     "max_epochs": 100,
     "batch_size": 512,
@@ -692,7 +694,8 @@ def _write_summary(
         "- Metric: multinomial logistic regression (scikit-learn, lbfgs, C = 1, factors standardised with the "
         "training cells' statistics) fitted on the training cells' factors; accuracy and macro-F1 on the test "
         f"cells. `{GENES_REFERENCE}`: the same regression on the preprocessed genes themselves (no model).",
-        f"- Networks (all autoencoders): K = {s['n_latent']}, {s['n_layers']} hidden layers of {s['n_hidden']}, "
+        f"- Networks (all autoencoders): K = {s['n_latent']}, {s['n_layers']} hidden layers of {s['n_hidden']} "
+        f"{PAPER_DEPTH_NOTE}, "
         f"Adam lr {s['lr']:g}, batch {s['batch_size']}, {epochs} epochs (the paper: {s['max_epochs']}). "
         f"SparseVAE: lambda0 = {s['lambda0']:g}, lambda1 = {s['lambda1']:g}, a = 1, b = G, KL warm-up over the "
         f"first quarter; VSC: alpha = {s['vsc_alpha']:g} (the paper's), 20 pseudo-inputs; OI-VAE: one group per "
