@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._common import check_positive_int
+
 __all__ = ["SCALE_COLUMNS", "cell_scaling", "gene_scaling", "write_simulated_h5ad"]
 
 SCALE_COLUMNS = [
@@ -295,8 +297,8 @@ def _measure(
     timeout: float | None,
     verbose: bool,
 ) -> pd.DataFrame:
-    if batch_size < 1 or epochs < 1:
-        raise ValueError(f"batch_size and epochs must be positive, got batch_size={batch_size}, epochs={epochs}.")
+    check_positive_int("batch_size", batch_size)
+    check_positive_int("epochs", epochs)
     if not (device == "cpu" or device.startswith("cuda")):
         raise ValueError(f"device must be 'cpu' or 'cuda[:i]', got {device!r}.")
     rows = []
@@ -410,9 +412,8 @@ def gene_scaling(
     >>> df = gene_scaling(n_genes=(2_000, 20_000), batch_size=128)  # doctest: +SKIP
     >>> df[["n_genes", "peak_memory_mb", "seconds_per_step"]]  # doctest: +SKIP
     """
+    check_positive_int("n_cells", n_cells)
     sizes = [(int(n_cells), g) for g in _check_sizes("n_genes", n_genes)]
-    if n_cells < 1:
-        raise ValueError(f"n_cells must be positive, got {n_cells}.")
     return _measure(
         "genes",
         sizes,
@@ -479,9 +480,8 @@ def cell_scaling(
     >>> df = cell_scaling(n_cells=(10_000, 200_000))  # doctest: +SKIP
     >>> df["peak_memory_mb"].iloc[-1] / df["peak_memory_mb"].iloc[0]  # doctest: +SKIP
     """
+    check_positive_int("n_genes", n_genes)
     sizes = [(n, int(n_genes)) for n in _check_sizes("n_cells", n_cells)]
-    if n_genes < 1:
-        raise ValueError(f"n_genes must be positive, got {n_genes}.")
     return _measure(
         "cells",
         sizes,

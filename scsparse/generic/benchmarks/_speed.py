@@ -30,6 +30,7 @@ import pandas as pd
 from lightning.pytorch.callbacks import Callback
 
 from ._common import (
+    check_positive_int,
     make_output_dir,
     provenance,
     provenance_markdown,
@@ -484,8 +485,7 @@ def run_speed(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("speed", out="bench_speed", quick=True)  # doctest: +SKIP
     """
-    if seeds < 1:
-        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    check_positive_int("seeds", seeds)
     if not (device == "cpu" or device.startswith("cuda")):
         raise ValueError(f"device must be 'cpu' or 'cuda[:N]', got {device!r}")
     if device.startswith("cuda"):
