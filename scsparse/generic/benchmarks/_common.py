@@ -49,7 +49,9 @@ __all__ = [
 #: 2-4 of 15 factors and reached 0.933 held-out accuracy in 100 epochs (seed 0), against 0.952 at this depth.
 PAPER_HIDDEN_LAYERS = 2
 #: How the summaries say it.
-PAPER_DEPTH_NOTE = '(Table 6\'s "3 layers" counts the weight layers K -> H -> H -> 1: 2 hidden layers)'
+PAPER_DEPTH_NOTE = (
+    f'(Table 6\'s "3 layers" counts the weight layers K -> H -> H -> 1: {PAPER_HIDDEN_LAYERS} hidden layers)'
+)
 
 
 def make_output_dir(out: str | os.PathLike[str]) -> Path:
