@@ -34,7 +34,7 @@ EXPECTED_COLUMNS = [
     "heldout_mse",
     "fit_seconds",
 ]
-ALL_METHODS = ["SparseVAE", "VAE", "beta-VAE", "VSC", "oi-VAE"]
+ALL_METHODS = ["SparseVAE", "SparseVAE (1 fit)", "VAE", "beta-VAE", "VSC", "oi-VAE"]
 
 
 def test_run_synthetic_quick_writes_outputs(tmp_path):
@@ -49,7 +49,7 @@ def test_run_synthetic_quick_writes_outputs(tmp_path):
         assert np.isfinite(rows[col]).all(), col
     assert ((rows["dci"] >= 0) & (rows["dci"] <= 1)).all() and (rows["heldout_mse"] > 0).all()
     # W support: only the methods with a feature x factor loading are scored
-    for m in ("SparseVAE", "oi-VAE"):
+    for m in ("SparseVAE", "SparseVAE (1 fit)", "oi-VAE"):
         assert 0.0 <= rows.loc[m, "w_fscore"] <= 1.0 and 0 <= rows.loc[m, "n_active"] <= 5
     for m in ("VAE", "beta-VAE", "VSC"):
         assert math.isnan(rows.loc[m, "w_fscore"]) and math.isnan(rows.loc[m, "n_active"])
@@ -64,7 +64,8 @@ def test_run_synthetic_quick_writes_outputs(tmp_path):
 
     summary = (tmp_path / "summary.md").read_text()
     assert summary.index("Provenance") < summary.index("What ran") < summary.index("Results")
-    for needle in ("scvi-tools", "torch threads", "oi-VAE", "VSC", "beta-VAE (beta=", "Must show", "not assessed"):
+    for needle in ("scvi-tools", "torch threads", "oi-VAE", "VSC", "beta-VAE (beta=", "Must show", "not assessed",
+                   "best of 4 fits", "`SparseVAE (1 fit)` is restart 0 alone"):
         assert needle in summary, needle
     assert "SparseVAE DCI above VAE and beta-VAE | 0.4" in summary
     assert "F-score >= 0.9 (rho <= 0.4) | 0.4" in summary

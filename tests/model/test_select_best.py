@@ -47,3 +47,23 @@ def test_training_objective_needs_a_trained_model(counts_adata):
     scsparse.model.SparseVAE.setup_anndata(adata, layer="counts")
     with pytest.raises(InvalidInputError, match="not trained"):
         scsparse.model.SparseVAE(adata, n_latent=3, n_hidden=8).training_objective()
+
+
+def test_best_of_restarts_seeds_and_choice(counts_adata):
+    from scsparse.generic.benchmarks._common import RESTART_SEED_STEP, best_of_restarts
+
+    adata = counts_adata.copy()
+    fits = {}
+
+    def fit(seed):
+        fits[seed] = _fit(adata, seed=seed, epochs=2)
+        return fits[seed]
+
+    best = best_of_restarts(fit, seed=3, n_restarts=3)
+    assert sorted(fits) == [3, 3 + RESTART_SEED_STEP, 3 + 2 * RESTART_SEED_STEP]  # restart 0 is the seed itself
+    objectives = {s: m.training_objective() for s, m in fits.items()}
+    assert best is fits[min(objectives, key=objectives.get)]
+    single = best_of_restarts(fit, seed=5, n_restarts=1)
+    assert single is fits[5]
+    with pytest.raises(ValueError, match="n_restarts must be a positive integer"):
+        best_of_restarts(fit, seed=0, n_restarts=0)

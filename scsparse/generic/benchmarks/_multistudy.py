@@ -23,6 +23,8 @@ from scsparse.data._simulate_multistudy import MultiStudyData, simulate_multistu
 from scsparse.generic.metrics import estimated_support, factor_correlation
 
 from ._common import (
+    RESTART_SEED_STEP,
+    best_of_restarts,
     check_positive_int,
     format_mean_sd,
     make_output_dir,
@@ -114,9 +116,6 @@ QUICK_MULTISTUDY_SETTINGS: dict[str, Any] = {
     "n_restarts": 1,
 }
 
-#: Seed offset between the restarts of one method on one dataset (restart r uses seed + r * this).
-RESTART_SEED_STEP = 1000
-
 #: The issue's targets.
 TARGET_FSCORE = 0.8
 
@@ -190,19 +189,14 @@ def _train(model: Any, settings: Mapping[str, Any]) -> None:
 
 
 def _fit_best(make: Callable[[int], Any], settings: Mapping[str, Any], seed: int) -> Any:
-    """Train ``settings["n_restarts"]`` fits (seeds ``seed + r * RESTART_SEED_STEP``), keep the lowest objective.
+    """Best of ``settings["n_restarts"]`` trained fits of ``make(seed)`` (:func:`._common.best_of_restarts`)."""
 
-    ``make(seed)`` sets up and returns an untrained model. The choice uses the training objective only
-    (:func:`scsparse.model.select_best`), never the true programmes.
-    """
-    from scsparse.model import select_best
-
-    fits = []
-    for r in range(int(settings.get("n_restarts", 1))):
-        model = make(seed + r * RESTART_SEED_STEP)
+    def fit(s: int) -> Any:
+        model = make(s)
         _train(model, settings)
-        fits.append(model)
-    return fits[0] if len(fits) == 1 else select_best(fits)[0]
+        return model
+
+    return best_of_restarts(fit, seed, int(settings.get("n_restarts", 1)))
 
 
 def _specific_names(data: MultiStudyData, study: str) -> list[str]:
