@@ -1,0 +1,10 @@
+import math
+
+from scsparse.generic.benchmarks._common import no_active_factor_note
+
+
+def test_no_active_factor_note_counts_fits_with_every_factor_off():
+    assert no_active_factor_note([2.0, 5.0, math.nan]) == []
+    (line,) = no_active_factor_note([0.0, 3.0, 0.0, math.nan], method="MySVAE")
+    assert line.startswith("- MySVAE ended with **no active factor** in 2 of 3 fits")
+    assert "cannot be read as programmes" in line
