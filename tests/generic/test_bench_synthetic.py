@@ -64,8 +64,17 @@ def test_run_synthetic_quick_writes_outputs(tmp_path):
 
     summary = (tmp_path / "summary.md").read_text()
     assert summary.index("Provenance") < summary.index("What ran") < summary.index("Results")
-    for needle in ("scvi-tools", "torch threads", "oi-VAE", "VSC", "beta-VAE (beta=", "Must show", "not assessed",
-                   "best of 4 fits", "`SparseVAE (1 fit)` is restart 0 alone"):
+    for needle in (
+        "scvi-tools",
+        "torch threads",
+        "oi-VAE",
+        "VSC",
+        "beta-VAE (beta=",
+        "Must show",
+        "not assessed",
+        "best of 4 fits",
+        "`SparseVAE (1 fit)` is restart 0 alone",
+    ):
         assert needle in summary, needle
     assert "SparseVAE DCI above VAE and beta-VAE | 0.4" in summary
     assert "F-score >= 0.9 (rho <= 0.4) | 0.4" in summary
