@@ -285,33 +285,23 @@ def markdown_table(
     return "\n".join(lines)
 
 
+def _git(root: Path, *args: str) -> str | None:
+    """Stripped stdout of a read-only ``git -C root ARGS`` (``None`` when git cannot run)."""
+    try:
+        res = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return res.stdout.strip()
+
+
 def _git_commit() -> str:
     """The source tree's commit (read-only ``git``), ``+dirty`` when tracked files differ from it, or ``"unknown"``."""
     root = Path(__file__).resolve().parents[3]
-    try:
-        res = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    commit = res.stdout.strip()
+    commit = _git(root, "rev-parse", "--short", "HEAD")
     if not commit:
         return "unknown"
-    try:
-        status = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return commit
-    return f"{commit}+dirty" if status.stdout.strip() else commit
+    status = _git(root, "status", "--porcelain", "--untracked-files=no")
+    return f"{commit}+dirty" if status else commit
 
 
 def machine_info() -> dict[str, Any]:

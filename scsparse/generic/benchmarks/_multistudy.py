@@ -847,12 +847,6 @@ def _real_cfg(name: str, quick: bool, max_epochs: int | None) -> dict[str, Any]:
     return cfg
 
 
-def _specific_count(cfg: Mapping[str, Any], study: str) -> int:
-    """Specific factors of ``study`` under ``cfg["n_latent_specific"]`` (an int for every study, or a dict)."""
-    spec = cfg["n_latent_specific"]
-    return int(spec.get(study, 0)) if isinstance(spec, Mapping) else int(spec)
-
-
 def _fit_real(adata: AnnData, study_key: str, cfg: Mapping[str, Any], seed: int) -> tuple[Any, float]:
     from scsparse.model import MultiStudySparseVAE
 
@@ -1154,7 +1148,7 @@ def _write_real_summary(
             f"{', a random subset of cells (quick mode)' if quick else ''}), study = `condition` (control, "
             f"stimulated): `MultiStudySparseVAE(n_latent_shared={c['n_latent_shared']}, "
             f"n_latent_specific={c['n_latent_specific']})`: control is the reference condition"
-            f"{' and gets no specific factor' if _specific_count(c, 'control') == 0 else ''}, NB, "
+            f"{'' if (d0['factor_table']['study'] == 'control').any() else ' and gets no specific factor'}, NB, "
             f"{c['n_hidden']} hidden units, lr {c['lr']:g}, "
             f"batch {c['batch_size']}, {c['max_epochs']} epochs, initial |W| = {c['w_init']:g}. "
             "(i) For every active stimulated-specific factor: the genes with p* > 0.5, at most the "

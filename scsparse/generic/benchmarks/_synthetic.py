@@ -93,8 +93,8 @@ SYNTHETIC_SETTINGS: dict[str, Any] = {
     "oivae_lambda": 1.0,
     "oivae_p": 5,
     "kl_warmup_fraction": 0.25,
-    # the sparse VAE is fitted with seeds s, s + 1000, ... and the fit with the lowest training objective is kept
-    # (scsparse.model.select_best; no true factor is used); "SparseVAE (1 fit)" reports restart 0 alone
+    # the sparse VAE is fitted with seeds s + r * RESTART_SEED_STEP and the fit with the lowest training objective
+    # is kept (scsparse.model.select_best; no true factor is used); "SparseVAE (1 fit)" reports restart 0 alone
     "n_restarts": 4,
 }
 
@@ -262,7 +262,7 @@ def fit_sparsevae(
 
     Gaussian likelihood, ``n_hidden=50``, ``n_layers=2`` (the paper's "3 layers", see ``PAPER_HIDDEN_LAYERS``),
     ``lambda0=10``, ``lambda1=1``, no dropout, Adam with ``lr=0.01``, minibatches of 100, every training cell
-    used for training (``train_size=1``). Of ``n_restarts`` fits (seeds ``split.seed + r * 1000``) the one
+    used for training (``train_size=1``). Of ``n_restarts`` fits (:func:`._common.best_of_restarts`) the one
     with the lowest training objective is kept (:func:`scsparse.model.select_best`); the true factors play
     no part in the choice.
 
