@@ -1,8 +1,9 @@
 """User-facing scvi-tools models."""
 
+from ._base import NoActiveFactorWarning
 from ._multistudy import MultiStudySparseVAE
 from ._select import select_best
 from ._sparsevae import SparseVAE
 from ._validation import InvalidInputError
 
-__all__ = ["InvalidInputError", "MultiStudySparseVAE", "SparseVAE", "select_best"]
+__all__ = ["InvalidInputError", "MultiStudySparseVAE", "NoActiveFactorWarning", "SparseVAE", "select_best"]

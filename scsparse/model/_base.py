@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,14 @@ from anndata import AnnData
 from ._results import check_keys_free, data_hash, h5ad_safe, package_versions
 from ._validation import InvalidInputError
 
-__all__ = ["SparseFactorMixin"]
+__all__ = ["NoActiveFactorWarning", "SparseFactorMixin"]
+
+
+class NoActiveFactorWarning(UserWarning):
+    """Training ended with every entry of ``W`` in the spike, so the factors carry no gene programme.
+
+    Silence it with ``warnings.filterwarnings("ignore", category=NoActiveFactorWarning)``.
+    """
 
 
 class SparseFactorMixin:
@@ -106,6 +114,25 @@ class SparseFactorMixin:
         """
         mask = self.module.active_factor_mask(pip_threshold, min_genes).cpu().numpy()
         return [name for name, keep in zip(self.factor_names, mask, strict=True) if keep]
+
+    def _warn_if_no_active_factor(self) -> None:
+        """Warn when training left no factor active (``p* <= 0.5`` for every gene and factor)."""
+        if self.active_factors():
+            return
+        indices = self.train_indices
+        n_cells = self.adata.n_obs if indices is None or len(indices) == 0 else len(indices)
+        trainer = getattr(self, "trainer", None)
+        steps = f"{trainer.global_step} optimiser steps" if trainer is not None else "training"
+        warnings.warn(
+            f"Training ended with no active factor: p* <= 0.5 for every gene and factor, so W is all spike and "
+            f"the factors carry no gene programme. The Spike-and-Slab Lasso prior switched every factor off "
+            f"before W had grown ({steps} on {n_cells} training cells). Train for more epochs (what counts is "
+            "the number of steps, epochs x cells / batch_size), with lr=1e-2 if you lowered it, or start W "
+            "deeper in the slab (decoder_kwargs={'w_init': 1.0}: fewer entries then go to the spike); "
+            "model.get_factor_weights() shows eta per factor. See the README section 'Few cells'.",
+            NoActiveFactorWarning,
+            stacklevel=3,
+        )
 
     def get_anchor_genes(self, pip_threshold: float = 0.5) -> dict[str, list[str]]:
         """Anchor genes per active factor: genes whose only included factor (``p* > pip_threshold``) it is.

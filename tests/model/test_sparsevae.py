@@ -1,3 +1,5 @@
+import warnings
+
 import anndata as ad
 import numpy as np
 import pandas as pd
@@ -5,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from scsparse.model import InvalidInputError, SparseVAE
+from scsparse.model import InvalidInputError, NoActiveFactorWarning, SparseVAE
 from scsparse.nn import ssl_inclusion_logits
 
 SMALL = {"n_latent": 4, "n_hidden": 16}
@@ -197,3 +199,20 @@ def test_write_results_into_anndata_with_other_genes(counts_adata):
     other = counts_adata[:, ::-1].copy()
     with pytest.raises(InvalidInputError, match="genes differ"):
         model.write_results(other)
+
+
+def test_warns_when_training_leaves_no_active_factor(counts_adata):
+    SparseVAE.setup_anndata(counts_adata, layer="counts")
+    # W starts at 0 (deep in the spike: p* = 0.09 at eta = 0.5) and a negligible learning rate keeps it there
+    spiked = SparseVAE(counts_adata, n_latent=3, n_hidden=8, decoder_kwargs={"w_init": 0.0, "w_init_noise": 0.0})
+    expected = r"no active factor.*3 optimiser steps on 180 training cells.*w_init"
+    with pytest.warns(NoActiveFactorWarning, match=expected):
+        spiked.train(max_epochs=1, lr=1e-8, batch_size=64)
+    assert spiked.active_factors() == []
+
+    # the same training from the slab keeps every factor and stays silent
+    slab = SparseVAE(counts_adata, n_latent=3, n_hidden=8, decoder_kwargs={"w_init": 1.0, "w_init_noise": 0.0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoActiveFactorWarning)
+        slab.train(max_epochs=1, lr=1e-8, batch_size=64)
+    assert len(slab.active_factors()) == 3
