@@ -1,6 +1,7 @@
 """User-facing scvi-tools models."""
 
-from ._base import NoActiveFactorWarning
+from scsparse.nn import NoActiveFactorWarning
+
 from ._multistudy import MultiStudySparseVAE
 from ._select import select_best
 from ._sparsevae import SparseVAE

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from anndata import AnnData
 
+from scsparse.nn import warn_no_active_factor
+
 from ._results import check_keys_free, data_hash, h5ad_safe, package_versions
 from ._validation import InvalidInputError
 
-__all__ = ["NoActiveFactorWarning", "SparseFactorMixin"]
-
-
-class NoActiveFactorWarning(UserWarning):
-    """Training ended with every entry of ``W`` in the spike, so the factors carry no gene programme.
-
-    Silence it with ``warnings.filterwarnings("ignore", category=NoActiveFactorWarning)``.
-    """
+__all__ = ["SparseFactorMixin"]
 
 
 class SparseFactorMixin:
@@ -122,17 +116,7 @@ class SparseFactorMixin:
         indices = self.train_indices
         n_cells = self.adata.n_obs if indices is None or len(indices) == 0 else len(indices)
         trainer = getattr(self, "trainer", None)
-        steps = f"{trainer.global_step} optimiser steps" if trainer is not None else "training"
-        warnings.warn(
-            f"Training ended with no active factor: p* <= 0.5 for every gene and factor, so W is all spike and "
-            f"the factors carry no gene programme. The Spike-and-Slab Lasso prior switched every factor off "
-            f"before W had grown ({steps} on {n_cells} training cells). Train for more epochs (what counts is "
-            "the number of steps, epochs x cells / batch_size), with lr=1e-2 if you lowered it, or start W "
-            "deeper in the slab (decoder_kwargs={'w_init': 1.0}: fewer entries then go to the spike); "
-            "model.get_factor_weights() shows eta per factor. See the README section 'Few cells'.",
-            NoActiveFactorWarning,
-            stacklevel=3,
-        )
+        warn_no_active_factor(n_cells, trainer.global_step if trainer is not None else None, stacklevel=4)
 
     def get_anchor_genes(self, pip_threshold: float = 0.5) -> dict[str, list[str]]:
         """Anchor genes per active factor: genes whose only included factor (``p* > pip_threshold``) it is.

@@ -3,6 +3,7 @@
 Nothing here imports AnnData, Lightning or scvi-tools: every piece of the maths is written once, here.
 """
 
+from ._diagnostics import NoActiveFactorWarning, warn_no_active_factor
 from ._elbo import gaussian_kl, importance_sampled_log_likelihood, sparse_vae_objective, sparse_vae_penalty
 from ._encoder import GaussianEncoder
 from ._group_lasso import group_column_norms, group_lasso_penalty, group_lasso_prox
@@ -27,6 +28,7 @@ __all__ = [
     "GaussianEncoder",
     "MLP",
     "MaskedDecoder",
+    "NoActiveFactorWarning",
     "SpikeSlabLasso",
     "calibrate_inverse_gamma",
     "gaussian_kl",
@@ -51,4 +53,5 @@ __all__ = [
     "ssl_inclusion_logits",
     "straight_through_threshold",
     "threshold_zero_probability",
+    "warn_no_active_factor",
 ]

@@ -1,4 +1,5 @@
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from scsparse.generic.models import (
     SparseVAEArrayModule,
     feature_variances,
 )
-from scsparse.nn import calibrate_inverse_gamma
+from scsparse.nn import NoActiveFactorWarning, calibrate_inverse_gamma
 
 N_TRAIN, N_TEST, N_FEATURES, N_FACTORS = 600, 200, 20, 3
 FAST = {"n_latent": 4, "n_hidden": 32, "lr": 1e-2, "max_epochs": 40}
@@ -203,6 +204,19 @@ def test_sparse_vae_same_seed_same_codes(data):
     np.testing.assert_array_equal(a.transform(test), b.transform(test))
     np.testing.assert_array_equal(a.inclusion_probabilities(), b.inclusion_probabilities())
     assert not np.allclose(a.transform(test), c.transform(test))
+
+
+def test_sparse_vae_warns_when_no_factor_stays_active(data):
+    train, _ = data["normal"]
+    kwargs = {"n_latent": 3, "n_hidden": 8, "max_epochs": 1, "lr": 1e-8, "batch_size": 100}
+    spike = {"w_init": 0.0, "w_init_noise": 0.0}  # p* = 0.09 at eta = 0.5, and W cannot move at this rate
+    with pytest.warns(NoActiveFactorWarning, match=r"6 optimiser steps on 600 training rows"):
+        model = SparseVAE(decoder_kwargs=spike, **kwargs).fit(train)
+    assert model.active_factors().size == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoActiveFactorWarning)
+        model = SparseVAE(decoder_kwargs={"w_init": 1.0, "w_init_noise": 0.0}, **kwargs).fit(train)
+    assert model.active_factors().size == 3
 
 
 def test_models_reject_data_that_do_not_fit_the_likelihood(data):

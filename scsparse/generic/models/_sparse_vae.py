@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from scsparse.nn import calibrate_inverse_gamma
+from scsparse.nn import calibrate_inverse_gamma, warn_no_active_factor
 
 from ._base import TorchArrayModel
 from ._modules import ARRAY_LIKELIHOODS, SparseVAEArrayModule, check_likelihood_data
@@ -145,6 +145,11 @@ class SparseVAE(TorchArrayModel):
 
         For ``"normal"`` the variance prior is calibrated on the per-feature sample variances of ``X``
         first. Arrays are checked against the likelihood.
+
+        Warns
+        -----
+        NoActiveFactorWarning
+            When training ends with every entry of ``W`` in the spike (no active factor).
         """
         if not isinstance(X, DataLoader):
             check_likelihood_data(X, self.likelihood)
@@ -155,6 +160,10 @@ class SparseVAE(TorchArrayModel):
         )
         self._epochs = self.max_epochs if max_epochs is None else int(max_epochs)
         super().fit(X, max_epochs=max_epochs, verbose=verbose)
+        if len(self.active_factors()) == 0:
+            n_rows = len(X.dataset) if isinstance(X, DataLoader) else len(X)
+            steps_per_epoch = len(X) if isinstance(X, DataLoader) else -(-n_rows // self.batch_size)
+            warn_no_active_factor(n_rows, self._epochs * steps_per_epoch, rows="training rows")
         return self
 
     def build(self, n_features: int, data: torch.Tensor | None) -> SparseVAEArrayModule:

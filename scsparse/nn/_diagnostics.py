@@ -1,0 +1,50 @@
+"""Warnings about the state of the Spike-and-Slab Lasso prior after training."""
+
+from __future__ import annotations
+
+import warnings
+
+__all__ = ["NoActiveFactorWarning", "warn_no_active_factor"]
+
+
+class NoActiveFactorWarning(UserWarning):
+    """Training ended with every entry of ``W`` in the spike, so the factors carry no programme.
+
+    Silence it with ``warnings.filterwarnings("ignore", category=NoActiveFactorWarning)``.
+    """
+
+
+def warn_no_active_factor(n_rows: int, n_steps: int | None, rows: str = "training cells", stacklevel: int = 3) -> None:
+    """Warn that training left no factor active (``p* <= 0.5`` for every row of ``W`` and factor).
+
+    Parameters
+    ----------
+    n_rows
+        Number of training rows (cells, users, documents).
+    n_steps
+        Optimiser steps taken, or ``None`` when unknown.
+    rows
+        What the rows are, for the message.
+    stacklevel
+        Passed to :func:`warnings.warn`, so the warning points at the user's call.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_no_active_factor(300, 180)
+    >>> caught[0].category.__name__
+    'NoActiveFactorWarning'
+    """
+    steps = f"{n_steps} optimiser steps" if n_steps is not None else "training"
+    warnings.warn(
+        "Training ended with no active factor: p* <= 0.5 for every feature and factor, so W is all spike and "
+        "the factors carry no programme. The Spike-and-Slab Lasso prior switched every factor off before W had "
+        f"grown ({steps} on {n_rows} {rows}). Train for more epochs (what counts is the number of steps, "
+        "epochs x rows / batch size), with lr=1e-2 if you lowered it, or start W deeper in the slab "
+        "(decoder_kwargs={'w_init': 1.0}: fewer entries then go to the spike). See the README section "
+        "'Few cells'.",
+        NoActiveFactorWarning,
+        stacklevel=stacklevel,
+    )
