@@ -175,6 +175,8 @@ def test_run_zeisel_subset_of_settings_and_methods(tmp_path):
         verbose=False,
     )
     assert df["method"].tolist() == ["NMF (KL)"] and (df["setting"] == "counts").all()
+    summary = (tmp_path / "summary.md").read_text()
+    assert "the normalised setting's SparseVAE did not run — **not assessed**" in summary
 
 
 def test_quick_runs_one_seed_by_default(tmp_path):
