@@ -228,6 +228,14 @@ def _diagnostic_lines(summary: dict[str, Any], n_genes: int) -> list[str]:
     if len(broad_ok):
         names = ", ".join(f"{r.factor} ({r.gene_fraction:.0%})" for r in broad_ok.itertuples())
         lines.append(f"- Broad but enriched (interpretable, yet not sparse): {names}.")
+    if "overlaps" in diag.columns and diag["overlaps"].any():
+        pairs = sorted({tuple(sorted((r.factor, r.overlap_factor))) for r in diag[diag["overlaps"]].itertuples()})
+        listed = "; ".join(f"{a} and {b}" for a, b in pairs)
+        lines.append(
+            f'- Overlapping factors (most of their genes in common; column `diagnostic`: "overlaps ..."): {listed}. '
+            "One programme may be duplicated or several merged: compare fits from other seeds before reading them "
+            "as separate programmes."
+        )
     return lines
 
 

@@ -9,8 +9,8 @@
   separately; :func:`load_gene_sets`, :func:`read_gmt`, :func:`read_panglaodb`, :func:`read_cellmarker` — gene-set
   libraries (GMT, registry names, PanglaoDB, CellMarker).
 - :func:`factor_association` — factor activity by group (effect size and tests).
-- :func:`factor_diagnostics` — programme size relative to the genes, best gene set, and a flag for broad factors
-  without any enriched gene set.
+- :func:`factor_diagnostics` — programme size relative to the genes, best gene set, and flags for broad factors
+  without any enriched gene set and for factors that overlap another one.
 - :func:`stability` — reproducibility of each factor across seeds.
 
 All of them read multi-study results too (:class:`~scsparse.model.MultiStudySparseVAE`): shared and study-specific
@@ -18,7 +18,7 @@ factors under their factor-table names, specific factors analysed within their o
 """
 
 from ._association import factor_association
-from ._diagnostics import BROAD_FRACTION, factor_diagnostics
+from ._diagnostics import BROAD_FRACTION, OVERLAP_FRACTION, factor_diagnostics
 from ._enrich import DEFAULT_N_TOP, bh_adjust, enrich
 from ._genesets import GENE_SET_LIBRARIES, GeneSetError, load_gene_sets, read_cellmarker, read_gmt, read_panglaodb
 from ._sparse_vae import result_keys, sparse_vae
@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_N_TOP",
     "GENE_SET_LIBRARIES",
     "GeneSetError",
+    "OVERLAP_FRACTION",
     "bh_adjust",
     "enrich",
     "factor_association",

@@ -99,3 +99,59 @@ def test_library_size_correlation():
     adata.X = np.log1p(adata.layers["counts"].toarray())  # not counts: no library size
     del adata.uns[KEY]["setup_args"]
     assert scsparse.tl.factor_diagnostics(adata, key=KEY)["library_size_corr"].isna().all()
+
+
+def test_overlapping_factors_are_flagged():
+    adata = planted.planted_adata()  # factor_0: genes 0-19, factor_1: genes 20-29, independent activities
+    diag = scsparse.tl.factor_diagnostics(adata, key=KEY, broad_fraction=0.5).set_index("factor")
+    z = adata.obsm[f"X_{KEY}"]
+    assert (diag["gene_jaccard"] == 0).all() and (diag["overlap_factor"] == "").all()
+    assert diag.loc["factor_0", "corr_factor"] == "factor_1"
+    assert diag.loc["factor_0", "activity_corr"] == pytest.approx(np.corrcoef(z[:, 0], z[:, 1])[0, 1])
+    assert not diag["overlaps"].any() and (diag["diagnostic"] == "ok").all()
+    assert diag.attrs["overlap_fraction"] == scsparse.tl.OVERLAP_FRACTION == 0.5
+
+    merged = planted.planted_adata()
+    pip = np.asarray(merged.varm[f"{KEY}_pip"]).copy()
+    pip[:18, 1] = 0.99  # factor_1 now also holds 18 of factor_0's 20 genes: Jaccard 18 / 30
+    merged.varm[f"{KEY}_pip"] = pip
+    diag = scsparse.tl.factor_diagnostics(merged, key=KEY, broad_fraction=0.5).set_index("factor")
+    assert diag["gene_jaccard"].tolist() == pytest.approx([0.6, 0.6]) and diag["overlaps"].all()
+    assert diag.loc["factor_0", "diagnostic"] == "overlaps factor_1"
+    assert diag.loc["factor_1", "diagnostic"] == "overlaps factor_0"
+    strict = scsparse.tl.factor_diagnostics(merged, key=KEY, broad_fraction=0.5, overlap_fraction=0.8)
+    assert not strict["overlaps"].any()
+    from scsparse import _demo
+
+    report = "\n".join(_demo._diagnostic_lines({"diagnostics": diag.reset_index()}, merged.n_vars))
+    assert "Overlapping factors" in report and "factor_0 and factor_1." in report
+    assert "Overlapping" not in "\n".join(_demo._diagnostic_lines({"diagnostics": strict}, merged.n_vars))
+
+    # disjoint genes, one activity mirroring the other: reported, not flagged (real programmes co-vary)
+    correlated = planted.planted_adata()
+    rng = np.random.default_rng(1)
+    z = correlated.obsm[f"X_{KEY}"].copy()
+    z[:, 1] = -z[:, 0] + 0.2 * rng.normal(size=len(z))
+    correlated.obsm[f"X_{KEY}"] = z
+    diag = scsparse.tl.factor_diagnostics(correlated, key=KEY, broad_fraction=0.5).set_index("factor")
+    assert diag.loc["factor_1", "activity_corr"] < -0.9 and diag.loc["factor_1", "corr_factor"] == "factor_0"
+    assert not diag["overlaps"].any()
+    with pytest.raises(ValueError, match="overlap_fraction"):
+        scsparse.tl.factor_diagnostics(correlated, key=KEY, overlap_fraction=1.5)
+
+
+def test_overlap_of_a_specific_factor_is_judged_on_its_own_study():
+    from test_tl_multistudy import KEY as MS_KEY
+    from test_tl_multistudy import planted_multistudy
+
+    adata = planted_multistudy()
+    in_b = (adata.obs["study"] == "stim lab").to_numpy()
+    shared = adata.obsm[f"X_{MS_KEY}_shared"].copy()
+    shared[~in_b, 0] = -2.0  # over all cells the shared factor now tracks the study, and so the specific block
+    adata.obsm[f"X_{MS_KEY}_shared"] = shared
+    spec = adata.obsm[f"X_{MS_KEY}_specific"][:, 1]
+    assert abs(np.corrcoef(shared[:, 0], spec)[0, 1]) > 0.5  # what an all-cells correlation would report
+    diag = scsparse.tl.factor_diagnostics(adata, key=MS_KEY).set_index("factor")
+    within = np.corrcoef(shared[in_b, 0], spec[in_b])[0, 1]
+    assert diag.loc["stim lab_0", "activity_corr"] == pytest.approx(within) and abs(within) < 0.3
+    assert not diag["overlaps"].any()

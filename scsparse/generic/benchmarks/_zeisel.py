@@ -607,9 +607,7 @@ def _claims_section(df: pd.DataFrame, *, epochs: int, full_data: bool) -> list[s
         )
         lines.append(line + ("**met**." if ok else f"**not met**. Why: {why}."))
     else:
-        lines.append(
-            "- SparseVAE accuracy at least the VAE's (normalised setting): both must run — **not assessed**."
-        )
+        lines.append("- SparseVAE accuracy at least the VAE's (normalised setting): both must run — **not assessed**.")
     nb, scvi_acc = _mean(df, "counts", "SparseVAE (NB, scvi-tools)"), _mean(df, "counts", "scVI (NB)")
     if np.isfinite(nb) and np.isfinite(scvi_acc):
         wins, n = _paired_wins(df, "counts", "SparseVAE (NB, scvi-tools)", "scVI (NB)")
