@@ -12,6 +12,21 @@ from ._validation import InvalidInputError
 __all__ = ["select_best"]
 
 
+def _n_overlapping(model: Any, pip_threshold: float = 0.5) -> int:
+    """Active factors of ``model`` whose gene set overlaps another active factor's (Jaccard index above the
+    threshold of :func:`scsparse.tl.factor_diagnostics`).
+    """
+    from scsparse.tl._diagnostics import OVERLAP_FRACTION, jaccard_matrix
+
+    from ._base import SparseFactorMixin
+
+    pip = SparseFactorMixin.get_inclusion_probabilities(model)  # every column, shared and specific
+    active = model.active_factors(pip_threshold)
+    if len(active) < 2:
+        return 0
+    return int((jaccard_matrix(pip[active].to_numpy() > pip_threshold) > OVERLAP_FRACTION).any(1).sum())
+
+
 def select_best(models: Sequence[Any]) -> tuple[Any, pd.DataFrame]:
     """The fit with the lowest training objective among fits of the same model to the same cells.
 
@@ -32,7 +47,10 @@ def select_best(models: Sequence[Any]) -> tuple[Any, pd.DataFrame]:
     best
         The model with the lowest objective (the first of equals).
     table
-        One row per model, in the order given: ``seed``, ``objective``, ``n_active`` and ``selected``.
+        One row per model, in the order given: ``seed``, ``objective``, ``n_active``, ``n_overlapping`` (active
+        factors whose genes overlap another active factor's, Jaccard index above
+        :data:`scsparse.tl.OVERLAP_FRACTION`: a sign of merged or duplicated programmes, see
+        :func:`scsparse.tl.factor_diagnostics`) and ``selected``. The choice uses the objective alone.
 
     Examples
     --------
@@ -57,7 +75,12 @@ def select_best(models: Sequence[Any]) -> tuple[Any, pd.DataFrame]:
             "training cells. Fit every model on the same AnnData with the same train_size (and split seed)."
         )
     rows = [
-        {"seed": getattr(m, "seed", None), "objective": m.training_objective(), "n_active": len(m.active_factors())}
+        {
+            "seed": getattr(m, "seed", None),
+            "objective": m.training_objective(),
+            "n_active": len(m.active_factors()),
+            "n_overlapping": _n_overlapping(m),
+        }
         for m in models
     ]
     table = pd.DataFrame(rows)

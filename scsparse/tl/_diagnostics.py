@@ -10,7 +10,7 @@ from anndata import AnnData
 
 from ._top_genes import _expression_source, _factor_names, _looks_like_counts, _read_results
 
-__all__ = ["BROAD_FRACTION", "OVERLAP_FRACTION", "factor_diagnostics"]
+__all__ = ["BROAD_FRACTION", "OVERLAP_FRACTION", "factor_diagnostics", "jaccard_matrix"]
 
 #: A programme holding more than this fraction of the model's genes (``p* > 0.5``) is called *broad*. On the
 #: embedded Kang data (demo settings, seeds 0-2) the sparse programmes held at most 11% of the genes and the
@@ -38,6 +38,34 @@ def _library_corr(res: dict, factor: str, k: int, log_library: np.ndarray | None
     return float(spearmanr(z, lib)[0])
 
 
+def jaccard_matrix(included: np.ndarray) -> np.ndarray:
+    """Jaccard index ``|A & B| / |A | B|`` of the gene sets of every pair of factors (0 where both are empty).
+
+    Parameters
+    ----------
+    included
+        Genes x factors boolean matrix (``p*`` above the threshold).
+
+    Returns
+    -------
+    numpy.ndarray
+        Factors x factors, symmetric, with the diagonal set to 0.
+
+    Examples
+    --------
+    >>> jaccard_matrix(np.array([[1, 1], [1, 0], [0, 1]], dtype=bool))
+    array([[0.        , 0.33333333],
+           [0.33333333, 0.        ]])
+    """
+    x = np.asarray(included, dtype=np.float64)
+    inter = x.T @ x
+    sizes = np.diag(inter)
+    union = sizes[:, None] + sizes[None, :] - inter
+    out = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+    np.fill_diagonal(out, 0.0)
+    return out
+
+
 def _overlaps(res: dict, names: list[str], included: np.ndarray) -> dict[str, dict[str, object]]:
     """For each factor, the other factor sharing most of its genes and the one whose activity correlates most.
 
@@ -46,18 +74,16 @@ def _overlaps(res: dict, names: list[str], included: np.ndarray) -> dict[str, di
     """
     cols = {f: res["factor_names"].index(f) for f in names}
     masks = res["cell_masks"]
+    jaccard = jaccard_matrix(included[:, [cols[f] for f in names]])
     out: dict[str, dict[str, object]] = {}
-    for f in names:
+    for i, f in enumerate(names):
         best = {"overlap_factor": "", "gene_jaccard": 0.0, "corr_factor": "", "activity_corr": float("nan")}
-        genes_f = included[:, cols[f]]
+        if len(names) > 1 and jaccard[i].max() > 0:
+            j = int(jaccard[i].argmax())
+            best.update(overlap_factor=names[j], gene_jaccard=float(jaccard[i, j]))
         for g in names:
             if g == f:
                 continue
-            genes_g = included[:, cols[g]]
-            union = int((genes_f | genes_g).sum())
-            jaccard = float((genes_f & genes_g).sum()) / union if union else 0.0
-            if jaccard > best["gene_jaccard"]:
-                best.update(overlap_factor=g, gene_jaccard=jaccard)
             cells = np.ones(res["Z"].shape[0], dtype=bool)
             for m in (masks.get(f), masks.get(g)):
                 if m is not None:

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 import scsparse
 from scsparse.model import InvalidInputError, select_best
@@ -31,6 +32,15 @@ def test_select_best_returns_the_lowest_objective(counts_adata):
     i = int(np.argmin(table["objective"].to_numpy()))
     assert best is fits[i] and bool(table["selected"].iloc[i])
     assert table["objective"].iloc[i] == pytest.approx(fits[i].training_objective())
+    assert list(table.columns) == ["seed", "objective", "n_active", "n_overlapping", "selected"]
+
+    # n_overlapping counts active factors sharing most of their genes: copy factor 0's p* onto factor 1
+    prior = fits[0].module.prior
+    p_star = torch.full_like(prior.p_star, 0.01)
+    p_star[:20, 0] = p_star[:18, 1] = p_star[20:30, 2] = 0.99  # Jaccard(0, 1) = 0.9, factor 2 disjoint
+    prior.p_star.copy_(p_star)
+    _, table = select_best(fits)
+    assert table["n_overlapping"].iloc[0] == 2 and table["n_active"].iloc[0] == 3
 
 
 def test_select_best_refuses_fits_of_different_data(counts_adata):
