@@ -8,3 +8,18 @@ def test_no_active_factor_note_counts_fits_with_every_factor_off():
     (line,) = no_active_factor_note([0.0, 3.0, 0.0, math.nan], method="MySVAE")
     assert line.startswith("- MySVAE ended with **no active factor** in 2 of 3 fits")
     assert "cannot be read as programmes" in line
+
+
+def test_quiet_training_logs_silences_the_no_active_factor_warning_only_inside():
+    import warnings
+
+    from scsparse.generic.benchmarks._common import quiet_training_logs
+    from scsparse.nn import NoActiveFactorWarning, warn_no_active_factor
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with quiet_training_logs():
+            warn_no_active_factor(100, 10)
+        assert caught == []
+        warn_no_active_factor(100, 10)
+    assert [w.category for w in caught] == [NoActiveFactorWarning]

@@ -20,6 +20,7 @@ import pandas as pd
 
 from scsparse._provenance import DEFAULT_PACKAGES as PROVENANCE_PACKAGES
 from scsparse._provenance import package_versions
+from scsparse.nn import NoActiveFactorWarning
 
 __all__ = [
     "PAPER_DEPTH_NOTE",
@@ -375,7 +376,10 @@ def provenance_markdown(prov: Mapping[str, Any]) -> str:
 def quiet_training_logs(level: int = logging.WARNING) -> Iterator[None]:
     """Raise the level of the lightning and scvi-tools loggers for the duration of a benchmark.
 
-    The previous levels (and ``scvi.settings.verbosity``) are restored on exit.
+    The previous levels (and ``scvi.settings.verbosity``) are restored on exit. The
+    :class:`~scsparse.nn.NoActiveFactorWarning` is silenced too: the benchmarks that read factors report each
+    fit's active factors in their results (and the summaries say when none is left); speed and scale runs
+    are timings, where the factors do not matter.
     """
     names = ("lightning", "lightning.pytorch", "lightning.fabric", "scvi", "pytorch_lightning")
     loggers = [logging.getLogger(n) for n in names]
@@ -395,6 +399,7 @@ def quiet_training_logs(level: int = logging.WARNING) -> Iterator[None]:
             warnings.filterwarnings("ignore", message=".*smaller than the logging interval.*")
             warnings.filterwarnings("ignore", message=".*does not have many workers.*")
             warnings.filterwarnings("ignore", message=".*LeafSpec.*")
+            warnings.filterwarnings("ignore", category=NoActiveFactorWarning)
             yield
     finally:
         for lg, lvl in zip(loggers, saved, strict=True):
