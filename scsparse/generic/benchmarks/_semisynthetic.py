@@ -41,6 +41,7 @@ from ._common import (
     no_active_factor_note,
     provenance,
     provenance_markdown,
+    quiet_training_logs,
     torch_threads,
     write_results,
 )
@@ -473,7 +474,7 @@ def run_semisynthetic(
     }
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
-    with torch_threads(n_threads):
+    with torch_threads(n_threads), quiet_training_logs():
         prov = provenance("semisynthetic", options)
         corpus = text_corpus(source, vocab_size=cfg["vocab_size"], max_docs=cfg["n_docs"])
         check_corpus(corpus, max(cfg["n_latent"], cfg["n_topics"]))

@@ -31,6 +31,7 @@ from ._common import (
     no_active_factor_note,
     provenance,
     provenance_markdown,
+    quiet_training_logs,
     torch_threads,
     write_results,
 )
@@ -850,7 +851,7 @@ def run_text(
     words_sv = pd.DataFrame(columns=["factor", "active", "n_selected", "words"])
     words_nmf = pd.DataFrame(columns=["factor", "active", "n_selected", "words"])
     W0: np.ndarray | None = None
-    with torch_threads(n_threads):  # the generic trainer logs nothing; no lightning loggers to quiet
+    with torch_threads(n_threads), quiet_training_logs():
         prov = provenance("text", options)
         corpus = text_corpus(source, vocab_size=cfg["vocab_size"], max_docs=cfg["n_docs"])
         check_corpus(corpus, cfg["n_latent"])
