@@ -72,32 +72,40 @@ def _overlaps(res: dict, names: list[str], included: np.ndarray) -> dict[str, di
     Gene overlap is the Jaccard index ``|A & B| / |A | B|`` of the genes with ``p*`` above the threshold;
     activity correlation is Pearson's r of the two columns of ``Z`` over the cells both factors are defined on.
     """
-    cols = {f: res["factor_names"].index(f) for f in names}
-    masks = res["cell_masks"]
-    jaccard = jaccard_matrix(included[:, [cols[f] for f in names]])
+    cols = [res["factor_names"].index(f) for f in names]
+    jaccard = jaccard_matrix(included[:, cols])
+    corr = _activity_correlations(res, names, cols)
     out: dict[str, dict[str, object]] = {}
     for i, f in enumerate(names):
         best = {"overlap_factor": "", "gene_jaccard": 0.0, "corr_factor": "", "activity_corr": float("nan")}
-        if len(names) > 1 and jaccard[i].max() > 0:
+        if jaccard[i].max() > 0:
             j = int(jaccard[i].argmax())
             best.update(overlap_factor=names[j], gene_jaccard=float(jaccard[i, j]))
-        for g in names:
-            if g == f:
-                continue
-            cells = np.ones(res["Z"].shape[0], dtype=bool)
-            for m in (masks.get(f), masks.get(g)):
-                if m is not None:
-                    cells &= np.asarray(m, dtype=bool)
-            zf = np.asarray(res["Z"][cells, cols[f]], dtype=np.float64)
-            zg = np.asarray(res["Z"][cells, cols[g]], dtype=np.float64)
-            if zf.size < 3 or np.ptp(zf) <= 1e-12 or np.ptp(zg) <= 1e-12:
-                continue
-            r = float(np.corrcoef(zf, zg)[0, 1])
-            current = best["activity_corr"]
-            if not np.isfinite(current) or abs(r) > abs(float(current)):
-                best.update(corr_factor=g, activity_corr=r)
+        if np.isfinite(corr[i]).any():
+            j = int(np.nanargmax(np.abs(corr[i])))
+            best.update(corr_factor=names[j], activity_corr=float(corr[i, j]))
         out[f] = best
     return out
+
+
+def _activity_correlations(res: dict, names: list[str], cols: list[int]) -> np.ndarray:
+    """Pearson's r of every pair of factors' activities over the cells both are defined on (NaN: undefined).
+
+    Symmetric, NaN on the diagonal and where fewer than 3 shared cells or a constant activity leave r undefined.
+    """
+    masks = res["cell_masks"]
+    corr = np.full((len(names), len(names)), np.nan)
+    for i, j in zip(*np.triu_indices(len(names), k=1), strict=True):
+        cells = np.ones(res["Z"].shape[0], dtype=bool)
+        for m in (masks.get(names[i]), masks.get(names[j])):
+            if m is not None:
+                cells &= np.asarray(m, dtype=bool)
+        zi = np.asarray(res["Z"][cells, cols[i]], dtype=np.float64)
+        zj = np.asarray(res["Z"][cells, cols[j]], dtype=np.float64)
+        if zi.size < 3 or np.ptp(zi) <= 1e-12 or np.ptp(zj) <= 1e-12:
+            continue
+        corr[i, j] = corr[j, i] = np.corrcoef(zi, zj)[0, 1]
+    return corr
 
 
 def factor_diagnostics(
