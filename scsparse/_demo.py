@@ -264,7 +264,7 @@ def write_report(path: Path, adata, summary: dict[str, Any], table: pd.DataFrame
     key
         The ``key_added`` of the fit.
     """
-    from scsparse.tl import BROAD_FRACTION
+    from scsparse.tl import BROAD_FRACTION, OVERLAP_FRACTION
 
     uns = adata.uns[key]
     params = dict(uns.get("params", {}))
@@ -311,7 +311,8 @@ def write_report(path: Path, adata, summary: dict[str, Any], table: pd.DataFrame
         "factor activity (posterior mean z) by condition; `shift_sd`: (stimulated - control) in units of the "
         "factor's standard deviation; `highest_in`: cell type with the highest mean activity; `top_genes`: by "
         '|W| among genes with p* > 0.5; `diagnostic`: "broad" when the factor holds more than '
-        f'{BROAD_FRACTION:.0%} of the genes, "no gene set" when no Hallmark set is enriched (adj. p <= 0.05), "ok" '
+        f'{BROAD_FRACTION:.0%} of the genes, "no gene set" when no Hallmark set is enriched (adj. p <= 0.05), '
+        f'"overlaps <factor>" when the Jaccard index of the two factors\' genes exceeds {OVERLAP_FRACTION:g}, "ok" '
         "otherwise (see below).",
         "",
     ]

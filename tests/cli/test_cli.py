@@ -153,6 +153,7 @@ def test_demo(monkeypatch, tmp_path, capsys):
         assert (out / name).stat().st_size > 1000, name
     report = (out / "report.md").read_text()
     assert "held-out NLL" in report and "cell-type accuracy" in report and "data hash" in report
+    assert '"overlaps <factor>" when the Jaccard index of the two factors\' genes exceeds 0.5' in report
     back = ad.read_h5ad(out / "result.h5ad")
     assert {"X_sparsevae", "X_umap"} <= set(back.obsm)
     assert back.uns["sparsevae"]["data_hash"] in report
