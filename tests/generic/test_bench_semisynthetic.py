@@ -95,6 +95,7 @@ def test_run_semisynthetic_quick(tmp_path: Path) -> None:
     assert df["heldout_nll"].notna().all()
     summary = (tmp_path / "out" / "summary.md").read_text()
     assert "Table 2" in summary and "52.4" in summary and "SparseVAE best at all three shift levels" in summary
+    assert "lambda1 = 1 instead of the paper's 0.01" in summary
     assert (tmp_path / "out" / "semisynthetic.png").stat().st_size > 0
 
 
@@ -104,3 +105,5 @@ def test_run_semisynthetic_rejects_bad_options(tmp_path: Path) -> None:
         run_semisynthetic(tmp_path, quick=True, shift_levels={"high": -1.0})
     with pytest.raises(ValueError, match="seeds"):
         run_semisynthetic(tmp_path, seeds=0)
+    with pytest.raises(ValueError, match="lambda1 must lie in"):
+        run_semisynthetic(tmp_path, quick=True, lambda1=-1.0)

@@ -152,6 +152,7 @@ def test_run_text_quick_on_peerread_layout(tmp_path: Path) -> None:
     summary = (tmp_path / "out" / "summary.md").read_text()
     assert "Table 1b" in summary and "245.0" in summary and "not assessed (quick smoke run)" in summary
     assert "NeurIPS" in summary and "Table 3b" in summary
+    assert "lambda1 = 1 instead of the paper's 0.001" in summary and "|w| = 1.70" in summary
     for name in ("results.csv", "text.png", "top_words.csv"):
         assert (tmp_path / "out" / name).stat().st_size > 0
 
@@ -163,6 +164,9 @@ def test_run_text_rejects_bad_options(tmp_path: Path) -> None:
         run_text(tmp_path, quick=True, n_is_samples=0)
     with pytest.raises(ValueError, match="methods"):
         run_text(tmp_path, quick=True, methods=[])
+    for bad in (0.0, 5.0, 6.0):
+        with pytest.raises(ValueError, match="lambda1 must lie in"):
+            run_text(tmp_path, quick=True, lambda1=bad)
     tiny = tmp_path / "tiny"
     tiny.mkdir()
     words = ["sparse", "graph", "model", "topic", "prior"]
