@@ -116,7 +116,14 @@ class SparseFactorMixin:
         indices = self.train_indices
         n_cells = self.adata.n_obs if indices is None or len(indices) == 0 else len(indices)
         trainer = getattr(self, "trainer", None)
-        warn_no_active_factor(n_cells, trainer.global_step if trainer is not None else None, stacklevel=4)
+        prior = self.module.prior
+        warn_no_active_factor(
+            n_cells,
+            trainer.global_step if trainer is not None else None,
+            stacklevel=4,
+            lambda0=prior.lambda0,
+            lambda1=prior.lambda1,
+        )
 
     def get_anchor_genes(self, pip_threshold: float = 0.5) -> dict[str, list[str]]:
         """Anchor genes per active factor: genes whose only included factor (``p* > pip_threshold``) it is.

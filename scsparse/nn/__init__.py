@@ -19,7 +19,7 @@ from ._spike_slab import (
     straight_through_threshold,
     threshold_zero_probability,
 )
-from ._ssl import SpikeSlabLasso, ssl_inclusion_logits
+from ._ssl import SpikeSlabLasso, slab_threshold, ssl_inclusion_logits
 
 __all__ = [
     "COUNT_LIKELIHOODS",
@@ -47,6 +47,7 @@ __all__ = [
     "one_hot_covariates",
     "relaxed_spike_slab_sample",
     "shifted_soft_threshold",
+    "slab_threshold",
     "spike_slab_kl",
     "sparse_vae_objective",
     "sparse_vae_penalty",

@@ -18,7 +18,7 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["SpikeSlabLasso", "ssl_inclusion_logits"]
+__all__ = ["SpikeSlabLasso", "slab_threshold", "ssl_inclusion_logits"]
 
 
 def ssl_inclusion_logits(w: torch.Tensor, eta: torch.Tensor, lambda0: float, lambda1: float) -> torch.Tensor:
@@ -49,6 +49,30 @@ def ssl_inclusion_logits(w: torch.Tensor, eta: torch.Tensor, lambda0: float, lam
     tensor([[-2.3026,  6.6974]])
     """
     return torch.logit(eta) + math.log(lambda1 / lambda0) - (lambda1 - lambda0) * w.abs()
+
+
+def slab_threshold(lambda0: float, lambda1: float, eta: float = 0.5) -> float:
+    """Smallest ``|w|`` with ``p* > 0.5``: where :func:`ssl_inclusion_logits` crosses zero.
+
+    ``(log(lambda0 / lambda1) - logit eta) / (lambda0 - lambda1)``. A small slab rate next to a large spike
+    rate puts this far out: with ``lambda0 = 5`` it is 0.40 at ``lambda1 = 1`` but 1.70 at ``lambda1 = 0.001``
+    (at ``eta = 0.5``, and further out as ``eta`` falls), which a weight-normalised decoder's ``|w|`` may never
+    reach. (The reference implementation drops the normalisers, so its threshold is ``-logit eta /
+    (lambda0 - lambda1)``, zero at ``eta = 0.5``: hyper-parameters tuned with it do not carry over.)
+
+    Parameters
+    ----------
+    lambda0, lambda1
+        Spike and slab Laplace rates (``lambda0 > lambda1 > 0``).
+    eta
+        Slab probability of the column, in (0, 1).
+
+    Examples
+    --------
+    >>> round(slab_threshold(5.0, 1.0), 2), round(slab_threshold(5.0, 0.001), 2)
+    (0.4, 1.7)
+    """
+    return (math.log(lambda0 / lambda1) - math.log(eta / (1.0 - eta))) / (lambda0 - lambda1)
 
 
 class SpikeSlabLasso(nn.Module):

@@ -210,8 +210,9 @@ def test_sparse_vae_warns_when_no_factor_stays_active(data):
     train, _ = data["normal"]
     kwargs = {"n_latent": 3, "n_hidden": 8, "max_epochs": 1, "lr": 1e-8, "batch_size": 100}
     spike = {"w_init": 0.0, "w_init_noise": 0.0}  # p* = 0.09 at eta = 0.5, and W cannot move at this rate
-    with pytest.warns(NoActiveFactorWarning, match=r"6 optimiser steps on 600 training rows"):
-        model = SparseVAE(decoder_kwargs=spike, **kwargs).fit(train)
+    expected = r"6 optimiser steps on 600 training rows.*lambda0 = 5 and lambda1 = 0\.001.*\|w\| > 1\.70"
+    with pytest.warns(NoActiveFactorWarning, match=expected):
+        model = SparseVAE(decoder_kwargs=spike, lambda0=5.0, lambda1=0.001, **kwargs).fit(train)
     assert model.active_factors().size == 0
     with warnings.catch_warnings():
         warnings.simplefilter("error", NoActiveFactorWarning)

@@ -205,7 +205,7 @@ def test_warns_when_training_leaves_no_active_factor(counts_adata):
     SparseVAE.setup_anndata(counts_adata, layer="counts")
     # W starts at 0 (deep in the spike: p* = 0.09 at eta = 0.5) and a negligible learning rate keeps it there
     spiked = SparseVAE(counts_adata, n_latent=3, n_hidden=8, decoder_kwargs={"w_init": 0.0, "w_init_noise": 0.0})
-    expected = r"no active factor.*3 optimiser steps on 180 training cells.*w_init"
+    expected = r"no active factor.*3 optimiser steps on 180 training cells.*w_init.*lambda0 = 10 and lambda1 = 1.*0\.26"
     with pytest.warns(NoActiveFactorWarning, match=expected):
         spiked.train(max_epochs=1, lr=1e-8, batch_size=64)
     assert spiked.active_factors() == []

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from scsparse.nn import SpikeSlabLasso, ssl_inclusion_logits
+from scsparse.nn import SpikeSlabLasso, slab_threshold, ssl_inclusion_logits
 
 
 def laplace(w, lam):
@@ -67,3 +67,11 @@ def test_log_odds_formula():
 def test_invalid_rates_are_rejected(lam0, lam1):
     with pytest.raises(ValueError, match="lambda0 > lambda1 > 0"):
         SpikeSlabLasso(3, 2, lambda0=lam0, lambda1=lam1)
+
+
+@pytest.mark.parametrize(("lambda0", "lambda1", "eta"), [(5.0, 0.001, 0.5), (5.0, 1.0, 0.5), (10.0, 1.0, 0.1)])
+def test_slab_threshold_is_where_the_inclusion_probability_crosses_one_half(lambda0, lambda1, eta):
+    t = slab_threshold(lambda0, lambda1, eta)
+    w = torch.tensor([[t - 1e-3], [t + 1e-3]], dtype=torch.float64)
+    logits = ssl_inclusion_logits(w, torch.tensor([eta], dtype=torch.float64), lambda0, lambda1).ravel()
+    assert logits[0] < 0 < logits[1]

@@ -20,7 +20,7 @@ import pandas as pd
 
 from scsparse._provenance import DEFAULT_PACKAGES as PROVENANCE_PACKAGES
 from scsparse._provenance import package_versions
-from scsparse.nn import NoActiveFactorWarning
+from scsparse.nn import NoActiveFactorWarning, slab_threshold
 
 __all__ = [
     "PAPER_DEPTH_NOTE",
@@ -32,7 +32,6 @@ __all__ = [
     "format_mean_sd",
     "machine_info",
     "no_active_factor_note",
-    "slab_threshold",
     "slab_threshold_note",
     "make_output_dir",
     "markdown_table",
@@ -60,20 +59,6 @@ PAPER_DEPTH_NOTE = (
 )
 
 
-def slab_threshold(lambda0: float, lambda1: float, eta: float = 0.5) -> float:
-    """Smallest ``|w|`` with ``p* > 0.5`` under the Spike-and-Slab Lasso E-step with its normalisers kept.
-
-    ``logit p* = logit eta + log(lambda1 / lambda0) + (lambda0 - lambda1) |w|`` is positive above
-    ``(log(lambda0 / lambda1) - logit eta) / (lambda0 - lambda1)``.
-
-    Examples
-    --------
-    >>> round(slab_threshold(5.0, 0.001), 2), round(slab_threshold(5.0, 1.0), 2)
-    (1.7, 0.4)
-    """
-    return (math.log(lambda0 / lambda1) - math.log(eta / (1.0 - eta))) / (lambda0 - lambda1)
-
-
 def slab_threshold_note(lambda0: float, lambda1: float, paper_lambda1: float) -> str:
     """Summary text for a benchmark whose ``lambda1`` differs from the paper's Table 6 value (``""`` if equal).
 
@@ -81,7 +66,8 @@ def slab_threshold_note(lambda0: float, lambda1: float, paper_lambda1: float) ->
     ``lambda / 2`` (:func:`scsparse.nn.ssl_inclusion_logits` keeps them, as the maths says). With them kept,
     a slab rate of 0.001 next to a spike rate of 5 puts an entry in the slab only above ``|w|`` of about 1.7,
     and the text and semi-synthetic fits ended with every factor switched off (the README's records). The
-    note gives both thresholds, so that a reader can see why the run departs from the paper.
+    note gives both thresholds (:func:`scsparse.nn.slab_threshold`), so that a reader can see why the run
+    departs from the paper.
     """
     if lambda1 == paper_lambda1:
         return ""

@@ -163,7 +163,13 @@ class SparseVAE(TorchArrayModel):
         if len(self.active_factors()) == 0:
             n_rows = len(X.dataset) if isinstance(X, DataLoader) else len(X)
             steps_per_epoch = len(X) if isinstance(X, DataLoader) else -(-n_rows // self.batch_size)
-            warn_no_active_factor(n_rows, self._epochs * steps_per_epoch, rows="training rows")
+            warn_no_active_factor(
+                n_rows,
+                self._epochs * steps_per_epoch,
+                rows="training rows",
+                lambda0=self.module.prior.lambda0,
+                lambda1=self.module.prior.lambda1,
+            )
         return self
 
     def build(self, n_features: int, data: torch.Tensor | None) -> SparseVAEArrayModule:
