@@ -74,7 +74,10 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         response in data units, and the spike/slab boundary (about 0.26 for the default lambdas) is only
         meaningful on unit-scale features.
     lambda0, lambda1
-        Spike and slab Laplace rates of the prior on ``W`` (``lambda0 >> lambda1``).
+        Spike and slab Laplace rates of the prior on ``W`` (``lambda0 >> lambda1``). An entry is in the slab
+        (``p* > 0.5``) once ``|w_jk|`` exceeds :func:`scsparse.nn.slab_threshold` (0.26 here at ``eta = 0.5``);
+        a very small ``lambda1`` moves that boundary out (1.70 at ``lambda0 = 5``, ``lambda1 = 0.001``), so
+        values tuned for implementations that drop the Laplace normalisers do not carry over.
     a, b
         Beta(a, b) prior on the fraction of genes each factor drives; ``b=None`` means ``b = n_genes``.
     dropout_rate

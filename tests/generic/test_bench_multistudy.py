@@ -11,9 +11,14 @@ from scsparse.generic.benchmarks._multistudy import (
     REAL_RESULT_COLUMNS,
     EstimatedBlock,
     MultiStudyFit,
+    _confusion_section,
+    confusion_table,
+    largest_confusion,
     run_multistudy,
     run_multistudy_real,
     score_multistudy,
+    transfer_accuracy,
+    transfer_predictions,
 )
 
 EXPECTED_COLUMNS = [
@@ -168,3 +173,25 @@ def test_reference_representations_of_the_real_data_checks():
     centred = expected - expected.mean(0)
     top = np.linalg.svd(centred, full_matrices=False)[0][:, 0] * np.linalg.svd(centred, compute_uv=False)[0]
     np.testing.assert_allclose(np.abs(pcs[:, 0]), np.abs(top), rtol=1e-3, atol=1e-3)
+
+
+def test_confusion_table_and_its_largest_error_name_the_transfer_failure():
+    truth = np.array(["B", "Mono14", "Mono16", "Mono16", "Mono16", "T"])
+    predicted = np.array(["B", "Mono14", "Mono14", "Mono14", "Mono16", "Mono14"])
+    table = confusion_table(truth, predicted)
+    assert list(table.index) == list(table.columns) == ["B", "Mono14", "Mono16", "T"]  # T never predicted: a column
+    assert table.loc["Mono16", "Mono14"] == 2 and table.to_numpy().sum() == len(truth)
+    assert largest_confusion(table) == ("Mono16", "Mono14", 2, 3)
+    lines = "\n".join(_confusion_section({"shared factors": table}))
+    assert "shared factors (accuracy 0.500); the largest error: 2 of the 3 stimulated cells labelled Mono16" in lines
+
+
+def test_transfer_accuracy_is_the_accuracy_of_transfer_predictions():
+    rng = np.random.default_rng(0)
+    labels = np.repeat(["a", "b", "c"], 40)
+    z = rng.normal(size=(120, 3)) + 3.0 * (labels[:, None] == np.array(["a", "b", "c"]))
+    train, test = np.arange(120) % 2 == 0, np.arange(120) % 2 == 1
+    pred = transfer_predictions(z, labels, train, test)
+    assert pred.shape == (60,)
+    accuracy = float(np.mean(pred == labels[test]))
+    assert transfer_accuracy(z, labels, train, test) == pytest.approx(accuracy) and accuracy > 0.9

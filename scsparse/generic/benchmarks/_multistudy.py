@@ -48,12 +48,16 @@ __all__ = [
     "REAL_SETTINGS",
     "EstimatedBlock",
     "MultiStudyFit",
+    "confusion_table",
     "fit_mssvae",
     "fit_sparsevae_batch",
     "fit_sparsevae_per_study",
+    "largest_confusion",
     "run_multistudy",
     "run_multistudy_real",
     "score_multistudy",
+    "transfer_accuracy",
+    "transfer_predictions",
 ]
 
 #: Columns of ``results.csv`` of :func:`run_multistudy`, in order.
@@ -863,6 +867,31 @@ def _fit_real(adata: AnnData, study_key: str, cfg: Mapping[str, Any], seed: int)
     return model, time.perf_counter() - t0
 
 
+def transfer_predictions(
+    z: np.ndarray, labels: np.ndarray, train: np.ndarray, test: np.ndarray, seed: int = 0
+) -> np.ndarray:
+    """Labels of the test cells predicted by a multinomial logistic regression on standardised factors.
+
+    The classifier of :func:`transfer_accuracy`: ``StandardScaler`` then ``LogisticRegression`` fitted on the
+    training cells.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> z = np.array([[0.0], [0.1], [1.0], [1.1], [0.05], [1.05]])
+    >>> labels = np.array(["a", "a", "b", "b", "a", "b"])
+    >>> transfer_predictions(z, labels, np.arange(4), np.arange(4, 6)).tolist()
+    ['a', 'b']
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, random_state=seed))
+    clf.fit(z[train], labels[train])
+    return clf.predict(z[test])
+
+
 def transfer_accuracy(z: np.ndarray, labels: np.ndarray, train: np.ndarray, test: np.ndarray, seed: int = 0) -> float:
     """Held-out accuracy of a multinomial logistic regression on standardised factors.
 
@@ -880,15 +909,9 @@ def transfer_accuracy(z: np.ndarray, labels: np.ndarray, train: np.ndarray, test
     Returns
     -------
     float
-        Fraction of the test cells whose label is predicted correctly.
+        Fraction of the test cells whose label is predicted correctly (:func:`transfer_predictions`).
     """
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, random_state=seed))
-    clf.fit(z[train], labels[train])
-    return float(np.mean(clf.predict(z[test]) == labels[test]))
+    return float(np.mean(transfer_predictions(z, labels, train, test, seed) == labels[test]))
 
 
 def lognormalised_genes(adata: AnnData) -> np.ndarray:
@@ -917,15 +940,38 @@ def pca_reference(x: np.ndarray, n_comps: int = 20) -> np.ndarray:
     return np.asarray(sc.pp.pca(x, n_comps=min(n_comps, min(x.shape) - 1), random_state=0), dtype=np.float64)
 
 
-def _reference_accuracies(
+def _reference_predictions(
     adata: AnnData, labels: np.ndarray, train: np.ndarray, test: np.ndarray, seed: int
-) -> tuple[float, float]:
-    """:func:`transfer_accuracy` on 20 PCs of the log-normalised genes and on those genes themselves."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`transfer_predictions` on 20 PCs of the log-normalised genes and on those genes themselves."""
     x = lognormalised_genes(adata)
     return (
-        transfer_accuracy(pca_reference(x), labels, train, test, seed),
-        transfer_accuracy(x, labels, train, test, seed),
+        transfer_predictions(pca_reference(x), labels, train, test, seed),
+        transfer_predictions(x, labels, train, test, seed),
     )
+
+
+def confusion_table(truth: np.ndarray, predicted: np.ndarray) -> pd.DataFrame:
+    """Counts of test cells by true (rows) and predicted (columns) label, over the union of both label sets.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> confusion_table(np.array(["a", "a", "b"]), np.array(["a", "b", "b"])).to_numpy().tolist()
+    [[1, 1], [0, 1]]
+    """
+    names = sorted(set(truth.tolist()) | set(predicted.tolist()))
+    table = pd.crosstab(pd.Categorical(truth, names), pd.Categorical(predicted, names), dropna=False)
+    table.index.name, table.columns.name = "true", "predicted"
+    return table
+
+
+def largest_confusion(table: pd.DataFrame) -> tuple[str, str, int, int]:
+    """The off-diagonal cell of :func:`confusion_table` with the most cells: ``(true, predicted, n, n_true)``."""
+    off = table.to_numpy().copy()
+    np.fill_diagonal(off, -1)
+    i, j = np.unravel_index(int(np.argmax(off)), off.shape)
+    return str(table.index[i]), str(table.columns[j]), int(off[i, j]), int(table.iloc[i].sum())
 
 
 def _metric_rows(dataset: str, seed: int, fit_seconds: float, values: Mapping[str, float]) -> list[dict[str, Any]]:
@@ -1030,8 +1076,10 @@ def _kang_check(seed: int, cfg: Mapping[str, Any], quick: bool) -> tuple[list[di
     z_shared = model.get_latent_representation(kind="shared")
     cond = adata.obs["condition"].astype(str).to_numpy()
     cell_type = adata.obs["cell_type"].astype(str).to_numpy()
-    acc = transfer_accuracy(z_shared, cell_type, cond == "control", cond == "stimulated", seed)
-    acc_pca, acc_genes = _reference_accuracies(adata, cell_type, cond == "control", cond == "stimulated", seed)
+    train, test = cond == "control", cond == "stimulated"
+    pred = transfer_predictions(z_shared, cell_type, train, test, seed)
+    pred_pca, pred_genes = _reference_predictions(adata, cell_type, train, test, seed)
+    acc, acc_pca, acc_genes = (float(np.mean(p == cell_type[test])) for p in (pred, pred_pca, pred_genes))
     table = model.factor_table()
     rows = _metric_rows(
         "kang",
@@ -1053,6 +1101,10 @@ def _kang_check(seed: int, cfg: Mapping[str, Any], quick: bool) -> tuple[list[di
         "enrichment": enrich,
         "best_factor": best_factor,
         "ifn_by_factor": ifn_by_factor,
+        "confusion": {
+            "shared factors": confusion_table(cell_type[test], pred),
+            "log-normalised genes": confusion_table(cell_type[test], pred_genes),
+        },
         "n_genes": adata.n_vars,
         "n_cells": adata.n_obs,
     }
@@ -1079,8 +1131,10 @@ def _cellbench_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, 
     z_shared = model.get_latent_representation(kind="shared")
     tech = adata.obs["technology"].astype(str).to_numpy()
     line = adata.obs["cell_line"].astype(str).to_numpy()
-    acc = transfer_accuracy(z_shared, line, tech == "CEL-seq2", tech == "Drop-seq", seed)
-    acc_pca, acc_genes = _reference_accuracies(adata, line, tech == "CEL-seq2", tech == "Drop-seq", seed)
+    train, test = tech == "CEL-seq2", tech == "Drop-seq"
+    acc = transfer_accuracy(z_shared, line, train, test, seed)
+    references = _reference_predictions(adata, line, train, test, seed)
+    acc_pca, acc_genes = (float(np.mean(p == line[test])) for p in references)
     table = model.factor_table()
     rows = _metric_rows(
         "cellbench",
@@ -1121,6 +1175,29 @@ def _df_markdown(table: pd.DataFrame) -> str:
             cells.append(str(v))
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+def _confusion_section(confusion: Mapping[str, pd.DataFrame]) -> list[str]:
+    """Summary lines: where the Kang cell-type transfer fails (seed 0), one confusion table per representation."""
+    lines = [
+        "",
+        "## Kang: where the cell-type transfer fails (seed 0)",
+        "",
+        "Stimulated cells by their label (rows) and the label predicted by the classifier trained on control "
+        "cells (columns). The labels are the study's own; a representation that removes the stimulation can "
+        "only be as right as the labels are stable across conditions.",
+    ]
+    for name, table in confusion.items():
+        true, predicted, n, n_true = largest_confusion(table)
+        acc = float(np.trace(table.to_numpy()) / max(int(table.to_numpy().sum()), 1))
+        lines += [
+            "",
+            f"{name} (accuracy {acc:.3f}); the largest error: {n} of the {n_true} stimulated cells labelled "
+            f"{true} are predicted {predicted}:",
+            "",
+            _df_markdown(table.reset_index()),
+        ]
+    return lines
 
 
 def _write_real_summary(
@@ -1233,6 +1310,7 @@ def _write_real_summary(
             "in all control cells). `ifn_padj` only looks at the stimulated block, as the target asks.",
         ]
         d0 = details["kang"][0]
+        lines += _confusion_section(d0["confusion"])
         lines += ["", "Factor table (seed 0):", "", _df_markdown(d0["factor_table"])]
     if "cellbench" in details:
         lines += ["", "CellBench factor table (seed 0):", ""]

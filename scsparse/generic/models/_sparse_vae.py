@@ -72,7 +72,8 @@ class SparseVAE(TorchArrayModel):
     likelihood
         ``"normal"``, ``"multinomial"`` or ``"bernoulli"``.
     lambda0, lambda1
-        Spike and slab Laplace rates (``lambda0 > lambda1``).
+        Spike and slab Laplace rates (``lambda0 > lambda1``); the slab starts at ``|w| =``
+        :func:`scsparse.nn.slab_threshold` (0.26 for the defaults at ``eta = 0.5``).
     a, b
         Beta hyper-prior on each column's slab probability (``b=None``: ``b = n_features``).
     sigma_prior_nu
