@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from scipy.special import gammaln
 
 from scsparse.generic.benchmarks import BENCHMARKS, run
@@ -132,6 +133,20 @@ def test_top_words_of_sparsevae_falls_back_to_largest_columns() -> None:
     assert words["active"].tolist() == [len(active) > 0] * len(words)
     k = int(words["factor"].iloc[0])
     assert words["words"].iloc[0].split("; ")[0] == "abcdefgh"[int(np.argmax(np.abs(model.loadings()[:, k])))]
+
+
+def test_top_words_of_an_active_sparsevae_factor_are_its_selected_words() -> None:
+    X = np.random.default_rng(0).poisson(1.0, size=(60, 8)).astype(np.float32)
+    model = SparseVAE(n_latent=2, n_hidden=4, n_layers=1, likelihood="multinomial", max_epochs=1).fit(X)
+    W = np.zeros((8, 2), dtype=np.float32)
+    W[[5, 1, 6], 0] = [3.0, 2.5, 2.0]  # three words deep in the slab of factor 0; factor 1 all spike
+    with torch.no_grad():
+        model.module.decoder.W.copy_(torch.from_numpy(W))
+        model.module.em_update()
+    words = top_words(model, np.array(list("abcdefgh")), n_words=5)
+    assert words["factor"].tolist() == [0] and words["n_selected"].tolist() == [3]
+    assert words["words"].iloc[0] == "f; b; g"  # not padded with unselected words up to n_words
+    assert top_words(model, np.array(list("abcdefgh")), n_words=2)["words"].iloc[0] == "f; b"
 
 
 def test_beaten_by_lists_better_runs() -> None:

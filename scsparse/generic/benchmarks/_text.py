@@ -349,9 +349,10 @@ def top_words(
     """The words with the largest loadings of each factor (the paper's Table 3b: largest ``w_jk``).
 
     SparseVAE: largest ``|w_jk|`` (the mask's sign is not the direction of a word's response, the decoder being
-    nonlinear); by default its active factors (a word with ``p* > 0.5``), or, when none is active, the
-    ``n_fallback`` factors with the largest column norm of ``W`` (``active`` is then ``False``). NMF: largest
-    entries of ``components_``, every component.
+    nonlinear); by default its active factors (a word with ``p* > 0.5``), each with only its selected words
+    (``p*`` rises with ``|w_jk|`` within a column, so these are its largest), or, when none is active, the
+    ``n_fallback`` factors with the largest column norm of ``W`` and their largest ``|w_jk|`` whatever ``p*``
+    (``active`` is then ``False``). NMF: largest entries of ``components_``, every component.
 
     Returns
     -------
@@ -379,12 +380,14 @@ def top_words(
             factors = np.argsort(-np.linalg.norm(W, axis=0), kind="stable")[:n_fallback].tolist()
     rows = []
     for k in factors:
-        order = np.argsort(-W[:, k], kind="stable")[:n_words]
+        n_selected = int((pip[:, k] > 0.5).sum()) if pip is not None else None
+        shown = n_words if n_selected is None or int(k) not in active else min(n_words, n_selected)
+        order = np.argsort(-W[:, k], kind="stable")[:shown]
         rows.append(
             {
                 "factor": int(k),
                 "active": int(k) in active,
-                "n_selected": int((pip[:, k] > 0.5).sum()) if pip is not None else math.nan,
+                "n_selected": math.nan if n_selected is None else n_selected,
                 "words": "; ".join(str(vocabulary[j]) for j in order),
             }
         )
@@ -619,8 +622,8 @@ def _write_summary(
         "",
         "## Table 3b: top words of SparseVAE factors (seed 0)",
         "",
-        "Words with the largest |w_jk| of each active factor (p* > 0.5 for at least one word); `n_selected` = words "
-        "with p* > 0.5."
+        "Words with the largest |w_jk| of each active factor (p* > 0.5 for at least one word), at most "
+        f"{N_TOP_WORDS} of its selected words; `n_selected` = words with p* > 0.5."
         + (
             " **No factor passed p* > 0.5 in this run**; shown instead: the factors with the largest column norm of "
             "W (`active` = no)."
