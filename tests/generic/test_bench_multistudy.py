@@ -184,6 +184,7 @@ def test_confusion_table_and_its_largest_error_name_the_transfer_failure():
     assert largest_confusion(table) == ("Mono16", "Mono14", 2, 3)
     lines = "\n".join(_confusion_section({"shared factors": table}))
     assert "shared factors (accuracy 0.500); the largest error: 2 of the 3 stimulated cells labelled Mono16" in lines
+    assert "(accuracy with those two labels counted as one: 0.833)" in lines  # 5 of 6 once Mono14 = Mono16
 
 
 def test_transfer_accuracy_is_the_accuracy_of_transfer_predictions():
