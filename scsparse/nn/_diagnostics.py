@@ -55,7 +55,7 @@ def warn_no_active_factor(
         rates = (
             f" With lambda0 = {lambda0:g} and lambda1 = {lambda1:g} an entry is in the slab only once |w| > "
             f"{slab_threshold(lambda0, lambda1):.2f} (p* > 0.5 at eta = 0.5); if that is large, raise lambda1 "
-            "or lower lambda0."
+            "or lower lambda0 (README section 'The prior's two rates')."
         )
     warnings.warn(
         "Training ended with no active factor: p* <= 0.5 for every feature and factor, so W is all spike and "
