@@ -84,6 +84,11 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         Encoder dropout.
     seed
         Seed for the weights, the train/validation split and training; recorded in the results.
+    latent_prior
+        ``"identity"`` (default, the paper's): ``z ~ N(0, I)``. ``"correlated"``: ``z ~ N(0, Sigma_z)`` with a
+        learned correlation matrix (:meth:`get_latent_correlation`). Under ``N(0, I)`` codes as correlated as
+        the true factors cost KL, and on strongly correlated factors the model may prefer decorrelated codes
+        with a dense mask; a learned ``Sigma_z`` removes that cost (it also makes a duplicated column cheap).
     **module_kwargs
         Passed to :class:`~scsparse.module.SparseVAEModule` (e.g. ``encode_covariates``,
         ``decoder_kwargs={"chunk_size": 512}``).
@@ -116,6 +121,7 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         b: float | None = None,
         dropout_rate: float = 0.1,
         seed: int = 0,
+        latent_prior: Literal["identity", "correlated"] = "identity",
         **module_kwargs: Any,
     ) -> None:
         super().__init__(adata)
@@ -133,15 +139,31 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
             b=b,
             dropout_rate=dropout_rate,
             sigma_prior_xi=sigma_prior_xi,
+            latent_prior=latent_prior,
             **module_kwargs,
         )
         self._model_summary_string = (
             f"SparseVAE with n_latent={n_latent} (upper bound), n_hidden={n_hidden}, n_layers={n_layers}, "
+            f"latent_prior={latent_prior!r}, "
             f"gene_likelihood={gene_likelihood!r}, lambda0={lambda0}, lambda1={lambda1}, a={a}, "
             f"b={'n_genes' if b is None else b}, n_genes={self.summary_stats.n_vars}, "
             f"n_batch={self.summary_stats.n_batch}"
         )
         self.init_params_ = self._get_init_params(locals())
+
+    def get_latent_correlation(self) -> pd.DataFrame:
+        """The prior correlation matrix ``Sigma_z`` of the factors (the identity unless ``latent_prior="correlated"``).
+
+        Examples
+        --------
+        >>> model = scsparse.model.SparseVAE(adata, n_latent=5, latent_prior="correlated")
+        >>> model.train(max_epochs=50)
+        >>> model.get_latent_correlation().loc[model.active_factors(), model.active_factors()]
+        """
+        prior = self.module.latent_prior
+        k = self.module.n_latent
+        corr = np.eye(k) if prior is None else prior.correlation().detach().cpu().numpy().astype(np.float64)
+        return pd.DataFrame(corr, index=self.factor_names, columns=self.factor_names)
 
     def _check_data_and_seed(self, gene_likelihood: str, seed: int) -> float:
         """Check the registered data suit the likelihood, fix the seed, and calibrate the variance prior.

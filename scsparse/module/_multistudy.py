@@ -55,6 +55,11 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         n_latent_specific = [int(k) for k in n_latent_specific]
         if len(n_latent_specific) < 2:
             raise ValueError("A multi-study model needs at least two studies.")
+        if kwargs.get("latent_prior", "identity") != "identity":
+            raise ValueError(
+                "latent_prior='correlated' is not available for the multi-study model: its zero-padded latent "
+                "blocks have no joint prior across studies. Use the default latent_prior='identity'."
+            )
         n_latent = int(n_latent_shared) + sum(n_latent_specific)
         # The encoder sees the study (it must know which block to fill); the decoder does not.
         super().__init__(

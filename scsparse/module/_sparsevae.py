@@ -12,6 +12,7 @@ from torch.distributions import Normal
 
 from scsparse.nn import (
     COUNT_LIKELIHOODS,
+    CorrelatedGaussianPrior,
     GaussianEncoder,
     MaskedDecoder,
     ObservationModel,
@@ -66,6 +67,9 @@ class SparseVAEModule(BaseModuleClass):
     decoder_kwargs
         Passed to :class:`~scsparse.nn.MaskedDecoder` (``chunk_size``, ``memory_budget_mb``, ``activation``,
         ``w_init`` ...).
+    latent_prior
+        ``"identity"``: ``z ~ N(0, I)`` (the paper's choice); ``"correlated"``: ``z ~ N(0, Sigma_z)`` with a
+        learned correlation matrix (:class:`~scsparse.nn.CorrelatedGaussianPrior`), for correlated factors.
     """
 
     def __init__(
@@ -89,10 +93,13 @@ class SparseVAEModule(BaseModuleClass):
         n_hidden_encoder: int | None = None,
         decoder_kwargs: dict | None = None,
         encoder_extra_cats: Sequence[int] = (),
+        latent_prior: Literal["identity", "correlated"] = "identity",
     ) -> None:
         super().__init__()
         if gene_likelihood not in GENE_LIKELIHOODS:
             raise ValueError(f"gene_likelihood must be one of {GENE_LIKELIHOODS}, got {gene_likelihood!r}.")
+        if latent_prior not in ("identity", "correlated"):
+            raise ValueError(f"latent_prior must be 'identity' or 'correlated', got {latent_prior!r}.")
         self.n_input, self.n_batch, self.n_latent = int(n_input), int(n_batch), int(n_latent)
         self.gene_likelihood = gene_likelihood
         self.log_variational = log_variational and gene_likelihood in COUNT_LIKELIHOODS
@@ -119,6 +126,7 @@ class SparseVAEModule(BaseModuleClass):
         )
         self.prior = SpikeSlabLasso(n_input, n_latent, lambda0=lambda0, lambda1=lambda1, a=a, b=b)
         self.observation = ObservationModel(gene_likelihood, n_input)
+        self.latent_prior = CorrelatedGaussianPrior(n_latent) if latent_prior == "correlated" else None
 
     # ------------------------------------------------------------------ scvi-tools plumbing
     def _get_inference_input(self, tensors: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor | None]:
@@ -206,7 +214,8 @@ class SparseVAEModule(BaseModuleClass):
         """
         x = tensors[REGISTRY_KEYS.X_KEY]
         rec = -self.log_likelihood(x, generative_outputs)
-        kl_z = gaussian_kl(inference_outputs["qz"], inference_outputs.get("latent_mask"))
+        qz, mask = inference_outputs["qz"], inference_outputs.get("latent_mask")
+        kl_z = gaussian_kl(qz, mask) if self.latent_prior is None else self.latent_prior.kl(qz)
         penalty = self.global_penalty()
         loss = sparse_vae_objective(rec, kl_z, penalty, n_obs, kl_weight)
         return LossOutput(loss=loss, reconstruction_loss=rec, kl_local=kl_z, kl_global=penalty)
@@ -247,5 +256,5 @@ class SparseVAEModule(BaseModuleClass):
         gen = self.generative(**self._get_generative_input(tensors, {**inf, "z": z}))
         x = tensors[REGISTRY_KEYS.X_KEY]
         log_px_z = self.log_likelihood(x.unsqueeze(0).expand(n_mc_samples, *x.shape), gen)
-        ll = importance_sampled_log_likelihood(log_px_z, z, qz, mask)
+        ll = importance_sampled_log_likelihood(log_px_z, z, qz, mask, self.latent_prior)
         return ll.mean().item() if return_mean else ll

@@ -7,6 +7,7 @@ from ._diagnostics import NoActiveFactorWarning, warn_no_active_factor
 from ._elbo import gaussian_kl, importance_sampled_log_likelihood, sparse_vae_objective, sparse_vae_penalty
 from ._encoder import GaussianEncoder
 from ._group_lasso import group_column_norms, group_lasso_penalty, group_lasso_prox
+from ._latent_prior import CorrelatedGaussianPrior
 from ._likelihoods import log_bernoulli, log_multinomial, log_nb, log_normal, log_poisson, log_zinb
 from ._masked_decoder import MaskedDecoder
 from ._mlp import MLP, make_activation, one_hot_covariates
@@ -23,6 +24,7 @@ from ._ssl import SpikeSlabLasso, slab_threshold, ssl_inclusion_logits
 
 __all__ = [
     "COUNT_LIKELIHOODS",
+    "CorrelatedGaussianPrior",
     "LIKELIHOODS",
     "ObservationModel",
     "GaussianEncoder",

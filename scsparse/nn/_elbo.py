@@ -18,6 +18,7 @@ import math
 import torch
 from torch.distributions import Normal
 
+from ._latent_prior import CorrelatedGaussianPrior
 from ._priors import inverse_gamma_neg_log_prior
 from ._spike_slab import kl_normal
 from ._ssl import SpikeSlabLasso
@@ -141,9 +142,13 @@ def sparse_vae_objective(
 
 
 def importance_sampled_log_likelihood(
-    log_px_z: torch.Tensor, z: torch.Tensor, qz: Normal, mask: torch.Tensor | None = None
+    log_px_z: torch.Tensor,
+    z: torch.Tensor,
+    qz: Normal,
+    mask: torch.Tensor | None = None,
+    prior: CorrelatedGaussianPrior | None = None,
 ) -> torch.Tensor:
-    """Importance-sampled ``log p(x)`` with proposal ``q(z | x)`` and prior ``N(0, I)``.
+    """Importance-sampled ``log p(x)`` with proposal ``q(z | x)`` and prior ``N(0, I)`` (or ``prior``).
 
     ``log p(x) ~= logsumexp_s [log p(x | z_s) + log N(z_s; 0, I) - log q(z_s | x)] - log S``
     for ``S`` samples ``z_s ~ q(z | x)``. The estimate is of the model's marginal likelihood whatever
@@ -160,6 +165,8 @@ def importance_sampled_log_likelihood(
     mask
         Optional 0/1 weights broadcastable to ``(S, B, K)``: the prior and proposal densities are summed
         over the dimensions a row uses only (see :func:`gaussian_kl`).
+    prior
+        A learned :class:`~scsparse.nn.CorrelatedGaussianPrior` in place of ``N(0, I)`` (not with ``mask``).
 
     Returns
     -------
@@ -176,10 +183,13 @@ def importance_sampled_log_likelihood(
     >>> torch.allclose(out, torch.zeros(1), atol=1e-6)
     True
     """
+    if prior is not None and mask is not None:
+        raise ValueError("A correlated prior on z is not defined for masked (zero-padded) latent blocks.")
     log_pz = -0.5 * (z**2 + math.log(2 * math.pi))
     log_qz = qz.log_prob(z)
     if mask is not None:
         log_pz, log_qz = log_pz * mask, log_qz * mask
-    log_pz, log_qz = log_pz.sum(-1), log_qz.sum(-1)
+    log_pz = prior.log_prob(z) if prior is not None else log_pz.sum(-1)
+    log_qz = log_qz.sum(-1)
     n_samples = log_px_z.shape[0]
     return torch.logsumexp(log_px_z + log_pz - log_qz, dim=0) - math.log(n_samples)

@@ -108,3 +108,11 @@ def test_unknown_study_in_n_latent_specific(studies_adata):
     MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
     with pytest.raises(InvalidInputError, match=r"unknown studies \['s7'\]"):
         MultiStudySparseVAE(adata, n_latent_specific={"s7": 2})
+
+
+def test_correlated_latent_prior_is_refused_with_the_reason(studies_adata):
+    adata = studies_adata()
+    MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
+    with pytest.raises(ValueError, match="not available for the multi-study model.*latent_prior='identity'"):
+        MultiStudySparseVAE(adata, n_latent_shared=3, n_latent_specific=2, latent_prior="correlated")
+    assert MultiStudySparseVAE(adata, n_latent_shared=3, n_latent_specific=2).module.latent_prior is None

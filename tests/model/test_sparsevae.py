@@ -216,3 +216,19 @@ def test_warns_when_training_leaves_no_active_factor(counts_adata):
         warnings.simplefilter("error", NoActiveFactorWarning)
         slab.train(max_epochs=1, lr=1e-8, batch_size=64)
     assert len(slab.active_factors()) == 3
+
+
+def test_correlated_latent_prior_is_learned_saved_and_scored(tmp_path, counts_adata):
+    identity = fit(counts_adata)
+    np.testing.assert_array_equal(identity.get_latent_correlation().to_numpy(), np.eye(4))
+    model = fit(counts_adata, epochs=3, latent_prior="correlated")
+    corr = model.get_latent_correlation()
+    assert list(corr.index) == list(corr.columns) == model.factor_names
+    np.testing.assert_allclose(np.diag(corr), 1.0, atol=1e-6)
+    assert np.abs(corr.to_numpy() - np.eye(4)).max() > 0  # trained away from the identity
+    assert np.isfinite(model.get_heldout_nll())
+    model.save(tmp_path / "m", overwrite=True)
+    loaded = SparseVAE.load(tmp_path / "m", adata=counts_adata)
+    pd.testing.assert_frame_equal(model.get_latent_correlation(), loaded.get_latent_correlation())
+    with pytest.raises(ValueError, match="latent_prior must be"):
+        SparseVAE(counts_adata, latent_prior="full", **SMALL)
