@@ -189,6 +189,7 @@ class SparseFactorMixin:
         - ``adata.varm[f"{key}_W"]``: the mask ``W``, genes x K;
         - ``adata.varm[f"{key}_pip"]``: inclusion probabilities ``p*``, genes x K;
         - ``adata.uns[key]``: ``factor_names``, ``active`` (bool per factor), ``active_factors``, ``eta``,
+          ``latent_correlation`` (with ``latent_prior="correlated"``),
           ``anchor_genes`` (dict of arrays), ``top_genes``, hyper-parameters, seed, package versions and a
           hash of the training data.
 
@@ -228,6 +229,8 @@ class SparseFactorMixin:
             "top_genes": {f: np.asarray(g, dtype=object) for f, g in self.get_top_genes(10, pip_threshold).items()},
             **self._provenance(),
         }
+        if getattr(self.module, "latent_prior", None) is not None:  # learned prior correlation of the factors
+            uns["latent_correlation"] = self.module.latent_prior.correlation().detach().cpu().numpy()
         adata.obsm[f"X_{key}"] = latent
         adata.varm[f"{key}_W"] = self.get_loadings().to_numpy()
         adata.varm[f"{key}_pip"] = self.get_inclusion_probabilities().to_numpy()

@@ -227,6 +227,9 @@ def test_correlated_latent_prior_is_learned_saved_and_scored(tmp_path, counts_ad
     np.testing.assert_allclose(np.diag(corr), 1.0, atol=1e-6)
     assert np.abs(corr.to_numpy() - np.eye(4)).max() > 0  # trained away from the identity
     assert np.isfinite(model.get_heldout_nll())
+    model.write_results(counts_adata, key_added="corr")
+    np.testing.assert_allclose(counts_adata.uns["corr"]["latent_correlation"], corr.to_numpy(), atol=1e-6)
+    counts_adata.write_h5ad(tmp_path / "corr.h5ad")
     model.save(tmp_path / "m", overwrite=True)
     loaded = SparseVAE.load(tmp_path / "m", adata=counts_adata)
     pd.testing.assert_frame_equal(model.get_latent_correlation(), loaded.get_latent_correlation())
