@@ -185,11 +185,14 @@ def importance_sampled_log_likelihood(
     """
     if prior is not None and mask is not None:
         raise ValueError("A correlated prior on z is not defined for masked (zero-padded) latent blocks.")
-    log_pz = -0.5 * (z**2 + math.log(2 * math.pi))
     log_qz = qz.log_prob(z)
-    if mask is not None:
-        log_pz, log_qz = log_pz * mask, log_qz * mask
-    log_pz = prior.log_prob(z) if prior is not None else log_pz.sum(-1)
+    if prior is not None:
+        log_pz = prior.log_prob(z)
+    else:
+        log_pz = -0.5 * (z**2 + math.log(2 * math.pi))
+        if mask is not None:
+            log_pz, log_qz = log_pz * mask, log_qz * mask
+        log_pz = log_pz.sum(-1)
     log_qz = log_qz.sum(-1)
     n_samples = log_px_z.shape[0]
     return torch.logsumexp(log_px_z + log_pz - log_qz, dim=0) - math.log(n_samples)
