@@ -98,6 +98,20 @@ class SparseFactorMixin:
         """``eta_k``, the prior fraction of genes in each factor's slab (small for switched-off factors)."""
         return pd.Series(self.module.prior.eta.detach().cpu().numpy(), index=self.factor_names, name="eta")
 
+    def get_latent_correlation(self) -> pd.DataFrame:
+        """The prior correlation matrix ``Sigma_z`` of the factors (the identity unless ``latent_prior="correlated"``).
+
+        Examples
+        --------
+        >>> model = scsparse.model.SparseVAE(adata, n_latent=5, latent_prior="correlated")
+        >>> model.train(max_epochs=50)
+        >>> model.get_latent_correlation().loc[model.active_factors(), model.active_factors()]
+        """
+        prior = self.module.latent_prior
+        k = self.module.n_latent
+        corr = np.eye(k) if prior is None else prior.correlation().detach().cpu().numpy().astype(np.float64)
+        return pd.DataFrame(corr, index=self.factor_names, columns=self.factor_names)
+
     def active_factors(self, pip_threshold: float = 0.5, min_genes: int = 1) -> list[str]:
         """Factors the prior kept: those with at least ``min_genes`` genes with ``p* > pip_threshold``.
 
@@ -229,8 +243,8 @@ class SparseFactorMixin:
             "top_genes": {f: np.asarray(g, dtype=object) for f, g in self.get_top_genes(10, pip_threshold).items()},
             **self._provenance(),
         }
-        if getattr(self.module, "latent_prior", None) is not None:  # learned prior correlation of the factors
-            uns["latent_correlation"] = self.module.latent_prior.correlation().detach().cpu().numpy()
+        if self.module.latent_prior is not None:  # learned prior correlation of the factors
+            uns["latent_correlation"] = self.get_latent_correlation().to_numpy()
         adata.obsm[f"X_{key}"] = latent
         adata.varm[f"{key}_W"] = self.get_loadings().to_numpy()
         adata.varm[f"{key}_pip"] = self.get_inclusion_probabilities().to_numpy()

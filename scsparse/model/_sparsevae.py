@@ -151,20 +151,6 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         )
         self.init_params_ = self._get_init_params(locals())
 
-    def get_latent_correlation(self) -> pd.DataFrame:
-        """The prior correlation matrix ``Sigma_z`` of the factors (the identity unless ``latent_prior="correlated"``).
-
-        Examples
-        --------
-        >>> model = scsparse.model.SparseVAE(adata, n_latent=5, latent_prior="correlated")
-        >>> model.train(max_epochs=50)
-        >>> model.get_latent_correlation().loc[model.active_factors(), model.active_factors()]
-        """
-        prior = self.module.latent_prior
-        k = self.module.n_latent
-        corr = np.eye(k) if prior is None else prior.correlation().detach().cpu().numpy().astype(np.float64)
-        return pd.DataFrame(corr, index=self.factor_names, columns=self.factor_names)
-
     def _check_data_and_seed(self, gene_likelihood: str, seed: int) -> float:
         """Check the registered data suit the likelihood, fix the seed, and calibrate the variance prior.
 
