@@ -34,7 +34,7 @@ EXPECTED_COLUMNS = [
     "heldout_mse",
     "fit_seconds",
 ]
-ALL_METHODS = ["SparseVAE", "SparseVAE (1 fit)", "VAE", "beta-VAE", "VSC", "oi-VAE"]
+ALL_METHODS = ["SparseVAE", "SparseVAE (1 fit)", "SparseVAE (correlated prior)", "VAE", "beta-VAE", "VSC", "oi-VAE"]
 
 
 def test_run_synthetic_quick_writes_outputs(tmp_path):
@@ -49,7 +49,7 @@ def test_run_synthetic_quick_writes_outputs(tmp_path):
         assert np.isfinite(rows[col]).all(), col
     assert ((rows["dci"] >= 0) & (rows["dci"] <= 1)).all() and (rows["heldout_mse"] > 0).all()
     # W support: only the methods with a feature x factor loading are scored
-    for m in ("SparseVAE", "SparseVAE (1 fit)", "oi-VAE"):
+    for m in ("SparseVAE", "SparseVAE (1 fit)", "SparseVAE (correlated prior)", "oi-VAE"):
         assert 0.0 <= rows.loc[m, "w_fscore"] <= 1.0 and 0 <= rows.loc[m, "n_active"] <= 5
     for m in ("VAE", "beta-VAE", "VSC"):
         assert math.isnan(rows.loc[m, "w_fscore"]) and math.isnan(rows.loc[m, "n_active"])
@@ -74,10 +74,12 @@ def test_run_synthetic_quick_writes_outputs(tmp_path):
         "not assessed",
         "best of 4 fits",
         "`SparseVAE (1 fit)` is restart 0 alone",
+        "`SparseVAE (correlated prior)` is the same model and restarts with z ~ N(0, Sigma_z)",
     ):
         assert needle in summary, needle
-    assert "SparseVAE DCI above VAE and beta-VAE | 0.4" in summary
-    assert "F-score >= 0.9 (rho <= 0.4) | 0.4" in summary
+    for ours in ("SparseVAE", "SparseVAE (correlated prior)"):  # each variant's targets are stated
+        assert f"| {ours}: DCI above VAE and beta-VAE | 0.4" in summary
+        assert f"| {ours}: W support F-score >= 0.9 (rho <= 0.4) | 0.4" in summary
     for png in ("synthetic.png", "figure3.png"):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -174,8 +176,9 @@ def test_runner_scores_methods_and_states_targets(tmp_path):
     assert (ours["dci"].to_numpy() > df[df["method"] == "VAE"]["dci"].to_numpy()).all()
     summary = (tmp_path / "summary.md").read_text()
     assert "Reduced run: 1 dataset(s) per rho" in summary
-    assert "| SparseVAE DCI above VAE and beta-VAE | 0.6 |" in summary
-    line = next(x for x in summary.splitlines() if x.startswith("| SparseVAE W support F-score") and "| 0 |" in x)
+    assert "| SparseVAE: DCI above VAE and beta-VAE | 0.6 |" in summary
+    assert "correlated prior): DCI" not in summary  # a variant that did not run gets no target rows
+    line = next(x for x in summary.splitlines() if x.startswith("| SparseVAE: W support F-score") and "| 0 |" in x)
     assert line.endswith("| met |")
     assert "F-score >= 0.9 (rho <= 0.4) | 0.6" not in summary  # the F target is only for rho <= 0.4
     assert "No beta-VAE in this run" in summary
@@ -201,10 +204,25 @@ def test_targets_not_met_are_explained():
         rows.append({"method": "VAE", "seed": s, "rho": 0.2, "dci": 0.5, "beta": math.nan})
         rows.append({"method": "beta-VAE", "seed": s, "rho": 0.2, "dci": 0.4, "beta": 4.0})
     lines = "\n".join(syn._targets_section(pd.DataFrame(rows), [0.2], quick=False, seeds=3))
-    assert "beta-VAE (beta=4) 0.400" in lines and "SparseVAE above both in 0/3 datasets | not met |" in lines
+    assert "beta-VAE (beta=4) 0.400" in lines and "above both in 0/3 datasets | not met |" in lines
     assert "mean F 0.700" in lines and "| not met |" in lines
     assert "Why the targets not met were missed" in lines
     assert "3 active: 3" in lines and "false positives dominate" in lines
+    assert "- SparseVAE, DCI at rho=0.2" in lines and "- SparseVAE, F-score at rho=0.2" in lines
+
+
+def test_support_is_scored_on_a_code_the_model_keeps_active():
+    """A switched-off code that tracks a true factor must not take the match from the active code carrying it."""
+    data, split = syn._make_split(300, rho=0.4, seed=0)
+    Z = data.Z
+    rng = np.random.default_rng(0)
+    # code 0 carries z1 and selects its features; code 1 is switched off (no loading) but tracks z1 even more
+    # closely; code 2 carries z2; codes 3, 4 are off and constant
+    z = np.column_stack([Z[:, 0] + 0.3 * rng.normal(size=len(Z)), Z[:, 0], Z[:, 1], np.zeros((len(Z), 2))])
+    W = np.zeros((7, 5))
+    W[:, 0], W[:, 2] = data.W_support[:, 0], data.W_support[:, 1]
+    scores = syn._score(data, split, _fake_output(split, z, W=W, pip=(W > 0).astype(float)))
+    assert scores["w_fscore"] == 1.0 and scores["w_precision"] == 1.0
 
 
 def test_collapse_section_lists_fits_without_active_units():

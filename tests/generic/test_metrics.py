@@ -194,6 +194,27 @@ def test_factor_correlation_by_hand_and_constant_columns():
     assert np.all(np.isfinite(corr))
 
 
+def test_match_factors_among_prefers_eligible_codes_and_falls_back():
+    rng = np.random.default_rng(2)
+    n = 1000
+    z = rng.normal(size=(n, 2))
+    est = np.column_stack(
+        [
+            z[:, 0],  # switched off, but tracks z1 exactly
+            z[:, 0] + 0.5 * rng.normal(size=n),  # active, carries z1
+            z[:, 1] + 0.1 * rng.normal(size=n),  # active, carries z2
+        ]
+    )
+    np.testing.assert_array_equal(match_factors(est, z), [0, 2])
+    np.testing.assert_array_equal(match_factors(est, z, among=np.array([False, True, True])), [1, 2])
+    # fewer eligible codes than true factors: the eligible one is used, the best ineligible one fills in
+    np.testing.assert_array_equal(match_factors(est, z, among=np.array([False, False, True])), [0, 2])
+    with pytest.raises(ValueError, match="boolean mask of length K_est=3"):
+        match_factors(est, z, among=np.array([1, 1, 0]))
+    with pytest.raises(ValueError, match="boolean mask"):
+        match_factors(est, z, among=np.array([True, True]))
+
+
 def test_match_factors_requires_enough_codes():
     z = np.random.default_rng(0).normal(size=(50, 3))
     with pytest.raises(ValueError):

@@ -88,6 +88,7 @@ def match_factors(
     truth: np.ndarray,
     *,
     method: _Method = "correlation",
+    among: np.ndarray | None = None,
 ) -> np.ndarray:
     """Match every true factor to a distinct estimated code (Hungarian assignment on |correlation|).
 
@@ -99,6 +100,11 @@ def match_factors(
         True factors, shape ``(n_obs, K_true)``.
     method
         ``"correlation"`` (Pearson, alias ``"pearson"``) or ``"spearman"``; see :func:`factor_correlation`.
+    among
+        Optional boolean mask of length ``K_est``: the codes eligible for a match, e.g. the factors a model
+        keeps active. An eligible code is always preferred to an ineligible one, whatever their
+        correlations; ineligible codes are used only for the true factors left over when fewer than
+        ``K_true`` codes are eligible. ``None``: every code is eligible.
 
     Returns
     -------
@@ -111,7 +117,15 @@ def match_factors(
     Computes ``A = factor_correlation(estimated, truth, method=method)`` (``K_est x K_true``, constant
     columns have correlation 0) and solves the linear assignment problem maximising ``sum_j A[m(j), j]``
     over injective maps ``m`` with :func:`scipy.optimize.linear_sum_assignment`. Signs are ignored: a code
-    equal to minus a factor is a perfect match.
+    equal to minus a factor is a perfect match. With ``among``, ineligible rows of ``A`` are lowered by
+    ``K_true + 1`` (more than any sum of correlations can make up), so the assignment first uses as many
+    eligible codes as it can and, among those assignments, maximises the summed correlation.
+
+    Why ``among`` matters: a factor that a sparse model switched off (every loading in the spike) can still
+    have posterior means that track a true factor, e.g. under a correlated prior on the codes, where an
+    unused code follows the used ones it is correlated with. Matched on correlation alone it can win the
+    true factor from the active code that actually carries it, and a support comparison then looks at a
+    column with no loadings.
 
     Examples
     --------
@@ -122,6 +136,8 @@ def match_factors(
     >>> est = np.column_stack([rng.normal(size=500), -z[:, 1], np.zeros(500), 2 * z[:, 0]])
     >>> match_factors(est, z)
     array([3, 1])
+    >>> match_factors(est, z, among=np.array([True, True, True, False]))  # code 3 switched off
+    array([0, 1])
     """
     from scipy.optimize import linear_sum_assignment
 
@@ -129,6 +145,13 @@ def match_factors(
     k_est, k_true = corr.shape
     if k_est < k_true:
         raise ValueError(f"need at least as many estimated codes as true factors, got {k_est} < {k_true}")
+    if among is not None:
+        eligible = np.asarray(among)
+        if eligible.dtype != bool or eligible.shape != (k_est,):
+            raise ValueError(
+                f"among must be a boolean mask of length K_est={k_est}, got {eligible.dtype} {eligible.shape}"
+            )
+        corr = np.where(eligible[:, None], corr, corr - (k_true + 1))
     rows, cols = linear_sum_assignment(corr, maximize=True)
     match = np.empty(k_true, dtype=np.int64)
     match[cols] = rows
