@@ -196,3 +196,19 @@ def test_transfer_accuracy_is_the_accuracy_of_transfer_predictions():
     assert pred.shape == (60,)
     accuracy = float(np.mean(pred == labels[test]))
     assert transfer_accuracy(z, labels, train, test) == pytest.approx(accuracy) and accuracy > 0.9
+
+
+def test_score_matches_programmes_to_columns_that_select_genes():
+    """A switched-off column whose code tracks a programme must not take it from the active column carrying it."""
+    data = simulate_multistudy(n_cells_per_study=80, seed=2)
+    fit = _oracle_fit(data)
+    shared = fit.blocks[0]
+    rng = np.random.default_rng(0)
+    noisy = shared.z[:, 0] + 0.3 * rng.normal(size=shared.z.shape[0])
+    # column 0 keeps programme 0's genes but its code is noisy; a new last column has no gene, exact code
+    shared.z = np.column_stack([noisy, shared.z[:, 1:], shared.z[:, 0]])
+    shared.W = np.column_stack([shared.W, np.zeros(data.n_genes)])
+    shared.pip = np.column_stack([shared.pip, np.zeros(data.n_genes)])
+    res = score_multistudy(data, fit)
+    assert res["shared_fscore"] == pytest.approx(1.0) and res["shared_fn"] == 0
+    assert res["n_active_shared"] == 5

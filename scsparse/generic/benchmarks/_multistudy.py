@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from scsparse.data._simulate_multistudy import MultiStudyData, simulate_multistudy
-from scsparse.generic.metrics import estimated_support, factor_correlation
+from scsparse.generic.metrics import assign_by_correlation, estimated_support, factor_correlation
 
 from ._common import (
     RESTART_SEED_STEP,
@@ -393,7 +393,9 @@ def score_multistudy(
     For every block: (1) ``C[c, p] = |corr(z_c, z_p^true)|`` of every estimated column ``c`` with every
     candidate programme ``p``, computed on the block's cells where ``p`` is defined (all cells for a shared
     programme, the study's cells for a specific one); (2) Hungarian assignment maximising the summed
-    ``C`` (every candidate programme gets a distinct column); (3) the estimated support ``S`` (thresholds
+    ``C`` (every candidate programme gets a distinct column), among the columns that select any gene when
+    there are at least as many as candidates (a switched-off column can still correlate with a programme;
+    :func:`scsparse.generic.metrics.match_factors`); (3) the estimated support ``S`` (thresholds
     above) of a matched column is compared with the matched programme's true support: ``TP = |S & T|``,
     ``FP = |S & ~T|``, ``FN = |~S & T|``, added to the tally of the programme's kind (shared or specific);
     (4) every selected entry of an unmatched column is a false positive, added to the tally of the block's
@@ -403,8 +405,6 @@ def score_multistudy(
     least one gene with ``p* > pip_threshold``; it counts as shared or specific by its block's kind, or (no
     declared kind) by its matched programme, else its most correlated programme.
     """
-    from scipy.optimize import linear_sum_assignment
-
     tally = {k: {"tp": 0, "fp": 0, "fn": 0} for k in ("shared", "specific")}
     active = {"shared": 0, "specific": 0}
     corrs: list[float] = []
@@ -416,9 +416,10 @@ def score_multistudy(
         if block.z.shape[1] < len(block.candidates):
             raise ValueError("a block needs at least as many columns as candidate programmes")
         C = _block_correlation(data, block)
-        rows, cols = linear_sum_assignment(C, maximize=True)
-        matched = dict(zip(rows.tolist(), cols.tolist(), strict=True))
         S = estimated_support(block.W, pip=block.pip, w_threshold=w_threshold, pip_threshold=pip_threshold)
+        # matched among the columns that select any gene when there are enough (see match_factors)
+        match = assign_by_correlation(C, among=S.any(axis=0))
+        matched = {int(c): j for j, c in enumerate(match)}
         is_active = (block.pip > pip_threshold).any(0)
         for c in range(block.z.shape[1]):
             if c in matched:

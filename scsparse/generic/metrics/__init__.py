@@ -2,7 +2,8 @@
 
 - :func:`dci_disentanglement`, :func:`dci_from_importance` — DCI disentanglement / completeness /
   informativeness (Eastwood & Williams, 2018);
-- :func:`match_factors`, :func:`factor_correlation` — Hungarian matching of estimated codes to true factors;
+- :func:`match_factors`, :func:`assign_by_correlation`, :func:`factor_correlation` — Hungarian matching of
+  estimated codes to true factors;
 - :func:`support_fscore`, :func:`support_confusion`, :func:`estimated_support` — recovery of the support of
   the factor-to-feature matrix ``W``;
 - :func:`recall_at_r`, :func:`ndcg_at_k`, :func:`fold_in_split`, :func:`fold_in_evaluate` — ranking metrics
@@ -23,7 +24,7 @@ from ._codes import (
     posterior_collapse_rate,
 )
 from ._dci import DCIResult, dci_disentanglement, dci_from_importance
-from ._matching import factor_correlation, match_factors
+from ._matching import assign_by_correlation, factor_correlation, match_factors
 from ._ranking import FoldInSplit, fold_in_evaluate, fold_in_split, ndcg_at_k, recall_at_r
 from ._support import SupportConfusion, estimated_support, support_confusion, support_fscore
 
@@ -34,6 +35,7 @@ __all__ = [
     "dci_from_importance",
     "estimated_support",
     "factor_correlation",
+    "assign_by_correlation",
     "match_factors",
     "support_confusion",
     "support_fscore",

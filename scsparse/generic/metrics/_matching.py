@@ -6,7 +6,7 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["factor_correlation", "match_factors"]
+__all__ = ["assign_by_correlation", "factor_correlation", "match_factors"]
 
 _Method = Literal["correlation", "pearson", "spearman"]
 
@@ -139,9 +139,37 @@ def match_factors(
     >>> match_factors(est, z, among=np.array([True, True, True, False]))  # code 3 switched off
     array([0, 1])
     """
+    return assign_by_correlation(factor_correlation(estimated, truth, method=method), among=among)
+
+
+def assign_by_correlation(corr: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
+    """Hungarian assignment of every true factor to a distinct code, given their ``|correlation|`` matrix.
+
+    Parameters
+    ----------
+    corr
+        ``(K_est, K_true)`` matrix of ``|corr|`` between codes (rows) and true factors (columns), e.g. from
+        :func:`factor_correlation`.
+    among
+        Optional boolean mask of length ``K_est``, the codes eligible for a match; see :func:`match_factors`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Integer array of length ``K_true``: entry ``j`` is the code matched to true factor ``j``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> corr = np.array([[0.9, 0.1], [0.8, 0.2], [0.1, 0.7]])
+    >>> assign_by_correlation(corr)
+    array([0, 2])
+    >>> assign_by_correlation(corr, among=np.array([False, True, True]))
+    array([1, 2])
+    """
     from scipy.optimize import linear_sum_assignment
 
-    corr = factor_correlation(estimated, truth, method=method)
+    corr = np.asarray(corr, dtype=np.float64)
     k_est, k_true = corr.shape
     if k_est < k_true:
         raise ValueError(f"need at least as many estimated codes as true factors, got {k_est} < {k_true}")
@@ -151,6 +179,7 @@ def match_factors(
             raise ValueError(
                 f"among must be a boolean mask of length K_est={k_est}, got {eligible.dtype} {eligible.shape}"
             )
+        # an ineligible code loses more than any sum of correlations can make up
         corr = np.where(eligible[:, None], corr, corr - (k_true + 1))
     rows, cols = linear_sum_assignment(corr, maximize=True)
     match = np.empty(k_true, dtype=np.int64)
