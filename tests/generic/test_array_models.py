@@ -290,3 +290,29 @@ def test_fold_in_evaluate_with_a_vae(data):
     popularity = type("Pop", (), {"predict_mean": lambda self, X: np.tile(train.mean(0), (len(X), 1))})()
     pop = fold_in_evaluate(popularity, test, k=(5, 10))
     assert res["ndcg@10"] > pop["ndcg@10"]
+
+
+def test_training_objective_is_reproducible_falls_with_training_and_spares_the_rng():
+    from scsparse.generic.models import OIVAE
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(256, 2))
+    X = (z @ rng.normal(size=(2, 6)) + 0.1 * rng.normal(size=(256, 6))).astype(np.float32)
+    short = VAE(n_latent=2, max_epochs=1, lr=1e-2, seed=1).fit(X)
+    long = VAE(n_latent=2, max_epochs=40, lr=1e-2, seed=1).fit(X)
+    torch.manual_seed(123)
+    expected_next = torch.rand(1)
+    torch.manual_seed(123)
+    value = long.training_objective(X)
+    assert torch.equal(torch.rand(1), expected_next)  # the global RNG is left as it was
+    assert value == long.training_objective(X)  # seeded: the same value again
+    assert value < short.training_objective(X) - 0.5  # training lowered it
+    # oi-VAE's objective carries its group lasso: a larger lambda gives a larger value at the same weights
+    oi = OIVAE(np.repeat(np.arange(3), 2), n_latent=2, max_epochs=2, seed=0).fit(X)
+    base = oi.training_objective(X)
+    oi.module.lambda_ = oi.module.lambda_ + 1.0
+    assert oi.training_objective(X) > base
+    with pytest.raises(ValueError, match="n_passes must be a positive integer"):
+        long.training_objective(X, n_passes=0)
+    with pytest.raises(RuntimeError, match="not fitted"):
+        VAE(n_latent=2).training_objective(X)

@@ -117,7 +117,7 @@ def test_run_bars_quick_writes_results_summary_and_figure(tmp_path) -> None:
     saved = pd.read_csv(tmp_path / "results.csv")
     assert len(saved) == len(df) == 4
     text = (tmp_path / "summary.md").read_text()
-    for needle in ("## Provenance", "Must show", "Table 3", "Reduced setting", "99.93"):
+    for needle in ("## Provenance", "Must show", "Table 3", "Reduced setting", "99.93", "best of 4 fits per seed"):
         assert needle in text
     assert (tmp_path / "bars.png").stat().st_size > 10_000
 

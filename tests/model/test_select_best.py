@@ -77,3 +77,12 @@ def test_best_of_restarts_seeds_and_choice(counts_adata):
     assert single is fits[5]
     with pytest.raises(ValueError, match="n_restarts must be a positive integer"):
         best_of_restarts(fit, seed=0, n_restarts=0)
+
+
+def test_best_of_restarts_with_an_objective_keeps_the_lowest():
+    from scsparse.generic.benchmarks._common import RESTART_SEED_STEP, best_of_restarts
+
+    values = {0: 3.0, RESTART_SEED_STEP: 1.0, 2 * RESTART_SEED_STEP: 2.0}
+    best = best_of_restarts(lambda seed: seed, seed=0, n_restarts=3, objective=lambda fit: values[fit])
+    assert best == RESTART_SEED_STEP
+    assert best_of_restarts(lambda seed: seed, seed=7, n_restarts=1, objective=lambda fit: 1 / 0) == 7

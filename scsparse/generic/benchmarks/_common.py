@@ -86,7 +86,9 @@ def slab_threshold_note(lambda0: float, lambda1: float, paper_lambda1: float) ->
 RESTART_SEED_STEP = 1000
 
 
-def best_of_restarts(fit: Callable[[int], Any], seed: int, n_restarts: int) -> Any:
+def best_of_restarts(
+    fit: Callable[[int], Any], seed: int, n_restarts: int, objective: Callable[[Any], float] | None = None
+) -> Any:
     """Fit ``n_restarts`` times and keep the fit with the lowest training objective.
 
     The sparse VAE's objective is not convex and the EM on the Spike-and-Slab Lasso can settle on a split or
@@ -97,12 +99,17 @@ def best_of_restarts(fit: Callable[[int], Any], seed: int, n_restarts: int) -> A
     Parameters
     ----------
     fit
-        ``fit(seed)`` builds, trains and returns one scvi-tools model of scsparse (a
-        :class:`~scsparse.model.SparseVAE` or :class:`~scsparse.model.MultiStudySparseVAE`).
+        ``fit(seed)`` builds, trains and returns one fitted model: a scvi-tools model of scsparse (a
+        :class:`~scsparse.model.SparseVAE` or :class:`~scsparse.model.MultiStudySparseVAE`), or any model
+        when ``objective`` is given.
     seed
         Seed of restart 0; restart ``r`` uses ``seed + r * RESTART_SEED_STEP``.
     n_restarts
         Number of fits (1: just ``fit(seed)``).
+    objective
+        ``objective(model)``, the training objective of a fit (lower is better), e.g.
+        ``lambda m: m.training_objective(X)`` for a model of :mod:`scsparse.generic.models`. ``None``: the
+        scvi-tools models' own, through :func:`scsparse.model.select_best`.
 
     Returns
     -------
@@ -112,7 +119,12 @@ def best_of_restarts(fit: Callable[[int], Any], seed: int, n_restarts: int) -> A
 
     check_positive_int("n_restarts", n_restarts)
     fits = [fit(int(seed) + r * RESTART_SEED_STEP) for r in range(int(n_restarts))]
-    return fits[0] if len(fits) == 1 else select_best(fits)[0]
+    if len(fits) == 1:
+        return fits[0]
+    if objective is None:
+        return select_best(fits)[0]
+    values = [float(objective(f)) for f in fits]
+    return fits[int(np.argmin(values))]
 
 
 def no_active_factor_note(n_active: pd.Series | Sequence[float], method: str = "SparseVAE") -> list[str]:

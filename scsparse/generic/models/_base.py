@@ -192,6 +192,52 @@ class TorchArrayModel(ArrayModel):
         return torch.cat(out).numpy()
 
     @torch.no_grad()
+    def training_objective(self, X: np.ndarray, n_passes: int = 10) -> float:
+        """The objective training minimised, per row of ``X`` (the training rows), at the final weights.
+
+        ``module.loss`` over all rows of ``X`` in eval mode, at the schedules of the last training epoch
+        (warm-ups finished), averaged over ``n_passes`` passes with the latent samples drawn under a torch
+        generator seeded with the model's seed (reproducible, and the global RNG is left as it was). Lower is
+        better. It compares fits of the same data from different seeds without labels, like
+        :meth:`scsparse.model.SparseVAE.training_objective`.
+
+        Parameters
+        ----------
+        X
+            The rows the model was fitted on.
+        n_passes
+            Passes over ``X`` to average (each draws one latent sample per row).
+
+        Returns
+        -------
+        float
+            Mean objective per row.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from scsparse.generic.models import VAE
+        >>> X = np.random.default_rng(0).normal(size=(64, 5)).astype("float32")
+        >>> model = VAE(n_latent=2, max_epochs=2).fit(X)
+        >>> bool(np.isfinite(model.training_objective(X)))
+        True
+        """
+        self._check_fitted()
+        if int(n_passes) < 1:
+            raise ValueError(f"n_passes must be a positive integer, got {n_passes}")
+        epoch = max(len(self.history_.loss) - 1, 0) if self.history_ is not None else 0
+        loader = as_loader(X, 1024, shuffle=False)
+        n_obs = len(loader.dataset)
+        self.module.eval()
+        total = 0.0
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            for _ in range(int(n_passes)):
+                for (x,) in loader:
+                    total += float(self.module.loss(x, n_obs=n_obs, epoch=epoch)) * x.shape[0]
+        return total / (n_obs * int(n_passes))
+
+    @torch.no_grad()
     def heldout_nll(self, X: np.ndarray, n_samples: int = 100) -> float:
         """Mean ``-log p(x)`` per row, importance-sampled with the encoder as proposal."""
         self._check_fitted()
