@@ -316,3 +316,12 @@ def test_training_objective_is_reproducible_falls_with_training_and_spares_the_r
         long.training_objective(X, n_passes=0)
     with pytest.raises(RuntimeError, match="not fitted"):
         VAE(n_latent=2).training_objective(X)
+
+
+@pytest.mark.parametrize("method", ["transform", "predict_mean", "heldout_nll", "training_objective"])
+def test_rows_with_other_features_than_fit_get_a_clear_error(method):
+    X = np.random.default_rng(0).normal(size=(64, 5)).astype(np.float32)
+    model = VAE(n_latent=2, max_epochs=1).fit(X)
+    assert model.n_features_in_ == 5
+    with pytest.raises(ValueError, match="X has 4 features but VAE was fitted on 5; pass the same features"):
+        getattr(model, method)(X[:, :4])

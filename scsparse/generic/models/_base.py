@@ -157,6 +157,7 @@ class TorchArrayModel(ArrayModel):
         loader = as_loader(X, self.batch_size, shuffle=True, seed=self.seed)
         data = loader.dataset.tensors[0] if isinstance(loader.dataset, TensorDataset) else None
         n_features = next(iter(loader))[0].shape[1]
+        self.n_features_in_ = int(n_features)
         self.module = self.build(n_features, data)
         self.history_ = train_module(
             self.module,
@@ -173,22 +174,35 @@ class TorchArrayModel(ArrayModel):
         if getattr(self, "module", None) is None:
             raise RuntimeError(f"{type(self).__name__} is not fitted yet; call fit(X) first.")
 
+    def _rows(self, X: np.ndarray, batch_size: int) -> DataLoader:
+        """Batches of the rows of ``X`` in order, once the model is fitted and ``X`` has its features."""
+        self._check_fitted()
+        loader = as_loader(X, batch_size, shuffle=False)
+        n_features = next(iter(loader))[0].shape[1]
+        expected = getattr(self, "n_features_in_", n_features)
+        if n_features != expected:
+            raise ValueError(
+                f"X has {n_features} features but {type(self).__name__} was fitted on {expected}; pass the same "
+                "features, in the same order, as in fit."
+            )
+        return loader
+
     @torch.no_grad()
     def transform(self, X: np.ndarray) -> np.ndarray:
         """Posterior means of the factors."""
-        self._check_fitted()
+        loader = self._rows(X, 1024)
         self.module.eval()
-        out = [self.module.encode(x)[0] for (x,) in as_loader(X, 1024, shuffle=False)]
+        out = [self.module.encode(x)[0] for (x,) in loader]
         return torch.cat(out).numpy()
 
     @torch.no_grad()
     def predict_mean(self, X: np.ndarray) -> np.ndarray:
         """Decoder mean at the posterior mean of the factors (``module.predict_mean``)."""
-        self._check_fitted()
+        loader = self._rows(X, 1024)
         if not hasattr(self.module, "predict_mean"):
             raise NotImplementedError(f"The module of {type(self).__name__} has no predict_mean.")
         self.module.eval()
-        out = [self.module.predict_mean(x) for (x,) in as_loader(X, 1024, shuffle=False)]
+        out = [self.module.predict_mean(x) for (x,) in loader]
         return torch.cat(out).numpy()
 
     @torch.no_grad()
@@ -222,11 +236,10 @@ class TorchArrayModel(ArrayModel):
         >>> bool(np.isfinite(model.training_objective(X)))
         True
         """
-        self._check_fitted()
+        loader = self._rows(X, 1024)
         if int(n_passes) < 1:
             raise ValueError(f"n_passes must be a positive integer, got {n_passes}")
         epoch = max(len(self.history_.loss) - 1, 0) if self.history_ is not None else 0
-        loader = as_loader(X, 1024, shuffle=False)
         n_obs = len(loader.dataset)
         self.module.eval()
         total = 0.0
@@ -240,7 +253,7 @@ class TorchArrayModel(ArrayModel):
     @torch.no_grad()
     def heldout_nll(self, X: np.ndarray, n_samples: int = 100) -> float:
         """Mean ``-log p(x)`` per row, importance-sampled with the encoder as proposal."""
-        self._check_fitted()
+        loader = self._rows(X, 256)
         self.module.eval()
-        ll = [self.module.marginal_ll(x, n_samples=n_samples) for (x,) in as_loader(X, 256, shuffle=False)]
+        ll = [self.module.marginal_ll(x, n_samples=n_samples) for (x,) in loader]
         return -float(torch.cat(ll).mean())

@@ -25,7 +25,7 @@ from scsparse.nn._spike_slab import (
     thresholded_log_prob,
 )
 
-from ._base import TorchArrayModel, as_loader
+from ._base import TorchArrayModel
 from ._oivae import chunked_logmeanexp, init_observation_variance, observation_log_prob, split_heads
 from ._vsc import linear_ramp
 
@@ -441,13 +441,13 @@ class ThresholdedVSC(TorchArrayModel):
         seed
             Seed of the sampling.
         """
-        self._check_fitted()
+        loader = self._rows(X, 1024)
         self.module.eval()
         n = self.n_samples_max_elbo if n_samples is None else int(n_samples)
         gen_state = torch.random.get_rng_state()
         torch.manual_seed(seed)
         try:
-            out = [self.module.max_elbo_codes(x, n) for (x,) in as_loader(X, 1024, shuffle=False)]
+            out = [self.module.max_elbo_codes(x, n) for (x,) in loader]
         finally:
             torch.random.set_rng_state(gen_state)
         return torch.cat(out).cpu().numpy()

@@ -19,7 +19,7 @@ from scsparse.nn._spike_slab import (
     spike_slab_log_prob,
 )
 
-from ._base import TorchArrayModel, as_loader
+from ._base import TorchArrayModel
 from ._oivae import chunked_logmeanexp, init_observation_variance, observation_log_prob, split_heads
 
 __all__ = ["VSC", "VSCModule", "linear_ramp"]
@@ -411,9 +411,9 @@ class VSC(TorchArrayModel):
     @torch.no_grad()
     def spike_probabilities(self, X: np.ndarray) -> np.ndarray:
         """Posterior spike (non-zero) probabilities ``gamma``, shape ``(n_rows, K)``."""
-        self._check_fitted()
+        loader = self._rows(X, 1024)
         self.module.eval()
-        out = [self.module.posterior(x)[2] for (x,) in as_loader(X, 1024, shuffle=False)]
+        out = [self.module.posterior(x)[2] for (x,) in loader]
         return torch.cat(out).cpu().numpy()
 
     @torch.no_grad()
@@ -430,8 +430,8 @@ class VSC(TorchArrayModel):
             Return ``-log mean_s w_s`` (importance-weighted bound, tighter, approaching ``-log p(x)`` as
             ``n_samples`` grows) instead of ``-mean_s log w_s`` (the ELBO).
         """
-        self._check_fitted()
+        loader = self._rows(X, 256)
         self.module.eval()
         fn = self.module.marginal_ll if importance_weighted else self.module.elbo
-        ll = [fn(x, n_samples=n_samples) for (x,) in as_loader(X, 256, shuffle=False)]
+        ll = [fn(x, n_samples=n_samples) for (x,) in loader]
         return -float(torch.cat(ll).mean())
