@@ -609,8 +609,8 @@ def _score(data: Any, split: SyntheticSplit, res: MethodOutput) -> dict[str, flo
     f, prec, rec = math.nan, math.nan, math.nan
     match = None
     if res.W is not None:
-        # a true factor is matched to a code by correlation, among the columns of W that select any feature
-        # when there are enough of them: a switched-off code can still track a true factor (see match_factors)
+        # a true factor is matched to a code by correlation, columns of W that select any feature first: a
+        # switched-off code can still track a true factor (see match_factors)
         selecting = estimated_support(res.W, pip=res.pip).any(axis=0)
         match = match_factors(z_all[split.train_idx], Z[split.train_idx], among=selecting)
         conf = support_confusion(res.W, data.W_support, pip=res.pip, column_match=match)
@@ -720,7 +720,7 @@ def _beta_label(df: pd.DataFrame, rho: float) -> str:
     return f"{BETA_NAME} (beta={', '.join(f'{x:g}' for x in b)})" if b.size else BETA_NAME
 
 
-def _paired_wins(df: pd.DataFrame, rho: float, metric: str, rivals: Sequence[str], ours: str = OURS) -> tuple[int, int]:
+def _paired_wins(df: pd.DataFrame, rho: float, metric: str, rivals: Sequence[str], ours: str) -> tuple[int, int]:
     """Datasets (seeds) at ``rho`` where ``ours``' ``metric`` is above every rival's."""
     at = df[np.isclose(df["rho"], rho)]
     wide = at.pivot_table(index="seed", columns="method", values=metric, aggfunc="first")
@@ -819,10 +819,11 @@ def _targets_section(df: pd.DataFrame, rhos: Sequence[float], *, quick: bool, se
             f"| SparseVAE DCI above VAE and beta-VAE | {r:g} | a method is missing from the run | not assessed |"
             for r in rhos
         ]
-    for ours in variants if rivals else []:
-        new_lines, new_why = _variant_targets(df, rhos, ours, rivals, quick=quick)
-        lines += new_lines
-        why += new_why
+    else:
+        for ours in variants:
+            new_lines, new_why = _variant_targets(df, rhos, ours, rivals, quick=quick)
+            lines += new_lines
+            why += new_why
     if why:
         lines += ["", "Why the targets not met were missed (from this run's numbers):", "", *why]
     return lines
@@ -982,8 +983,8 @@ def _write_summary(
         f"(variance > {ACTIVE_UNIT_THRESHOLD:g}, Burda et al. 2016), the same count for every method. "
         "`w_fscore` = F-score of the support of W against the true support (|W| >= 0.01, and p* >= 0.5 where "
         "the model has p*), estimated columns matched to true factors by |correlation| of the training cells' "
-        "codes (Hungarian) among the columns that select any feature (when at least 2 do: a switched-off code "
-        "can still track a true factor, `match_factors(among=...)`), selected entries of unmatched columns "
+        "codes (Hungarian), columns that select any feature first (a switched-off code only fills in for a true "
+        "factor left over; it can still track one, `match_factors(among=...)`), selected entries of unmatched columns "
         "counted as false positives; SparseVAE's W and "
         "oi-VAE's per-feature column norms ||W^(j)[:, k]||; n/a for VAE, beta-VAE and VSC (no feature x factor "
         "loading). `dci` = DCI disentanglement (Eastwood & Williams 2018; gradient-boosted trees on all "

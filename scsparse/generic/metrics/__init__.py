@@ -31,11 +31,11 @@ from ._support import SupportConfusion, estimated_support, support_confusion, su
 __all__ = [
     "DCIResult",
     "SupportConfusion",
+    "assign_by_correlation",
     "dci_disentanglement",
     "dci_from_importance",
     "estimated_support",
     "factor_correlation",
-    "assign_by_correlation",
     "match_factors",
     "support_confusion",
     "support_fscore",
