@@ -444,7 +444,9 @@ def _ramp(step: float, start: float, end: float, first: float = 0.0) -> float:
     return first + (1.0 - first) * min(1.0, max(0.0, (step - start) / (end - start)))
 
 
-def _encoder_optimiser(model: LinearSparseCodingVAE, cfg: dict[str, Any], n_steps: int):
+def _encoder_optimiser(
+    model: LinearSparseCodingVAE, cfg: dict[str, Any], n_steps: int
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
     """SGD with Nesterov momentum and a one-cycle schedule (warm-up over 5% of the steps), as in app. D."""
     opt = torch.optim.SGD(model.encoder.parameters(), lr=cfg["lr_encoder"], momentum=0.9, nesterov=True)
     sched = torch.optim.lr_scheduler.OneCycleLR(
