@@ -125,6 +125,19 @@ def test_warmups_are_fractions_of_the_papers_run():
     assert _ramp(7000, 1500, 6000, first=0.1) == 1.0
 
 
+def test_encoder_schedule_is_one_cycle_for_any_number_of_steps():
+    from scsparse.generic.benchmarks._patches import _one_cycle
+
+    # 8,000 steps: lr/25 at the start, the peak after 5% (400 steps), lr/25e4 at the end
+    assert _one_cycle(0, 8000) == pytest.approx(1 / 25)
+    assert _one_cycle(200, 8000) == pytest.approx(1 / 25 + (1 - 1 / 25) / 2)
+    assert _one_cycle(400, 8000) == pytest.approx(1.0)
+    assert _one_cycle(8000, 8000) == pytest.approx(1 / 25e4)
+    for n in (1, 2, 6, 20):  # smoke runs of a few steps: defined, positive, at most the peak
+        values = [_one_cycle(t, n) for t in range(n + 1)]
+        assert all(0.0 < v <= 1.0 for v in values)
+
+
 def test_thresholded_prior_gives_about_ten_percent_nonzero():
     torch.manual_seed(0)
     for base in ("gaussian", "laplace"):

@@ -444,16 +444,23 @@ def _ramp(step: float, start: float, end: float, first: float = 0.0) -> float:
     return first + (1.0 - first) * min(1.0, max(0.0, (step - start) / (end - start)))
 
 
+def _one_cycle(step: int, n_steps: int) -> float:
+    """Learning-rate factor of app. D's cyclic schedule: linear from 1/25 to 1 over the first 5% of the steps
+    (at least one), then a cosine down to 1/25e4 at the last step.
+    """
+    warm = max(1, round(0.05 * n_steps))
+    if step < warm:
+        return 1.0 / 25.0 + (1.0 - 1.0 / 25.0) * step / warm
+    end, progress = 1.0 / 25e4, min(1.0, (step - warm) / max(n_steps - warm, 1))
+    return end + 0.5 * (1.0 - end) * (1.0 + math.cos(math.pi * progress))
+
+
 def _encoder_optimiser(
     model: LinearSparseCodingVAE, cfg: dict[str, Any], n_steps: int
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
-    """SGD with Nesterov momentum and a one-cycle schedule (warm-up over 5% of the steps), as in app. D."""
+    """SGD with Nesterov momentum 0.9 and the one-cycle schedule :func:`_one_cycle`, as in app. D."""
     opt = torch.optim.SGD(model.encoder.parameters(), lr=cfg["lr_encoder"], momentum=0.9, nesterov=True)
-    sched = torch.optim.lr_scheduler.OneCycleLR(
-        opt, max_lr=cfg["lr_encoder"], total_steps=max(n_steps, 2), pct_start=0.05, div_factor=25.0,
-        final_div_factor=1e4, cycle_momentum=False,
-    )  # fmt: skip
-    return opt, sched
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: _one_cycle(step, n_steps))
 
 
 def _fit_fista(train: torch.Tensor, cfg: dict[str, Any], epochs: int, seed: int, device: torch.device) -> torch.Tensor:
