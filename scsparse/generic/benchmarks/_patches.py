@@ -394,6 +394,15 @@ class LinearSparseCodingVAE(nn.Module):
             return straight_through_threshold(s, q["loc"], self.threshold)
         return shifted_soft_threshold(s, q["loc"], self.threshold)
 
+    def _best_sample(self, x: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Max-ELBO selection: per row, the sample ``(B, K)`` of ``z`` ``(J, B, K)`` with the lowest per-pixel
+        mean squared error, and that error ``(B,)`` (the KL does not depend on the sample).
+        """
+        rec = (x - z @ self.A.T).pow(2).mean(-1)  # (J, B)
+        best = rec.argmin(dim=0)
+        rows = torch.arange(x.shape[0], device=x.device)
+        return z[best, rows], rec[best, rows]
+
     def loss(self, x: torch.Tensor, n_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The encoder's minibatch objective and the selected codes ``(B, K)`` (detached) for the dictionary.
 
@@ -401,21 +410,15 @@ class LinearSparseCodingVAE(nn.Module):
         samples plus ``beta`` times the KL; ``A`` is held fixed.
         """
         q = self.posterior(x)
-        z = self.sample(q, n_samples, train=True)
-        rec = (x - z @ self.A.T).pow(2).mean(-1)  # (J, B)
-        best = rec.argmin(dim=0)
-        rows = torch.arange(x.shape[0], device=x.device)
+        z, rec = self._best_sample(x, self.sample(q, n_samples, train=True))
         kl = self.kl_per_dim(q).sum(-1)
-        return (rec[best, rows] + self.kl_weight * kl).mean(), z[best, rows].detach()
+        return (rec + self.kl_weight * kl).mean(), z.detach()
 
     @torch.no_grad()
     def codes(self, x: torch.Tensor, n_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Exact codes (best of ``n_samples`` reconstructions per row) and the per-dimension KL."""
         q = self.posterior(x)
-        z = self.sample(q, n_samples, train=False)
-        rec = (x - z @ self.A.T).pow(2).sum(-1)
-        best = rec.argmin(dim=0)
-        return z[best, torch.arange(x.shape[0], device=x.device)], self.kl_per_dim(q)
+        return self._best_sample(x, self.sample(q, n_samples, train=False))[0], self.kl_per_dim(q)
 
 
 # ---------------------------------------------------------------------------------------------- training
