@@ -1,10 +1,10 @@
 """The per-feature masked decoder of the sparse VAE, computed for all features at once.
 
 Feature ``j`` of cell ``i`` is ``f_theta(w_j ⊙ z_i)_j``: the same network ``f_theta`` sees a different,
-sparse view of the latent factors for every feature. Because the first layer ``A`` (``H x K``) has no
-bias, its pre-activation for every (cell, feature) pair is
+sparse view of the latent factors for every feature. The first layer ``A`` (``H x K``) has at most a bias
+``b`` shared by all features, so its pre-activation for every (cell, feature) pair is
 
-    u[i, j, :] = sum_k z_ik w_jk A[:, k]
+    u[i, j, :] = sum_k z_ik w_jk A[:, k] (+ b)
 
 which is one batched product over ``(B, G, H)``. The remaining ``H x H`` layers are one large matmul
 over ``B * G`` rows, and the feature-specific output units (row ``j`` of the last layer) are an einsum
@@ -77,6 +77,15 @@ class MaskedDecoder(nn.Module):
     checkpoint_chunks
         Allow recomputing chunk activations in the backward pass when all features' activations together
         exceed ``memory_budget_mb`` (``False``: never recompute).
+    normalize_weights
+        Give the first-layer columns, the hidden rows and each feature's output vector unit norm (see
+        :meth:`network_weights`).
+    first_bias
+        Add a bias ``b`` (shared by all features) to the first layer. Without it, with one hidden layer and
+        ReLU, a feature driven by one factor is a two-slope linear function of that factor with its kink at
+        ``z_k = 0``; with it the kinks sit at ``-b_h / (A_hk w_jk)``, so the response can bend and saturate
+        where the data say. Without the bias a fit can keep a nearly constant factor with hundreds of genes
+        to serve as the missing offset (README, "The decoder's first-layer bias").
 
     Examples
     --------
@@ -108,6 +117,7 @@ class MaskedDecoder(nn.Module):
         cache_chunk_mb: float = 2.0,
         checkpoint_chunks: bool = True,
         normalize_weights: bool = True,
+        first_bias: bool = False,
     ) -> None:
         super().__init__()
         if n_layers < 1:
@@ -126,6 +136,11 @@ class MaskedDecoder(nn.Module):
         self.W = nn.Parameter(w_init + w_init_noise * torch.randn(n_output, n_latent))
         self.first = nn.Parameter(torch.empty(n_hidden, n_latent))
         nn.init.kaiming_uniform_(self.first, a=math.sqrt(5))
+        self.first_bias = (
+            nn.Parameter(torch.empty(n_hidden).uniform_(-1 / math.sqrt(n_latent), 1 / math.sqrt(n_latent)))
+            if first_bias
+            else None
+        )
         n_cov = sum(self.n_cat_list)
         self.covariates = nn.Linear(n_cov, n_hidden, bias=False) if n_cov > 0 else None
         self.hidden = nn.ModuleList(nn.Linear(n_hidden, n_hidden) for _ in range(n_layers - 1))
@@ -199,7 +214,8 @@ class MaskedDecoder(nn.Module):
         """Whether genes with at most one active factor can skip the hidden layer (see :meth:`prune_`).
 
         True for one hidden layer, a positively homogeneous activation (ReLU, leaky ReLU), no covariates
-        and no dropout in the decoder.
+        and no dropout in the decoder. With a first-layer bias only the genes without an active factor skip
+        the network (they are constants); genes with one factor have no closed form and run the network.
         """
         return (
             not self.hidden
@@ -268,9 +284,10 @@ class MaskedDecoder(nn.Module):
 
     def _group_genes(self) -> dict[str, torch.Tensor]:
         n_active = self.prune_mask.sum(dim=1)
+        single = n_active == 1 if self.first_bias is None else torch.zeros_like(n_active, dtype=torch.bool)
         idx0 = torch.nonzero(n_active == 0).flatten()
-        idx1 = torch.nonzero(n_active == 1).flatten()
-        idx2 = torch.nonzero(n_active >= 2).flatten()
+        idx1 = torch.nonzero(single).flatten()
+        idx2 = torch.nonzero((n_active >= 1) & ~single).flatten()
         return {
             "idx0": idx0,
             "idx1": idx1,
@@ -300,6 +317,8 @@ class MaskedDecoder(nn.Module):
         h = torch.matmul(w.unsqueeze(1) * z.unsqueeze(0), first.t())  # (Gc, B, H)
         if cov_term is not None:
             h = h + cov_term.unsqueeze(0)
+        if self.first_bias is not None:
+            h = h + self.first_bias
         h = self.dropout(self.activation(h))
         for layer, weight in zip(self.hidden, hidden, strict=True):
             h = self.dropout(self.activation(torch.nn.functional.linear(h, weight, layer.bias)))
@@ -329,7 +348,10 @@ class MaskedDecoder(nn.Module):
         """Pruned decoder: constants, closed-form single-factor genes, full network for the rest."""
         first, hidden, head = self.network_weights()
         w = self.masked_W()
-        parts = [self.head_bias[:, None, groups["idx0"]].expand(-1, z.shape[0], -1)]  # act(0) = 0
+        const = self.head_bias[:, groups["idx0"]]  # act(0) = 0 without a first-layer bias
+        if self.first_bias is not None:  # act(b): the same hidden state for every such gene
+            const = const + (head[:, groups["idx0"]] * self.activation(self.first_bias)).sum(-1)
+        parts = [const[:, None, :].expand(-1, z.shape[0], -1)]
         idx1, k1 = groups["idx1"], groups["k1"]
         if idx1.numel():
             a = first[:, k1].t()  # (G1, H): the first-layer column of each gene's factor

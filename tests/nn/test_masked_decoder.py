@@ -15,6 +15,8 @@ def naive_per_gene(decoder: MaskedDecoder, z: torch.Tensor, batch: torch.Tensor 
         h = (z * decoder.W[j]) @ first.t()
         if cov is not None:
             h = h + cov
+        if decoder.first_bias is not None:
+            h = h + decoder.first_bias
         h = decoder.activation(h)
         for layer, weight in zip(decoder.hidden, hidden, strict=True):
             h = decoder.activation(torch.nn.functional.linear(h, weight, layer.bias))
@@ -25,7 +27,8 @@ def naive_per_gene(decoder: MaskedDecoder, z: torch.Tensor, batch: torch.Tensor 
 @pytest.mark.parametrize("normalize", [True, False])
 @pytest.mark.parametrize("n_layers", [1, 3])
 @pytest.mark.parametrize("chunk_size", [None, 3])
-def test_vectorised_decoder_equals_per_gene_loop(normalize, n_layers, chunk_size):
+@pytest.mark.parametrize("first_bias", [False, True])
+def test_vectorised_decoder_equals_per_gene_loop(normalize, n_layers, chunk_size, first_bias):
     torch.manual_seed(0)
     dec = MaskedDecoder(
         n_latent=4,
@@ -36,6 +39,7 @@ def test_vectorised_decoder_equals_per_gene_loop(normalize, n_layers, chunk_size
         n_cat_list=[3],
         chunk_size=chunk_size,
         normalize_weights=normalize,
+        first_bias=first_bias,
     )
     with torch.no_grad():
         dec.W.mul_(torch.bernoulli(torch.full_like(dec.W, 0.5)))  # a sparse mask
@@ -110,10 +114,12 @@ def test_auto_chunk_size_respects_budget():
 
 @pytest.mark.parametrize("activation", ["relu", "leaky_relu"])
 @pytest.mark.parametrize("n_heads", [1, 2])
-def test_pruned_sparse_path_equals_dense_masked_network(activation, n_heads):
+@pytest.mark.parametrize("first_bias", [False, True])
+def test_pruned_sparse_path_equals_dense_masked_network(activation, n_heads, first_bias):
     torch.manual_seed(4)
-    dec = MaskedDecoder(n_latent=4, n_output=12, n_hidden=7, n_heads=n_heads, activation=activation, chunk_size=2)
-    dense = MaskedDecoder(n_latent=4, n_output=12, n_hidden=7, n_heads=n_heads, activation=activation)
+    kw = {"n_latent": 4, "n_output": 12, "n_hidden": 7, "n_heads": n_heads, "activation": activation}
+    dec = MaskedDecoder(**kw, chunk_size=2, first_bias=first_bias)
+    dense = MaskedDecoder(**kw, first_bias=first_bias)
     keep = torch.rand(12, 4) < 0.35
     keep[0] = False  # a gene with no active factor
     keep[1] = torch.tensor([False, True, False, False])  # one active factor
@@ -134,6 +140,23 @@ def test_pruned_sparse_path_equals_dense_masked_network(activation, n_heads):
     z2 = z.clone()
     z2[:, 0] += 3.0  # gene 0 sees nothing, gene 1 only factor 1
     torch.testing.assert_close(dec(z2)[..., :2], out_sparse[..., :2].detach())
+
+
+def test_first_bias_moves_the_kink_of_a_single_factor_response():
+    # one hidden unit, A = 1, b = -1, w = 1, output weight 1: the gene is relu(z - 1), flat below z = 1
+    dec = MaskedDecoder(n_latent=1, n_output=1, n_hidden=1, first_bias=True, w_init=1.0, w_init_noise=0.0)
+    with torch.no_grad():
+        dec.first.fill_(1.0)
+        dec.first_bias.fill_(-1.0)
+        dec.head_weight.fill_(1.0)
+    z = torch.tensor([[-2.0], [0.0], [0.5], [1.0], [3.0]])
+    torch.testing.assert_close(dec(z)[0, :, 0], torch.tensor([0.0, 0.0, 0.0, 0.0, 2.0]))
+    no_bias = MaskedDecoder(n_latent=1, n_output=1, n_hidden=1, w_init=1.0, w_init_noise=0.0)
+    assert no_bias.first_bias is None and "first_bias" not in dict(no_bias.named_parameters())
+    with torch.no_grad():
+        no_bias.first.fill_(1.0)
+        no_bias.head_weight.fill_(1.0)
+    torch.testing.assert_close(no_bias(z)[0, :, 0], torch.tensor([0.0, 0.0, 0.5, 1.0, 3.0]))  # kink at 0
 
 
 def test_prune_only_shrinks_and_survives_state_dict():
