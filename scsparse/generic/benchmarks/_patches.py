@@ -531,12 +531,12 @@ def _score(
     val: torch.Tensor, A: torch.Tensor, z: torch.Tensor, kl: torch.Tensor | None, lam: float
 ) -> dict[str, float]:
     obj = sparse_coding_objective(val, A, z, lam)
-    recon = 0.5 * (val - z @ A.T).pow(2).sum(-1)
+    l1 = z.abs().sum(-1)
     z_np = z.cpu().numpy().astype(np.float64)
     return {
         "val_loss": float(obj.mean()),
-        "val_recon": float(recon.mean()),
-        "val_l1": float(z.abs().sum(-1).mean()),
+        "val_recon": float((obj - lam * l1).mean()),  # the 0.5 ||x - A z||^2 term
+        "val_l1": float(l1.mean()),
         "multi_info": multi_information(z_np, method="histogram", base=2),
         "frac_nonzero": float((z != 0).float().mean()),
         "posterior_collapse": math.nan if kl is None else posterior_collapse_rate(kl=kl.cpu().numpy()),
