@@ -172,6 +172,8 @@ class SparseFactorMixin:
             "model": type(self).__name__,
             "seed": int(getattr(self, "seed", -1)),
             "params": h5ad_safe(init),
+            # the defaults differ between the two models, so record what the decoder has
+            "decoder_first_bias": self.module.decoder.first_bias is not None,
             "train_params": h5ad_safe(getattr(self, "train_kwargs_", {})),
             "setup_args": h5ad_safe(dict(self.registry_["setup_args"])),
             "n_epochs_trained": int(len(self.history["elbo_train"])) if self.is_trained_ else 0,

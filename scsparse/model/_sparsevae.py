@@ -91,7 +91,8 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         with a dense mask; a learned ``Sigma_z`` removes that cost (it also makes a duplicated column cheap).
     **module_kwargs
         Passed to :class:`~scsparse.module.SparseVAEModule` (e.g. ``encode_covariates``,
-        ``decoder_kwargs={"chunk_size": 512}``).
+        ``decoder_kwargs={"chunk_size": 512}``; ``decoder_kwargs={"first_bias": False}`` drops the decoder's
+        first-layer bias, which is on by default, to get the paper's network).
 
     Examples
     --------

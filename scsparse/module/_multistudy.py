@@ -39,7 +39,12 @@ class MultiStudySparseVAEModule(SparseVAEModule):
     n_batch
         Number of batch categories (a covariate outside the mask, in addition to the study).
     **kwargs
-        Passed to :class:`SparseVAEModule` (likelihood, SSL hyper-parameters, widths ...).
+        Passed to :class:`SparseVAEModule` (likelihood, SSL hyper-parameters, widths ...). Unlike
+        :class:`SparseVAEModule`, the decoder has no first-layer bias unless ``decoder_kwargs`` has
+        ``first_bias=True``: on the Kang PBMCs (condition as the study, 10 seeds) the interferon programme
+        landed in a stimulated-specific factor in 10 of 10 fits without the bias and in 7 of 10 with it (in the
+        other three it went to a shared factor), while the cell-type accuracy of the shared factors was about
+        the same (README, "The decoder's first-layer bias").
     """
 
     block_mask: torch.Tensor
@@ -61,6 +66,7 @@ class MultiStudySparseVAEModule(SparseVAEModule):
                 "blocks have no joint prior across studies. Use the default latent_prior='identity'."
             )
         n_latent = int(n_latent_shared) + sum(n_latent_specific)
+        kwargs["decoder_kwargs"] = {"first_bias": False, **(kwargs.get("decoder_kwargs") or {})}
         # The encoder sees the study (it must know which block to fill); the decoder does not.
         super().__init__(
             n_input, n_batch=n_batch, n_latent=n_latent, encoder_extra_cats=[len(n_latent_specific)], **kwargs

@@ -66,7 +66,12 @@ class SparseVAEModule(BaseModuleClass):
         multi-study model).
     decoder_kwargs
         Passed to :class:`~scsparse.nn.MaskedDecoder` (``chunk_size``, ``memory_budget_mb``, ``activation``,
-        ``w_init`` ...).
+        ``w_init`` ...). The decoder's first layer has a bias shared by all genes unless ``first_bias=False``
+        is given, which gives the paper's network (kept by :mod:`scsparse.generic`). Without the bias a gene
+        driven by one factor is, at one hidden layer, a two-slope function with its kink fixed at ``z_k = 0``,
+        and fits on real data keep near-constant factors with hundreds of genes as the missing offset (README,
+        "The decoder's first-layer bias"). :class:`~scsparse.module.MultiStudySparseVAEModule` turns it off by
+        default.
     latent_prior
         ``"identity"``: ``z ~ N(0, I)`` (the paper's choice); ``"correlated"``: ``z ~ N(0, Sigma_z)`` with a
         learned correlation matrix (:class:`~scsparse.nn.CorrelatedGaussianPrior`), for correlated factors.
@@ -122,7 +127,7 @@ class SparseVAEModule(BaseModuleClass):
             n_layers=n_layers,
             n_heads=2 if gene_likelihood == "zinb" else 1,  # mean (and zero-inflation) logits
             n_cat_list=batch_cats,
-            **(decoder_kwargs or {}),
+            **{"first_bias": True, **(decoder_kwargs or {})},
         )
         self.prior = SpikeSlabLasso(n_input, n_latent, lambda0=lambda0, lambda1=lambda1, a=a, b=b)
         self.observation = ObservationModel(gene_likelihood, n_input)

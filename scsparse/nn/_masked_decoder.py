@@ -85,7 +85,9 @@ class MaskedDecoder(nn.Module):
         ReLU, a feature driven by one factor is a two-slope linear function of that factor with its kink at
         ``z_k = 0``; with it the kinks sit at ``-b_h / (A_hk w_jk)``, so the response can bend and saturate
         where the data say. Without the bias a fit can keep a nearly constant factor with hundreds of genes
-        to serve as the missing offset (README, "The decoder's first-layer bias").
+        to serve as the missing offset (README, "The decoder's first-layer bias"). Off by default here (the
+        paper's network, used by :mod:`scsparse.generic`); :class:`scsparse.module.SparseVAEModule` turns it
+        on, the multi-study module does not.
 
     Examples
     --------

@@ -9,10 +9,20 @@ from scsparse.module import SparseVAEModule
 from scsparse.nn import MaskedDecoder
 
 
+@pytest.mark.parametrize("first_bias", [False, True])
 @pytest.mark.parametrize("n_layers", [1, 2])
-def test_per_gene_loop_matches_vectorised_outputs_and_gradients(n_layers):
+def test_per_gene_loop_matches_vectorised_outputs_and_gradients(n_layers, first_bias):
     torch.manual_seed(0)
-    dec = MaskedDecoder(n_latent=4, n_output=9, n_hidden=6, n_layers=n_layers, n_heads=2, n_cat_list=[3], chunk_size=4)
+    dec = MaskedDecoder(
+        n_latent=4,
+        n_output=9,
+        n_hidden=6,
+        n_layers=n_layers,
+        n_heads=2,
+        n_cat_list=[3],
+        chunk_size=4,
+        first_bias=first_bias,
+    )
     loop = per_gene_loop_copy(dec)
     assert isinstance(loop, PerGeneLoopDecoder)
     z = torch.randn(5, 4)

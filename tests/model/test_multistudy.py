@@ -116,3 +116,22 @@ def test_correlated_latent_prior_is_refused_with_the_reason(studies_adata):
     with pytest.raises(ValueError, match="not available for the multi-study model.*latent_prior='identity'"):
         MultiStudySparseVAE(adata, n_latent_shared=3, n_latent_specific=2, latent_prior="correlated")
     assert MultiStudySparseVAE(adata, n_latent_shared=3, n_latent_specific=2).module.latent_prior is None
+
+
+def test_decoder_bias_default_differs_from_sparsevae_and_can_be_set(studies_adata):
+    from scsparse.model import SparseVAE
+
+    adata = studies_adata()
+    MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
+    multi = MultiStudySparseVAE(adata, n_hidden=8, n_latent_shared=2, n_latent_specific=1)
+    assert multi.module.decoder.first_bias is None  # keeps the condition-wide shift out of shared factors
+    biased = MultiStudySparseVAE(
+        adata, n_hidden=8, n_latent_shared=2, n_latent_specific=1, decoder_kwargs={"first_bias": True}
+    )
+    assert biased.module.decoder.first_bias is not None and biased.module.decoder.first_bias.shape == (8,)
+    SparseVAE.setup_anndata(adata, layer="counts")
+    assert SparseVAE(adata, n_latent=3, n_hidden=8).module.decoder.first_bias is not None
+    plain = SparseVAE(adata, n_latent=3, n_hidden=8, decoder_kwargs={"first_bias": False})
+    assert plain.module.decoder.first_bias is None
+    assert multi._provenance()["decoder_first_bias"] is False
+    assert biased._provenance()["decoder_first_bias"] is True

@@ -98,6 +98,8 @@ MULTISTUDY_SETTINGS: dict[str, Any] = {
     "lambda1": 1.0,
     "dropout_rate": 0.1,
     "w_init": 0.1,
+    # one network for every method: MultiStudySparseVAE's default (SparseVAE's default has the bias)
+    "first_bias": False,
     "lr": 0.01,
     "batch_size": 256,
     "max_epochs": 200,
@@ -176,8 +178,13 @@ def _model_kwargs(settings: Mapping[str, Any]) -> dict[str, Any]:
         "lambda0": settings["lambda0"],
         "lambda1": settings["lambda1"],
         "dropout_rate": settings["dropout_rate"],
-        "decoder_kwargs": {"w_init": settings["w_init"]},
+        "decoder_kwargs": {"w_init": settings["w_init"], "first_bias": settings["first_bias"]},
     }
+
+
+def _bias_words(settings: Mapping[str, Any]) -> str:
+    """How the summaries name the decoder's first layer."""
+    return " (first layer with a bias)" if settings["first_bias"] else " (first layer without a bias)"
 
 
 def _train(model: Any, settings: Mapping[str, Any]) -> None:
@@ -559,7 +566,8 @@ def _write_summary(
         "lowest training objective is kept (`scsparse.model.select_best`; no true programme is used). "
         "`fit_seconds` covers all restarts.",
         f"- Methods (all: {settings['gene_likelihood'].upper()} likelihood, decoder of {settings['n_layers']} hidden "
-        f"layer(s) of {settings['n_hidden']}, lambda0 = {settings['lambda0']:g}, lambda1 = {settings['lambda1']:g}, "
+        f"layer(s) of {settings['n_hidden']}{_bias_words(settings)}, lambda0 = {settings['lambda0']:g}, "
+        f"lambda1 = {settings['lambda1']:g}, "
         f"b = n_genes, initial |W| = {settings['w_init']:g}, dropout {settings['dropout_rate']:g}, Adam lr "
         f"{settings['lr']:g}, batch {settings['batch_size']}, {settings['max_epochs']} epochs, EM after every step, "
         "all cells used for training):",
@@ -809,6 +817,7 @@ REAL_SETTINGS: dict[str, dict[str, Any]] = {
         "lambda1": 1.0,
         "dropout_rate": 0.1,
         "w_init": 0.1,
+        "first_bias": False,
         "lr": 0.01,
         "batch_size": 128,
         "max_epochs": 100,
@@ -826,6 +835,7 @@ REAL_SETTINGS: dict[str, dict[str, Any]] = {
         "lambda1": 1.0,
         "dropout_rate": 0.1,
         "w_init": 0.1,
+        "first_bias": False,
         "lr": 0.01,
         "batch_size": 128,
         "max_epochs": 300,
@@ -1230,7 +1240,7 @@ def _write_real_summary(
             f"stimulated): `MultiStudySparseVAE(n_latent_shared={c['n_latent_shared']}, "
             f"n_latent_specific={c['n_latent_specific']})`: control is the reference condition"
             f"{'' if (d0['factor_table']['study'] == 'control').any() else ' and gets no specific factor'}, NB, "
-            f"{c['n_hidden']} hidden units, lr {c['lr']:g}, "
+            f"{c['n_hidden']} hidden units{_bias_words(c)}, lr {c['lr']:g}, "
             f"batch {c['batch_size']}, {c['max_epochs']} epochs, initial |W| = {c['w_init']:g}. "
             "(i) For every active stimulated-specific factor: the genes with p* > 0.5, at most the "
             f"{c['n_top_genes']} largest |W|, tested for over-representation of the MSigDB Hallmark v2025 sets "
@@ -1251,7 +1261,8 @@ def _write_real_summary(
             f"{d0['n_genes']} most variable genes, scanpy seurat_v3 with technology as batch, among genes seen "
             "in >= 3 cells), study = `technology` (CEL-seq2, Drop-seq): "
             f"`MultiStudySparseVAE(n_latent_shared={c['n_latent_shared']}, "
-            f"n_latent_specific={c['n_latent_specific']})`, NB, {c['n_hidden']} hidden units, lr {c['lr']:g}, "
+            f"n_latent_specific={c['n_latent_specific']})`, NB, {c['n_hidden']} hidden units{_bias_words(c)}, "
+            f"lr {c['lr']:g}, "
             f"batch {c['batch_size']}, {c['max_epochs']} epochs. `cellline_acc_celseq2_to_dropseq`: logistic "
             "regression on the shared factors trained on CEL-seq2 cells, accuracy on Drop-seq cells; "
             "`cellline_acc_pca_reference` and `cellline_acc_genes_reference`: the same on 20 principal "

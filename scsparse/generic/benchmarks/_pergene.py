@@ -24,7 +24,7 @@ class PerGeneLoopDecoder(MaskedDecoder):
     --------
     >>> import torch
     >>> from scsparse.nn import MaskedDecoder
-    >>> dec = MaskedDecoder(n_latent=3, n_output=5, n_hidden=8)
+    >>> dec = MaskedDecoder(n_latent=3, n_output=5, n_hidden=8, first_bias=True)
     >>> loop = per_gene_loop_copy(dec)
     >>> z = torch.randn(4, 3)
     >>> torch.allclose(dec(z), loop(z), atol=1e-6)
@@ -38,7 +38,7 @@ class PerGeneLoopDecoder(MaskedDecoder):
         first, hidden, head = self.network_weights()
         outs = []
         for j in range(self.n_output):
-            h = F.linear(z * self.W[j], first)  # (B, H): the network on w_j ⊙ z
+            h = F.linear(z * self.W[j], first, self.first_bias)  # (B, H): the network on w_j ⊙ z
             if cov_term is not None:
                 h = h + cov_term
             h = self.dropout(self.activation(h))
@@ -58,6 +58,7 @@ def per_gene_loop_copy(decoder: MaskedDecoder) -> PerGeneLoopDecoder:
         n_heads=decoder.n_heads,
         n_cat_list=decoder.n_cat_list,
         normalize_weights=decoder.normalize_weights,
+        first_bias=decoder.first_bias is not None,
     )
     loop.activation = decoder.activation
     loop.dropout = decoder.dropout

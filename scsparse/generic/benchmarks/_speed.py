@@ -301,7 +301,8 @@ def _flops_rows(
     from scsparse.nn import MaskedDecoder
 
     torch.manual_seed(0)
-    dec = MaskedDecoder(n_latent, n_genes, n_hidden=n_hidden).to(device)
+    # the decoder SparseVAE builds (with its first-layer bias); the bias adds no matmul FLOPs
+    dec = MaskedDecoder(n_latent, n_genes, n_hidden=n_hidden, first_bias=True).to(device)
     dec.train()
     z = torch.randn(batch_size, n_latent, device=device)
 
