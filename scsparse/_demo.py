@@ -29,9 +29,9 @@ __all__ = [
 #: couple of minutes on 2 CPU cores (about 90 s for the whole demo here). The masked decoder evaluates a
 #: (cells x genes x hidden) tensor per minibatch, so the width is the main cost: 64 hidden units instead of the
 #: model's 128. With ``lr=1e-2`` (the paper's rate and the model's default; ``1e-3`` moves ``W`` too little in so
-#: few epochs) 60 epochs over the embedded 1975 x 2004 data (batch 128) give a sparse mask (11 of 20 factors active,
+#: few epochs) 60 epochs over the embedded 1975 x 2004 data (batch 128) give a sparse mask (8 of 20 factors active,
 #: the rest switched off by the prior) whose factors are recognisable programmes (interferon response, NK
-#: cytotoxicity, monocyte S100A8/9).
+#: cytotoxicity, B cells, FCGR3A+ and CD14+ monocytes, HLA class II).
 DEFAULT_MAX_EPOCHS = 60
 DEFAULT_N_HIDDEN = 64
 DEFAULT_LR = 1e-2
@@ -99,7 +99,7 @@ def celltype_accuracy(
 
 
 def factor_table(adata, key: str = KEY, factors: list[str] | None = None, n_top: int = 10) -> pd.DataFrame:
-    """One row per factor: genes with ``p* > threshold``, ``eta``, mean activity by condition, top cell type.
+    """One row per factor: genes with ``p* > threshold``, ``eta``, mean activity by condition and cell type.
 
     Parameters
     ----------
@@ -150,6 +150,7 @@ def factor_table(adata, key: str = KEY, factors: list[str] | None = None, n_top:
             row["shift_sd"] = float(by_cond.loc["stimulated", f] - by_cond.loc["control", f]) / sd
         row["highest_in"] = str(by_type[f].idxmax())
         row["highest_mean"] = float(by_type[f].max())
+        row["lowest_in"] = str(by_type[f].idxmin())
         row["top_genes"] = ", ".join(tops[f])
         rows.append(row)
     return pd.DataFrame(rows).set_index("factor") if rows else pd.DataFrame()
@@ -309,7 +310,9 @@ def write_report(path: Path, adata, summary: dict[str, Any], table: pd.DataFrame
         "`n_genes`: genes with p* > 0.5; `gene_fraction`: `n_genes` over all model genes; `eta`: prior fraction "
         "of genes in the factor's slab; `mean_*`: mean "
         "factor activity (posterior mean z) by condition; `shift_sd`: (stimulated - control) in units of the "
-        "factor's standard deviation; `highest_in`: cell type with the highest mean activity; `top_genes`: by "
+        "factor's standard deviation; `highest_in` / `lowest_in`: cell types with the highest and lowest mean "
+        "activity (a factor's sign is arbitrary: where its genes go down with it, the programme is highest in "
+        "`lowest_in`, see the direction below); `top_genes`: by "
         '|W| among genes with p* > 0.5; `diagnostic`: "broad" when the factor holds more than '
         f'{BROAD_FRACTION:.0%} of the genes, "no gene set" when no Hallmark set is enriched (adj. p <= 0.05), '
         f'"overlaps <factor>" when the Jaccard index of the two factors\' genes exceeds {OVERLAP_FRACTION:g}, "ok" '
@@ -727,12 +730,24 @@ def _print_summary(summary: dict[str, Any]) -> None:
     for line in _sparsity_note(table, summary["adata"].n_vars):
         print(line.replace("**", "").removeprefix("- "))
     if active and len(table):
+        from scsparse import tl
+
+        # a factor's sign is arbitrary: list its top genes by the direction they take with its activity
+        tops = tl.top_genes(summary["adata"], key=KEY, n_top=5, factors=list(table.index))
         for f, row in table.iterrows():
-            genes = ", ".join(str(row["top_genes"]).split(", ")[:5])
+            g = tops[tops["factor"] == f]
+            genes = "; ".join(
+                f"genes {label} with it: {', '.join(g.loc[g['direction'] == d, 'gene'])}"
+                for d, label in (("positive", "up"), ("negative", "down"))
+                if (g["direction"] == d).any()
+            )
             shift = f", stim-ctrl {row['shift_sd']:+.2f} sd" if "shift_sd" in row else ""
             flag = row.get("diagnostic", "")
             flag = f" [{flag}]" if flag and flag != "ok" else ""
-            print(f"  {f}: {row['n_genes']} genes{flag}, highest in {row['highest_in']}{shift}: {genes}")
+            print(
+                f"  {f}: {row['n_genes']} genes{flag}, activity highest in {row['highest_in']}, "
+                f"lowest in {row['lowest_in']}{shift}; {genes}"
+            )
     enrichment = summary.get("enrichment")
     if enrichment is not None and len(enrichment):
         best = enrichment[enrichment["p_adj"] <= 0.05].sort_values("p_adj").drop_duplicates("factor").head(5)

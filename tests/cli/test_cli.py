@@ -181,3 +181,57 @@ def test_demo_enrichment_failure_is_reported(monkeypatch, tmp_path):
     table, note = _demo._run_enrichment(ad.AnnData(np.zeros((2, 2))), "sparsevae", ["factor_0"], tmp_path, False)
     assert table is None and note.startswith("Gene-set enrichment skipped") and "no gene of any set" in note
     assert not (tmp_path / "enrichment.csv").exists()
+
+
+def test_demo_summary_lists_genes_by_direction_whatever_the_factor_sign(counts_factory, capsys):
+    from scsparse import _demo
+
+    adata = counts_factory(n_obs=150)
+    scsparse.tl.sparse_vae(
+        adata,
+        layer="counts",
+        n_latent=3,
+        max_epochs=30,
+        model_kwargs={"n_hidden": 16, "decoder_kwargs": {"w_init": 1.0}},
+        train_kwargs={"batch_size": 50, "enable_progress_bar": False},
+    )
+    z = adata.obsm["X_sparsevae"][:, 0]
+    adata.obs["condition"] = np.where(np.arange(adata.n_obs) % 2 == 0, "control", "stimulated")
+    adata.obs["cell_type"] = np.where(z > np.median(z), "high", "low")  # the first factor's activity
+    f = "factor_0"
+
+    def summary_line() -> str:
+        table = _demo.factor_table(adata, factors=[f])
+        _demo._print_summary(
+            {
+                "factor_table": table,
+                "active_factors": [f],
+                "adata": adata,
+                "heldout_nll": 1.0,
+                "celltype_accuracy": {"accuracy": 1.0, "chance": 0.5},
+                "time_s": 1.0,
+                "result": "result.h5ad",
+                "report": "report.md",
+                "figures": [],
+                "out_dir": ".",
+            }
+        )
+        return next(line for line in capsys.readouterr().out.splitlines() if line.strip().startswith(f))
+
+    tops = scsparse.tl.top_genes(adata, n_top=5, factors=[f])
+    up = tops.loc[tops["direction"] == "positive", "gene"].tolist()
+    down = tops.loc[tops["direction"] == "negative", "gene"].tolist()
+    line = summary_line()
+    assert "activity highest in high, lowest in low" in line
+    if up:
+        assert f"genes up with it: {', '.join(up)}" in line
+    if down:
+        assert f"genes down with it: {', '.join(down)}" in line
+
+    adata.obsm["X_sparsevae"][:, 0] *= -1  # the same factor with the opposite sign
+    flipped = summary_line()
+    assert "activity highest in low, lowest in high" in flipped
+    if up:
+        assert f"genes down with it: {', '.join(up)}" in flipped
+    if down:
+        assert f"genes up with it: {', '.join(down)}" in flipped
