@@ -50,7 +50,8 @@ class MaskedDecoder(nn.Module):
     n_hidden
         Width ``H`` of the hidden layers.
     n_layers
-        Number of hidden layers (>= 1). The first maps ``K -> H`` without bias; the others are ``H -> H``.
+        Number of hidden layers (>= 1). The first maps ``K -> H`` (with a bias only under ``first_bias``);
+        the others are ``H -> H``.
     n_heads
         Number of per-feature outputs (1 for a mean; 2 for a mean and zero-inflation logits).
     n_cat_list
@@ -316,11 +317,17 @@ class MaskedDecoder(nn.Module):
         """The network for the genes whose mask rows are ``w`` (``(Gc, K)``): outputs ``(n_heads, B, Gc)``."""
         # Work in a (genes, cells, hidden) layout so the per-gene output units are one batched matmul
         # without copies: u[g, b, h] = sum_k w[g, k] z[b, k] A[h, k].
-        h = torch.matmul(w.unsqueeze(1) * z.unsqueeze(0), first.t())  # (Gc, B, H)
+        if self.first_bias is None:
+            h = torch.matmul(w.unsqueeze(1) * z.unsqueeze(0), first.t())  # (Gc, B, H)
+        else:
+            # the bias as the weight of a constant input 1 (a column of ones in w and in z): the product
+            # computes it, and its gradient comes out of the first layer's weight gradient, with no extra pass
+            # over the (Gc, B, H) tensor forward or backward
+            w1 = torch.cat([w, w.new_ones(w.shape[0], 1)], dim=1)
+            z1 = torch.cat([z, z.new_ones(z.shape[0], 1)], dim=1)
+            h = torch.matmul(w1.unsqueeze(1) * z1.unsqueeze(0), torch.cat([first, self.first_bias[:, None]], 1).t())
         if cov_term is not None:
             h = h + cov_term.unsqueeze(0)
-        if self.first_bias is not None:
-            h = h + self.first_bias
         h = self.dropout(self.activation(h))
         for layer, weight in zip(self.hidden, hidden, strict=True):
             h = self.dropout(self.activation(torch.nn.functional.linear(h, weight, layer.bias)))
