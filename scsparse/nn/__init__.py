@@ -11,6 +11,7 @@ from ._latent_prior import CorrelatedGaussianPrior
 from ._likelihoods import log_bernoulli, log_multinomial, log_nb, log_normal, log_poisson, log_zinb
 from ._masked_decoder import MaskedDecoder
 from ._mlp import MLP, make_activation, one_hot_covariates
+from ._numerics import flush_denormals, flushing_denormals
 from ._observation import COUNT_LIKELIHOODS, LIKELIHOODS, ObservationModel
 from ._priors import calibrate_inverse_gamma, inverse_gamma_neg_log_prior
 from ._spike_slab import (
@@ -33,6 +34,8 @@ __all__ = [
     "NoActiveFactorWarning",
     "SpikeSlabLasso",
     "calibrate_inverse_gamma",
+    "flush_denormals",
+    "flushing_denormals",
     "gaussian_kl",
     "group_column_norms",
     "group_lasso_penalty",

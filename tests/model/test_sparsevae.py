@@ -235,3 +235,22 @@ def test_correlated_latent_prior_is_learned_saved_and_scored(tmp_path, counts_ad
     pd.testing.assert_frame_equal(model.get_latent_correlation(), loaded.get_latent_correlation())
     with pytest.raises(ValueError, match="latent_prior must be"):
         SparseVAE(counts_adata, latent_prior="full", **SMALL)
+
+
+def test_training_flushes_denormals_and_restores_the_setting(counts_adata):
+    from lightning.pytorch.callbacks import Callback
+
+    from scsparse.nn import flushing_denormals
+
+    seen = []
+
+    class Record(Callback):
+        def on_train_batch_start(self, *args):
+            seen.append(flushing_denormals())
+
+    assert not flushing_denormals()
+    SparseVAE.setup_anndata(counts_adata, layer="counts")
+    model = SparseVAE(counts_adata, **SMALL)
+    model.train(max_epochs=1, batch_size=64, enable_progress_bar=False, callbacks=[Record()])
+    assert seen and all(seen)
+    assert not flushing_denormals()
