@@ -13,6 +13,8 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from scsparse.nn import flush_denormals
+
 __all__ = ["ArrayModel", "TorchArrayModel", "TrainHistory", "as_loader", "train_module"]
 
 
@@ -64,24 +66,25 @@ def train_module(
     opt = torch.optim.Adam([p for p in module.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay)
     history = TrainHistory()
     start = time.perf_counter()
-    for epoch in range(max_epochs):
-        module.train()
-        total, rows = 0.0, 0
-        for (x,) in loader:
-            loss = module.loss(x, n_obs=n_obs, epoch=epoch)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            if after_step is not None:
-                with torch.no_grad():
-                    after_step(module, opt)
-            total += float(loss.detach()) * x.shape[0]
-            rows += x.shape[0]
-        history.loss.append(total / max(rows, 1))
-        if after_epoch is not None:
-            after_epoch(module, epoch)
-        if verbose:
-            print(f"epoch {epoch + 1}/{max_epochs}: loss {history.loss[-1]:.4f}")
+    with flush_denormals():  # as scsparse.model's train(): denormals slow CPU training late in a fit
+        for epoch in range(max_epochs):
+            module.train()
+            total, rows = 0.0, 0
+            for (x,) in loader:
+                loss = module.loss(x, n_obs=n_obs, epoch=epoch)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                if after_step is not None:
+                    with torch.no_grad():
+                        after_step(module, opt)
+                total += float(loss.detach()) * x.shape[0]
+                rows += x.shape[0]
+            history.loss.append(total / max(rows, 1))
+            if after_epoch is not None:
+                after_epoch(module, epoch)
+            if verbose:
+                print(f"epoch {epoch + 1}/{max_epochs}: loss {history.loss[-1]:.4f}")
     module.eval()
     history.seconds = time.perf_counter() - start
     return history
