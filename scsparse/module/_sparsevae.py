@@ -26,7 +26,11 @@ from scsparse.nn import (
 GeneLikelihood = Literal["nb", "zinb", "poisson", "multinomial", "normal"]
 GENE_LIKELIHOODS: tuple[str, ...] = (*COUNT_LIKELIHOODS, "normal")
 
-__all__ = ["COUNT_LIKELIHOODS", "GENE_LIKELIHOODS", "SparseVAEModule"]
+#: :class:`~scsparse.nn.MaskedDecoder` arguments of :class:`SparseVAEModule` that differ from the decoder's
+#: own defaults (``decoder_kwargs`` overrides them).
+DECODER_DEFAULTS: dict[str, object] = {"first_bias": True}
+
+__all__ = ["COUNT_LIKELIHOODS", "DECODER_DEFAULTS", "GENE_LIKELIHOODS", "SparseVAEModule"]
 
 
 class SparseVAEModule(BaseModuleClass):
@@ -127,7 +131,7 @@ class SparseVAEModule(BaseModuleClass):
             n_layers=n_layers,
             n_heads=2 if gene_likelihood == "zinb" else 1,  # mean (and zero-inflation) logits
             n_cat_list=batch_cats,
-            **{"first_bias": True, **(decoder_kwargs or {})},
+            **{**DECODER_DEFAULTS, **(decoder_kwargs or {})},
         )
         self.prior = SpikeSlabLasso(n_input, n_latent, lambda0=lambda0, lambda1=lambda1, a=a, b=b)
         self.observation = ObservationModel(gene_likelihood, n_input)

@@ -317,15 +317,14 @@ class MaskedDecoder(nn.Module):
         """The network for the genes whose mask rows are ``w`` (``(Gc, K)``): outputs ``(n_heads, B, Gc)``."""
         # Work in a (genes, cells, hidden) layout so the per-gene output units are one batched matmul
         # without copies: u[g, b, h] = sum_k w[g, k] z[b, k] A[h, k].
-        if self.first_bias is None:
-            h = torch.matmul(w.unsqueeze(1) * z.unsqueeze(0), first.t())  # (Gc, B, H)
-        else:
+        if self.first_bias is not None:
             # the bias as the weight of a constant input 1 (a column of ones in w and in z): the product
             # computes it, and its gradient comes out of the first layer's weight gradient, with no extra pass
             # over the (Gc, B, H) tensor forward or backward
-            w1 = torch.cat([w, w.new_ones(w.shape[0], 1)], dim=1)
-            z1 = torch.cat([z, z.new_ones(z.shape[0], 1)], dim=1)
-            h = torch.matmul(w1.unsqueeze(1) * z1.unsqueeze(0), torch.cat([first, self.first_bias[:, None]], 1).t())
+            w = torch.cat([w, w.new_ones(w.shape[0], 1)], dim=1)
+            z = torch.cat([z, z.new_ones(z.shape[0], 1)], dim=1)
+            first = torch.cat([first, self.first_bias[:, None]], dim=1)
+        h = torch.matmul(w.unsqueeze(1) * z.unsqueeze(0), first.t())  # (Gc, B, H)
         if cov_term is not None:
             h = h + cov_term.unsqueeze(0)
         h = self.dropout(self.activation(h))

@@ -298,11 +298,12 @@ def _flops_rows(
     """Achieved decoder FLOP/s of a training step against plain matmuls timed in the same run."""
     import torch
 
+    from scsparse.module import DECODER_DEFAULTS
     from scsparse.nn import MaskedDecoder
 
     torch.manual_seed(0)
-    # the decoder SparseVAE builds (with its first-layer bias); the bias adds no matmul FLOPs
-    dec = MaskedDecoder(n_latent, n_genes, n_hidden=n_hidden, first_bias=True).to(device)
+    # the decoder SparseVAE builds (its first-layer bias adds no matmul FLOPs)
+    dec = MaskedDecoder(n_latent, n_genes, n_hidden=n_hidden, **DECODER_DEFAULTS).to(device)
     dec.train()
     z = torch.randn(batch_size, n_latent, device=device)
 
