@@ -174,6 +174,7 @@ class SparseFactorMixin:
             "params": h5ad_safe(init),
             # the defaults differ between the two models, so record what the decoder has
             "decoder_first_bias": self.module.decoder.first_bias is not None,
+            "decoder_first_norm": float(self.module.decoder.first_norm),
             "train_params": h5ad_safe(getattr(self, "train_kwargs_", {})),
             "setup_args": h5ad_safe(dict(self.registry_["setup_args"])),
             "n_epochs_trained": int(len(self.history["elbo_train"])) if self.is_trained_ else 0,

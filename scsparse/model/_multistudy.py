@@ -47,7 +47,7 @@ class MultiStudySparseVAE(SparseVAE):
     n_hidden, n_layers, gene_likelihood, lambda0, lambda1, a, b, dropout_rate, seed, **module_kwargs
         As in :class:`~scsparse.model.SparseVAE`, except that the decoder has no first-layer bias unless
         ``decoder_kwargs={"first_bias": True}`` is given: with it, the Kang interferon programme went to a
-        shared factor in 3 of 10 seeds (:class:`~scsparse.module.MultiStudySparseVAEModule`).
+        shared factor in 3 of 6 seeds (:class:`~scsparse.module.MultiStudySparseVAEModule`).
 
     Examples
     --------

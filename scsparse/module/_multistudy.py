@@ -42,9 +42,10 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         Passed to :class:`SparseVAEModule` (likelihood, SSL hyper-parameters, widths ...). Unlike
         :class:`SparseVAEModule`, the decoder has no first-layer bias unless ``decoder_kwargs`` has
         ``first_bias=True``: on the Kang PBMCs (condition as the study, 10 seeds) the interferon programme
-        landed in a stimulated-specific factor in 10 of 10 fits without the bias and in 7 of 10 with it (in the
-        other three it went to a shared factor), while the cell-type accuracy of the shared factors was about
-        the same (README, "The decoder's first-layer bias").
+        landed in a stimulated-specific factor in 10 of 10 fits without the bias and in 7 of 10 with it at unit
+        first-layer norm (in the other three it went to a shared factor), in 3 of 6 with it at the half norm
+        that comes with the bias now, while the cell-type accuracy of the shared factors was about the same
+        (README, "The decoder's first-layer bias").
     """
 
     block_mask: torch.Tensor

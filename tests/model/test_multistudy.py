@@ -135,3 +135,4 @@ def test_decoder_bias_default_differs_from_sparsevae_and_can_be_set(studies_adat
     assert plain.module.decoder.first_bias is None
     assert multi._provenance()["decoder_first_bias"] is False
     assert biased._provenance()["decoder_first_bias"] is True
+    assert (multi._provenance()["decoder_first_norm"], biased._provenance()["decoder_first_norm"]) == (1.0, 0.5)

@@ -142,16 +142,44 @@ def test_pruned_sparse_path_equals_dense_masked_network(activation, n_heads, fir
     torch.testing.assert_close(dec(z2)[..., :2], out_sparse[..., :2].detach())
 
 
+@pytest.mark.parametrize("first_bias", [False, True])
+def test_first_layer_norm_bounds_the_slope_of_a_gene_by_w(first_bias):
+    # |d out_j / d z_k| <= first_norm * |w_jk| for unit-norm hidden and output weights; the default norm halves
+    # the biased network's gain, which reaches |w| with every unit in its linear range (the unbiased one's
+    # linear responses reach |w| / 2), so that |w| and the prior's rates mean the same in both networks
+    dec = MaskedDecoder(n_latent=3, n_output=40, n_hidden=32, first_bias=first_bias)
+    assert dec.first_norm == (0.5 if first_bias else 1.0)
+    first, _, head = dec.network_weights()
+    torch.testing.assert_close(first.norm(dim=0), torch.full((3,), dec.first_norm))
+    torch.testing.assert_close(head.norm(dim=-1), torch.ones(1, 40))
+    jac = torch.stack(
+        [torch.autograd.functional.jacobian(lambda v: dec(v)[0, 0], z[None])[:, 0] for z in torch.randn(8, 3)]
+    )  # (cells, G, K)
+    assert (jac.abs() <= dec.first_norm * dec.W.detach().abs() + 1e-6).all()
+    assert jac.abs().amax() > 0.1 * dec.first_norm * dec.W.detach().abs().amin()  # the bound is not vacuous
+    # the bias network in its linear range attains the bound: head along A_k, bias large
+    lin = MaskedDecoder(n_latent=1, n_output=1, n_hidden=4, first_bias=True, w_init=1.0, w_init_noise=0.0)
+    with torch.no_grad():
+        lin.first.fill_(1.0)
+        lin.first_bias.fill_(10.0)
+        lin.head_weight.fill_(1.0)
+    slope = lin(torch.tensor([[1.0]])) - lin(torch.tensor([[0.0]]))
+    torch.testing.assert_close(slope.flatten(), torch.tensor([0.5]))
+    with pytest.raises(ValueError, match="first_norm"):
+        MaskedDecoder(n_latent=3, n_output=4, first_norm=0.0)
+
+
 def test_first_bias_moves_the_kink_of_a_single_factor_response():
     # one hidden unit, A = 1, b = -1, w = 1, output weight 1: the gene is relu(z - 1), flat below z = 1
-    dec = MaskedDecoder(n_latent=1, n_output=1, n_hidden=1, first_bias=True, w_init=1.0, w_init_noise=0.0)
+    kw = {"n_latent": 1, "n_output": 1, "n_hidden": 1, "w_init": 1.0, "w_init_noise": 0.0}
+    dec = MaskedDecoder(**kw, first_bias=True, first_norm=1.0)
     with torch.no_grad():
         dec.first.fill_(1.0)
         dec.first_bias.fill_(-1.0)
         dec.head_weight.fill_(1.0)
     z = torch.tensor([[-2.0], [0.0], [0.5], [1.0], [3.0]])
     torch.testing.assert_close(dec(z)[0, :, 0], torch.tensor([0.0, 0.0, 0.0, 0.0, 2.0]))
-    no_bias = MaskedDecoder(n_latent=1, n_output=1, n_hidden=1, w_init=1.0, w_init_noise=0.0)
+    no_bias = MaskedDecoder(**kw)
     assert no_bias.first_bias is None and "first_bias" not in dict(no_bias.named_parameters())
     with torch.no_grad():
         no_bias.first.fill_(1.0)

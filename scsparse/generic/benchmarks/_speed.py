@@ -61,8 +61,9 @@ def simulate_counts(n_cells: int, n_genes: int, n_programmes: int = 10, seed: in
     """Simulated counts in memory, as an AnnData with a ``"counts"`` layer (CSR; a copy in ``X``).
 
     The same model as the on-disk counts of the scaling runs (:func:`._scale.write_simulated_h5ad`): each
-    gene follows one of ``n_programmes`` cell programmes, negative-binomial counts around log-normal gene
-    means and library sizes, at least one count in every gene and cell.
+    gene follows one of ``n_programmes`` cell programmes (``var["programme"]``) at 0.6 log-fold per sd of the
+    programme, negative-binomial counts around log-normal gene means (median 0.5) and library sizes, at least
+    one count in every gene and cell.
 
     Examples
     --------
@@ -82,6 +83,7 @@ def simulate_counts(n_cells: int, n_genes: int, n_programmes: int = 10, seed: in
     adata.layers["counts"] = x
     adata.obs_names = [f"cell{i}" for i in range(n_cells)]
     adata.var_names = [f"gene{j}" for j in range(n_genes)]
+    adata.var["programme"] = owner  # the programme each gene follows (the true support)
     return adata
 
 
