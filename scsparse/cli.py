@@ -160,11 +160,23 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     options = {"rho": args.rho, "device": args.device}
     if args.name == "all":
         try:
-            index = benchmarks.run_all(out, quick=args.quick, seeds=args.seeds, max_epochs=args.max_epochs, **options)
+            index = benchmarks.run_all(
+                out,
+                quick=args.quick,
+                seeds=args.seeds,
+                max_epochs=args.max_epochs,
+                skip_missing_data=args.skip_missing_data,
+                **options,
+            )
         except RuntimeError as exc:
             raise CLIError(str(exc)) from exc
         print(f"{PROG} bench all: {len(index)} benchmark(s) written to {out} (index: {out / 'summary.md'})")
+        skipped = [str(r["benchmark"]) for _, r in index.iterrows() if str(r.get("status", "")).startswith("not run")]
+        if skipped:
+            print(f"{PROG} bench all: not run, data not available: {', '.join(skipped)}")
         return 0
+    if args.skip_missing_data:
+        raise CLIError("--skip-missing-data only applies to 'scsparse bench all'.")
     fn = benchmarks.BENCHMARKS[args.name]
     for key, value in options.items():
         if value is not None and key not in inspect.signature(fn).parameters:
@@ -327,6 +339,11 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
     )
     bench.add_argument("--out", default=None, metavar="DIR", help="output folder (default: bench_out/NAME)")
     bench.add_argument("--quick", action="store_true", help="a short smoke run")
+    bench.add_argument(
+        "--skip-missing-data",
+        action="store_true",
+        help="with 'all': record a benchmark whose data is not in the local cache as 'not run' instead of failing",
+    )
     bench.add_argument(
         "--max-epochs", type=_positive_int, default=None, metavar="N", help="training epochs (default: the benchmark's)"
     )

@@ -138,9 +138,13 @@ def test_bench_all_dispatch(monkeypatch, tmp_path, capsys):
     assert main(["bench", "all", "--quick", "--out", str(tmp_path)]) == 0
     assert calls["all"] == (
         tmp_path,
-        {"quick": True, "seeds": None, "max_epochs": None, "rho": None, "device": None},
+        {"quick": True, "seeds": None, "max_epochs": None, "skip_missing_data": False, "rho": None, "device": None},
     )
     assert "2 benchmark(s)" in capsys.readouterr().out
+    assert main(["bench", "all", "--quick", "--skip-missing-data", "--out", str(tmp_path)]) == 0
+    assert calls["all"][1]["skip_missing_data"] is True
+    assert main(["bench", "synthetic", "--skip-missing-data"]) == 2
+    assert "only applies to 'scsparse bench all'" in capsys.readouterr().err
     assert main(["bench", "all", "--seeds", "3", "--out", str(tmp_path)]) == 2
     assert "zeisel" in capsys.readouterr().err
 

@@ -299,6 +299,27 @@ def test_run_all_indexes_and_reports_failures(monkeypatch, tmp_path):
     assert benchmarks.run_all(tmp_path / "again", names=["ok"], seeds=3)["rows"].tolist() == [3]
 
 
+def test_run_all_skips_benchmarks_without_data_only_when_asked(monkeypatch, tmp_path):
+    from scsparse.data import DataNotAvailableError
+    from scsparse.generic import benchmarks
+
+    def ok(out, *, seeds=2, quick=False, max_epochs=None):
+        return pd.DataFrame({"seed": range(seeds)})
+
+    def needs_data(out, *, seeds=2, quick=False, max_epochs=None):
+        raise DataNotAvailableError("zeisel: file not in the cache and SCSPARSE_OFFLINE is set")
+
+    monkeypatch.setattr(benchmarks, "BENCHMARKS", {"ok": ok, "needs_data": needs_data})
+    with pytest.raises(RuntimeError, match="1 benchmark\\(s\\) failed: needs_data"):
+        benchmarks.run_all(tmp_path / "strict", quick=True)
+    index = benchmarks.run_all(tmp_path / "lenient", quick=True, skip_missing_data=True)
+    assert index["status"].tolist() == [
+        "ok",
+        "not run: data not available (zeisel: file not in the cache and SCSPARSE_OFFLINE is set)",
+    ]
+    assert "not run: data not available" in (tmp_path / "lenient" / "summary.md").read_text()
+
+
 def test_baselines_are_the_best_of_the_same_number_of_fits(monkeypatch):
     """Every method gets the sparse VAE's restarts, chosen by its own training objective."""
     from scsparse.generic.benchmarks._common import RESTART_SEED_STEP

@@ -44,6 +44,8 @@ from typing import Any
 
 import pandas as pd
 
+from scsparse.data._registry import DataNotAvailableError
+
 from ._common import make_output_dir
 
 __all__ = ["BENCHMARKS", "run", "run_all"]
@@ -160,6 +162,7 @@ def run_all(
     seeds: int | None = None,
     max_epochs: int | None = None,
     names: Sequence[str] | None = None,
+    skip_missing_data: bool = False,
     **options: Any,
 ) -> pd.DataFrame:
     """Run every benchmark (or ``names``) into ``out/NAME`` and write an index ``out/summary.md``.
@@ -177,13 +180,18 @@ def run_all(
         Passed to every benchmark (``None``: each benchmark's default).
     names
         Subset of :data:`BENCHMARKS` to run (default: all, in registry order).
+    skip_missing_data
+        A benchmark whose data is not in the local cache (:class:`scsparse.data.DataNotAvailableError`) is
+        recorded as ``"not run: data not available (...)"`` instead of failing the run (for a machine without
+        the offline data copy). Off by default, so that a broken data path cannot pass unnoticed.
     **options
         Passed to the benchmarks that take them (others ignore them).
 
     Returns
     -------
     pandas.DataFrame
-        One row per benchmark: ``benchmark``, ``status`` (``"ok"`` or the error), ``rows`` (result rows),
+        One row per benchmark: ``benchmark``, ``status`` (``"ok"``, the error, or ``"not run: ..."``), ``rows``
+        (result rows),
         ``seconds`` (wall time) and ``out`` (its folder).
 
     Examples
@@ -207,8 +215,11 @@ def run_all(
             df = run(name, out=root / name, seeds=seeds, quick=quick, max_epochs=max_epochs, **extra)
             status, n_rows = "ok", len(df)
         except Exception as exc:  # noqa: BLE001 - every benchmark runs; failures are reported together
-            status, n_rows = f"failed: {type(exc).__name__}: {exc}", 0
-            failures[name] = traceback.format_exc()
+            if skip_missing_data and isinstance(exc, DataNotAvailableError):
+                status, n_rows = f"not run: data not available ({exc})", 0
+            else:
+                status, n_rows = f"failed: {type(exc).__name__}: {exc}", 0
+                failures[name] = traceback.format_exc()
         rows.append(
             {
                 "benchmark": name,
