@@ -168,13 +168,16 @@ class SparseFactorMixin:
     def _provenance(self) -> dict[str, Any]:
         init = {k: v for k, v in self.init_params_.get("non_kwargs", {}).items()}
         init.update(self.init_params_.get("kwargs", {}).get("module_kwargs", {}))
+        decoder = self.module.decoder
+        # the defaults differ between the two models, so record what the decoder has; the first-layer norm
+        # only exists under normalize_weights
+        norm = {"decoder_first_norm": float(decoder.first_norm)} if decoder.normalize_weights else {}
         return {
             "model": type(self).__name__,
             "seed": int(getattr(self, "seed", -1)),
             "params": h5ad_safe(init),
-            # the defaults differ between the two models, so record what the decoder has
-            "decoder_first_bias": self.module.decoder.first_bias is not None,
-            "decoder_first_norm": float(self.module.decoder.first_norm),
+            "decoder_first_bias": decoder.first_bias is not None,
+            **norm,
             "train_params": h5ad_safe(getattr(self, "train_kwargs_", {})),
             "setup_args": h5ad_safe(dict(self.registry_["setup_args"])),
             "n_epochs_trained": int(len(self.history["elbo_train"])) if self.is_trained_ else 0,

@@ -136,3 +136,5 @@ def test_decoder_bias_default_differs_from_sparsevae_and_can_be_set(studies_adat
     assert multi._provenance()["decoder_first_bias"] is False
     assert biased._provenance()["decoder_first_bias"] is True
     assert (multi._provenance()["decoder_first_norm"], biased._provenance()["decoder_first_norm"]) == (1.0, 0.5)
+    free = SparseVAE(adata, n_latent=3, n_hidden=8, decoder_kwargs={"normalize_weights": False})
+    assert "decoder_first_norm" not in free._provenance()  # no norm constraint, so none recorded
