@@ -329,7 +329,8 @@ def write_report(path: Path, adata, summary: dict[str, Any], table: pd.DataFrame
         "- `result.h5ad`: the AnnData with `obsm['X_sparsevae']`, `varm['sparsevae_W']`, `varm['sparsevae_pip']`, "
         "`uns['sparsevae']`, the neighbour graph and `obsm['X_umap']` (computed on the active factors, "
         "`obsm['X_sparsevae_active']`)",
-        "- `loadings_heatmap.png`: W of the top 5 genes of each active factor",
+        "- `loadings_heatmap.png`: |W| of the top 5 genes of each active factor, red where the gene goes up "
+        "with the factor and blue where it goes down",
         "- `factors_umap.png`: activity of each active factor on the UMAP",
         "- `umap_celltype_condition.png`: the UMAP coloured by cell type and condition",
         f"- `{HISTORY_FIGURE}`: negative ELBO and number of active factors per epoch",
@@ -638,7 +639,7 @@ def run_demo(
     sc.tl.umap(adata, random_state=seed)
     fallback = {} if active else {"factors": shown, "pip_threshold": 0.0}
     figures = [out / name for name in FIGURES]
-    ax = pl.loadings_heatmap(adata, key=KEY, n_top_genes=5, show=False, save=figures[0], **fallback)
+    ax = pl.loadings_heatmap(adata, key=KEY, n_top_genes=5, use="directed", show=False, save=figures[0], **fallback)
     plt.close(ax.figure)
     axes = pl.factor_embedding(adata, key=KEY, basis="umap", factors=shown, show=False, save=figures[1])
     plt.close((axes[0] if isinstance(axes, list) else axes).figure)

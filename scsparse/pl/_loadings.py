@@ -265,7 +265,7 @@ def loadings_heatmap(
     key: str = "sparsevae",
     n_top_genes: int = 5,
     factors: Sequence[str | int] | None = None,
-    use: Literal["W", "pip"] = "W",
+    use: Literal["W", "pip", "directed"] = "W",
     pip_threshold: float | None = None,
     cmap: str | None = None,
     figsize: tuple[float, float] | None = None,
@@ -294,7 +294,11 @@ def loadings_heatmap(
         Factor names or indices (default: the active factors, ``adata.uns[key]["active_factors"]``).
     use
         ``"W"``: the loadings, diverging colour map centred at 0; ``"pip"``: the inclusion probabilities
-        ``p*`` on ``[0, 1]``.
+        ``p*`` on ``[0, 1]``; ``"directed"``: ``|w_jk|`` with the sign of the gene's direction in the factor
+        (the correlation across cells of its normalised expression with the factor's activity,
+        :func:`scsparse.tl.factor_gene_correlation`), so red means the gene goes up with the factor. The sign of
+        ``w_jk`` itself is not the direction of the effect (the decoder is nonlinear); ``"directed"`` needs the
+        expression the model was trained on in ``adata``.
     pip_threshold
         Inclusion threshold to pick the top genes (default: ``adata.uns[key]["pip_threshold"]``, 0.5).
     cmap
@@ -326,9 +330,10 @@ def loadings_heatmap(
     >>> scsparse.tl.sparse_vae(adata, layer="counts")
     >>> scsparse.pl.loadings_heatmap(adata, n_top_genes=5)
     >>> ax = scsparse.pl.loadings_heatmap(adata, use="pip", show=False, save="pip.png")
+    >>> ax = scsparse.pl.loadings_heatmap(adata, use="directed", show=False)  # red: up with the factor
     """
-    if use not in ("W", "pip"):
-        raise ValueError(f"use must be 'W' or 'pip', got {use!r}.")
+    if use not in ("W", "pip", "directed"):
+        raise ValueError(f"use must be 'W', 'pip' or 'directed', got {use!r}.")
     res = _results(adata, key)
     names = _resolve_factors(res, factors, key)
     tops = top_genes_per_factor(adata, key, names, n_top_genes, pip_threshold)
@@ -344,7 +349,12 @@ def loadings_heatmap(
         raise ValueError(f"No gene has p* > {thr} for factors {names}; lower pip_threshold= or choose other factors.")
     gene_idx = adata.var_names.get_indexer(genes)
     fac_idx = [res["factor_names"].index(f) for f in names]
-    values = res[use][np.ix_(gene_idx, fac_idx)]
+    values = res["pip" if use == "pip" else "W"][np.ix_(gene_idx, fac_idx)]
+    if use == "directed":
+        from scsparse.tl import factor_gene_correlation
+
+        r = factor_gene_correlation(adata, key=key).to_numpy()[np.ix_(gene_idx, fac_idx)]
+        values = np.abs(values) * np.sign(r)
 
     n_genes, n_fac = len(genes), len(names)
     if ax is None:
@@ -352,11 +362,11 @@ def loadings_heatmap(
             figsize = (1.6 + 0.42 * n_fac + 1.2, max(3.0, 0.17 * n_genes + 1.4))
         fig, ax = plt.subplots(figsize=figsize)
     fig = ax.figure
-    if use == "W":
+    if use in ("W", "directed"):
         vmax = float(np.nanmax(np.abs(values))) or 1.0
         norm = TwoSlopeNorm(vmin=-vmax, vcenter=0.0, vmax=vmax)
         image = ax.imshow(values, aspect="auto", cmap=cmap or "RdBu_r", norm=norm, interpolation="nearest")
-        label = "loading $w_{jk}$"
+        label = "loading $w_{jk}$" if use == "W" else "$|w_{jk}|$, signed by the gene's direction"
     else:
         image = ax.imshow(values, aspect="auto", cmap=cmap or "Reds", vmin=0.0, vmax=1.0, interpolation="nearest")
         label = "inclusion probability $p^*_{jk}$"
@@ -383,7 +393,8 @@ def loadings_heatmap(
                 (col - 0.5, rows[0] - 0.5), 1, len(rows), fill=False, edgecolor="black", linewidth=0.8, zorder=3
             )
         )
-    ax.set_title(f"{key}: {'W' if use == 'W' else 'p*'} of top genes", fontsize=10)
+    what = {"W": "W", "pip": "p*", "directed": "|W| (red: up with the factor)"}[use]
+    ax.set_title(f"{key}: {what} of top genes", fontsize=10)
     cbar = fig.colorbar(image, ax=ax, shrink=float(np.clip(4.0 / fig.get_figheight(), 0.25, 1.0)), pad=0.02)
     cbar.set_label(label)
     return ax if _finish(fig, show, save) else None

@@ -39,7 +39,7 @@ def _close_figures():
     plt.close("all")
 
 
-@pytest.mark.parametrize("use", ["W", "pip"])
+@pytest.mark.parametrize("use", ["W", "pip", "directed"])
 def test_loadings_heatmap(fitted, tmp_path, use):
     adata = fitted
     active = list(adata.uns["sparsevae"]["active_factors"])
@@ -57,6 +57,22 @@ def test_loadings_heatmap(fitted, tmp_path, use):
     # the plot does not modify the AnnData
     assert (set(adata.uns), set(adata.obsm)) == before[:2]
     pd.testing.assert_frame_equal(adata.obs, before[2])
+
+
+def test_directed_heatmap_signs_each_loading_by_the_gene_direction(fitted):
+    active = list(fitted.uns["sparsevae"]["active_factors"])
+    ax = pl.loadings_heatmap(fitted, n_top_genes=3, use="directed", show=False)
+    shown = ax.images[0].get_array()
+    genes = [t.get_text() for t in ax.get_yticklabels()]
+    rows, cols = (
+        fitted.var_names.get_indexer(genes),
+        [list(fitted.uns["sparsevae"]["factor_names"]).index(f) for f in active],
+    )
+    W = fitted.varm["sparsevae_W"][np.ix_(rows, cols)]
+    r = scsparse.tl.factor_gene_correlation(fitted).loc[genes, active].to_numpy()
+    np.testing.assert_allclose(np.asarray(shown), np.abs(W) * np.sign(r), rtol=1e-6)
+    assert "up with the factor" in ax.get_title()
+    plt.close(ax.figure)
 
 
 def test_loadings_heatmap_factor_selection_and_ax(fitted):

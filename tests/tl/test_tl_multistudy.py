@@ -149,6 +149,9 @@ def test_plots_read_multistudy_results(tmp_path):
     scsparse.tl.enrich(adata, _sets(), key=KEY, min_size=3)
     ax = scsparse.pl.loadings_heatmap(adata, key=KEY, show=False)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["shared_0", "stim lab_0"]
+    directed = scsparse.pl.loadings_heatmap(adata, key=KEY, use="directed", show=False).images[0].get_array()
+    undirected = ax.images[0].get_array()
+    np.testing.assert_allclose(np.abs(directed), np.abs(undirected))  # same |W|, signed by direction
     plt.close("all")
     axes = scsparse.pl.factor_activity(adata, "group", key=KEY, show=False)
     assert len(axes) == 2
