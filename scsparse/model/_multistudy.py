@@ -48,6 +48,9 @@ class MultiStudySparseVAE(SparseVAE):
         As in :class:`~scsparse.model.SparseVAE`, except that the decoder has no first-layer bias unless
         ``decoder_kwargs={"first_bias": True}`` is given: with it, the Kang interferon programme went to a
         shared factor in 3 of 6 seeds (:class:`~scsparse.module.MultiStudySparseVAEModule`).
+        ``module_kwargs`` also takes ``encode_study`` (default ``False``: the encoder does not see the study,
+        so every study's shared factors come from one function of the expression; see
+        :class:`~scsparse.module.MultiStudySparseVAEModule`).
 
     Examples
     --------

@@ -38,6 +38,14 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         Number of specific factors of each study, in study-code order.
     n_batch
         Number of batch categories (a covariate outside the mask, in addition to the study).
+    encode_study
+        Whether the encoder also takes the study as input. The blocks of the other studies are zeroed by
+        ``latent_mask`` either way, so the encoder does not need the study to fill the right block. Without it
+        (the default) the shared factors of every study come from one function of the expression, so a study
+        cannot move its cells' shared codes by itself; with it, each study gets its own offset in the
+        encoder. Measured side by side (README, "Benchmark records"): without the study, the simulated shared
+        support F-score was 0.986 against 0.932 (5 seeds), the Kang cell-type transfer from shared factors
+        0.788 against 0.760 and CellBench's 0.973 against 0.964.
     **kwargs
         Passed to :class:`SparseVAEModule` (likelihood, SSL hyper-parameters, widths ...). Unlike
         :class:`SparseVAEModule`, the decoder has no first-layer bias unless ``decoder_kwargs`` has
@@ -56,6 +64,7 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         n_latent_shared: int,
         n_latent_specific: Sequence[int],
         n_batch: int = 0,
+        encode_study: bool = False,
         **kwargs: Any,
     ) -> None:
         n_latent_specific = [int(k) for k in n_latent_specific]
@@ -68,10 +77,10 @@ class MultiStudySparseVAEModule(SparseVAEModule):
             )
         n_latent = int(n_latent_shared) + sum(n_latent_specific)
         kwargs["decoder_kwargs"] = {"first_bias": False, **(kwargs.get("decoder_kwargs") or {})}
-        # The encoder sees the study (it must know which block to fill); the decoder does not.
-        super().__init__(
-            n_input, n_batch=n_batch, n_latent=n_latent, encoder_extra_cats=[len(n_latent_specific)], **kwargs
-        )
+        # The decoder never sees the study (only through the specific blocks); the encoder does if asked.
+        study_cats = [len(n_latent_specific)] if encode_study else []
+        super().__init__(n_input, n_batch=n_batch, n_latent=n_latent, encoder_extra_cats=study_cats, **kwargs)
+        self.encode_study = bool(encode_study)
         self.n_latent_shared = int(n_latent_shared)
         self.n_latent_specific = n_latent_specific
         self.n_study = len(n_latent_specific)
@@ -108,7 +117,9 @@ class MultiStudySparseVAEModule(SparseVAEModule):
     ) -> dict[str, Any]:
         """Encode cells; the factors of other studies' blocks are exactly zero (``latent_mask``)."""
         x_enc = torch.log1p(x) if self.log_variational else x
-        cats = [study_index] + (list(self._batch_cats(batch_index)) if self.encode_covariates else [])
+        cats = ([study_index] if self.encode_study else []) + (
+            list(self._batch_cats(batch_index)) if self.encode_covariates else []
+        )
         qz_raw, _ = self.encoder(x_enc, *cats)
         mask = self.block_mask[study_index.reshape(-1).long()]  # (B, K)
         qz = Normal(qz_raw.loc * mask, qz_raw.scale)

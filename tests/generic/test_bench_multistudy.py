@@ -175,6 +175,29 @@ def test_reference_representations_of_the_real_data_checks():
     np.testing.assert_allclose(np.abs(pcs[:, 0]), np.abs(top), rtol=1e-3, atol=1e-3)
 
 
+def test_scvi_reference_is_fitted_on_a_copy_with_the_study_as_batch():
+    import anndata as ad
+    import scipy.sparse as sp
+
+    from scsparse.generic.benchmarks._multistudy import scvi_reference
+
+    rng = np.random.default_rng(0)
+    counts = rng.poisson(3.0, size=(60, 15)).astype(np.float32)
+    adata = ad.AnnData(X=sp.csr_matrix(counts), layers={"counts": sp.csr_matrix(counts)})
+    adata.obs["study"] = np.repeat(["a", "b"], 30)
+    settings = {
+        "n_latent_shared": 3, "n_hidden": 8, "n_layers": 1, "dropout_rate": 0.1,
+        "max_epochs": 2, "batch_size": 32, "lr": 0.01,
+    }  # fmt: skip
+    z = scvi_reference(adata, "study", settings, seed=0)
+    assert z.shape == (60, 3) and np.isfinite(z).all()
+    assert "_scvi_uuid" not in adata.uns and "_scvi_manager_uuid" not in adata.uns  # the user's AnnData untouched
+    np.testing.assert_array_equal(adata.layers["counts"].toarray(), counts)
+    np.testing.assert_allclose(scvi_reference(adata, "study", settings, seed=0), z, rtol=1e-5, atol=1e-6)
+    with pytest.raises(KeyError):
+        scvi_reference(adata, "no_such_column", settings, seed=0)
+
+
 def test_confusion_table_and_its_largest_error_name_the_transfer_failure():
     truth = np.array(["B", "Mono14", "Mono16", "Mono16", "Mono16", "T"])
     predicted = np.array(["B", "Mono14", "Mono14", "Mono14", "Mono16", "Mono14"])

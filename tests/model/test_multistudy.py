@@ -54,6 +54,21 @@ def test_specific_mask_only_reaches_its_own_study(studies_adata):
     torch.testing.assert_close(before, after)
 
 
+@pytest.mark.parametrize("encode_study", [True, False])
+def test_encoder_sees_the_study_only_when_asked(studies_adata, encode_study):
+    adata = studies_adata()
+    model = fit(adata, epochs=1, encode_study=encode_study)
+    module = model.module
+    module.eval()
+    tensors = next(iter(model._make_data_loader(adata=adata, batch_size=240)))
+    relabelled = {**tensors, "study": (tensors["study"] + 1) % 3}  # the same cells, called another study
+    with torch.no_grad():
+        shared = [module.inference(**module._get_inference_input(t))["qz"].loc[:, :3] for t in (tensors, relabelled)]
+    # the encoder's study input changes the shared codes of the same expression only when it is encoded
+    assert torch.equal(shared[0], shared[1]) is (not encode_study)
+    assert module.encode_study is encode_study
+
+
 def test_factor_table_write_results_and_h5ad(tmp_path, studies_adata):
     adata = studies_adata()
     model = fit(adata)

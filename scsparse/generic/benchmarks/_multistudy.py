@@ -100,6 +100,7 @@ MULTISTUDY_SETTINGS: dict[str, Any] = {
     "w_init": 0.1,
     # one network for every method: MultiStudySparseVAE's default (SparseVAE's default has the bias)
     "first_bias": False,
+    "encode_study": False,  # MultiStudySparseVAE only (its default)
     "lr": 0.01,
     "batch_size": 256,
     "max_epochs": 200,
@@ -236,6 +237,7 @@ def fit_mssvae(data: MultiStudyData, adata: AnnData, settings: Mapping[str, Any]
             n_latent_shared=settings["n_latent_shared"],
             n_latent_specific=settings["n_latent_specific"],
             seed=sd,
+            encode_study=settings["encode_study"],
             **_model_kwargs(settings),
         ),
         settings,
@@ -572,7 +574,8 @@ def _write_summary(
         f"{settings['lr']:g}, batch {settings['batch_size']}, {settings['max_epochs']} epochs, EM after every step, "
         "all cells used for training):",
         f"  (a) `MultiStudySparseVAE(n_latent_shared={settings['n_latent_shared']}, "
-        f"n_latent_specific={settings['n_latent_specific']})`, study as study key;",
+        f"n_latent_specific={settings['n_latent_specific']}, encode_study={settings['encode_study']})`, study as "
+        "study key;",
         f"  (b) `SparseVAE(n_latent={k_total})` on all cells with the study as batch covariate (decoder input "
         "outside the mask);",
         f"  (c) `SparseVAE(n_latent={settings['n_latent_shared'] + settings['n_latent_specific']})` fitted on each "
@@ -818,6 +821,7 @@ REAL_SETTINGS: dict[str, dict[str, Any]] = {
         "dropout_rate": 0.1,
         "w_init": 0.1,
         "first_bias": False,
+        "encode_study": False,
         "lr": 0.01,
         "batch_size": 128,
         "max_epochs": 100,
@@ -836,6 +840,7 @@ REAL_SETTINGS: dict[str, dict[str, Any]] = {
         "dropout_rate": 0.1,
         "w_init": 0.1,
         "first_bias": False,
+        "encode_study": False,
         "lr": 0.01,
         "batch_size": 128,
         "max_epochs": 300,
@@ -872,6 +877,7 @@ def _fit_real(adata: AnnData, study_key: str, cfg: Mapping[str, Any], seed: int)
         n_latent_shared=cfg["n_latent_shared"],
         n_latent_specific=cfg["n_latent_specific"],
         seed=seed,
+        encode_study=cfg["encode_study"],
         **_model_kwargs(cfg),
     )
     _train(model, cfg)
@@ -949,6 +955,44 @@ def pca_reference(x: np.ndarray, n_comps: int = 20) -> np.ndarray:
     import scanpy as sc
 
     return np.asarray(sc.pp.pca(x, n_comps=min(n_comps, min(x.shape) - 1), random_state=0), dtype=np.float64)
+
+
+def scvi_reference(adata: AnnData, study_key: str, settings: Mapping[str, Any], seed: int) -> np.ndarray:
+    """The latent space of the standard integration model: ``scvi.model.SCVI`` with the study as its batch.
+
+    A reference for the shared factors from a model that is built to remove the study: scVI on
+    ``layers["counts"]`` with ``batch_key=study_key``, the multi-study model's sizes (``n_latent_shared``
+    latent dimensions, ``n_hidden``, ``n_layers``, ``dropout_rate``), negative binomial, and its training
+    settings (epochs, learning rate, batch size, all cells). It is fitted on a copy, so ``adata`` keeps its
+    own scvi-tools registration.
+
+    Returns
+    -------
+    numpy.ndarray
+        Posterior means, ``(n_cells, n_latent_shared)``.
+    """
+    import scvi
+    from anndata import AnnData as _AnnData
+
+    tmp = _AnnData(X=adata.layers["counts"].copy(), obs=adata.obs[[study_key]].copy())
+    scvi.settings.seed = seed
+    scvi.model.SCVI.setup_anndata(tmp, batch_key=study_key)
+    model = scvi.model.SCVI(
+        tmp,
+        n_latent=int(settings["n_latent_shared"]),
+        n_hidden=int(settings["n_hidden"]),
+        n_layers=int(settings["n_layers"]),
+        dropout_rate=float(settings["dropout_rate"]),
+        gene_likelihood="nb",
+    )
+    model.train(
+        max_epochs=int(settings["max_epochs"]),
+        batch_size=int(settings["batch_size"]),
+        train_size=1.0,
+        plan_kwargs={"lr": float(settings["lr"])},
+        enable_progress_bar=False,
+    )
+    return np.asarray(model.get_latent_representation(), dtype=np.float64)
 
 
 def _reference_predictions(
@@ -1090,7 +1134,10 @@ def _kang_check(seed: int, cfg: Mapping[str, Any], quick: bool) -> tuple[list[di
     train, test = cond == "control", cond == "stimulated"
     pred = transfer_predictions(z_shared, cell_type, train, test, seed)
     pred_pca, pred_genes = _reference_predictions(adata, cell_type, train, test, seed)
-    acc, acc_pca, acc_genes = (float(np.mean(p == cell_type[test])) for p in (pred, pred_pca, pred_genes))
+    pred_scvi = transfer_predictions(scvi_reference(adata, "condition", cfg, seed), cell_type, train, test, seed)
+    acc, acc_pca, acc_genes, acc_scvi = (
+        float(np.mean(p == cell_type[test])) for p in (pred, pred_pca, pred_genes, pred_scvi)
+    )
     table = model.factor_table()
     rows = _metric_rows(
         "kang",
@@ -1101,6 +1148,7 @@ def _kang_check(seed: int, cfg: Mapping[str, Any], quick: bool) -> tuple[list[di
             "celltype_acc_control_to_stimulated": acc,
             "celltype_acc_pca_reference": acc_pca,
             "celltype_acc_genes_reference": acc_genes,
+            "celltype_acc_scvi_reference": acc_scvi,
             "n_active_shared": float(((table["kind"] == "shared") & table["active"]).sum()),
             "n_active_specific_stimulated": float(len(stim)),
             "n_active_specific_control": float(((table["study"] == "control") & table["active"]).sum()),
@@ -1115,6 +1163,7 @@ def _kang_check(seed: int, cfg: Mapping[str, Any], quick: bool) -> tuple[list[di
         "confusion": {
             "shared factors": confusion_table(cell_type[test], pred),
             "log-normalised genes": confusion_table(cell_type[test], pred_genes),
+            "scVI (condition as batch)": confusion_table(cell_type[test], pred_scvi),
         },
         "n_genes": adata.n_vars,
         "n_cells": adata.n_obs,
@@ -1146,6 +1195,7 @@ def _cellbench_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, 
     acc = transfer_accuracy(z_shared, line, train, test, seed)
     references = _reference_predictions(adata, line, train, test, seed)
     acc_pca, acc_genes = (float(np.mean(p == line[test])) for p in references)
+    acc_scvi = transfer_accuracy(scvi_reference(adata, "technology", cfg, seed), line, train, test, seed)
     table = model.factor_table()
     rows = _metric_rows(
         "cellbench",
@@ -1155,6 +1205,7 @@ def _cellbench_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, 
             "cellline_acc_celseq2_to_dropseq": acc,
             "cellline_acc_pca_reference": acc_pca,
             "cellline_acc_genes_reference": acc_genes,
+            "cellline_acc_scvi_reference": acc_scvi,
             "n_active_shared": float(((table["kind"] == "shared") & table["active"]).sum()),
             "n_active_specific": float(((table["kind"] == "specific") & table["active"]).sum()),
         },
@@ -1238,7 +1289,8 @@ def _write_real_summary(
             f"- Kang PBMC (`scsparse.data.kang_pbmc()`, {d0['n_cells']} cells x {d0['n_genes']} genes"
             f"{', a random subset of cells (quick mode)' if quick else ''}), study = `condition` (control, "
             f"stimulated): `MultiStudySparseVAE(n_latent_shared={c['n_latent_shared']}, "
-            f"n_latent_specific={c['n_latent_specific']})`: control is the reference condition"
+            f"n_latent_specific={c['n_latent_specific']}, encode_study={c['encode_study']})`: control is the "
+            "reference condition"
             f"{'' if (d0['factor_table']['study'] == 'control').any() else ' and gets no specific factor'}, NB, "
             f"{c['n_hidden']} hidden units{_bias_words(c)}, lr {c['lr']:g}, "
             f"batch {c['batch_size']}, {c['max_epochs']} epochs, initial |W| = {c['w_init']:g}. "
@@ -1252,7 +1304,9 @@ def _write_real_summary(
             "`celltype_acc_pca_reference`: the same protocol on 20 principal components of the log-normalised "
             "counts of the same genes, and `celltype_acc_genes_reference` on the log-normalised counts of all "
             "those genes themselves (references without any model; they do not depend on the seed; the second "
-            "shows what the same linear classifier makes of the data itself)."
+            "shows what the same linear classifier makes of the data itself); `celltype_acc_scvi_reference` on "
+            "the latent space of `scvi.model.SCVI` with the condition as its batch covariate (the standard "
+            "integration model; same latent size, widths, epochs, learning rate and batch size, same seed)."
         )
     if "cellbench" in details:
         c, d0 = cfgs["cellbench"], details["cellbench"][0]
@@ -1261,12 +1315,15 @@ def _write_real_summary(
             f"{d0['n_genes']} most variable genes, scanpy seurat_v3 with technology as batch, among genes seen "
             "in >= 3 cells), study = `technology` (CEL-seq2, Drop-seq): "
             f"`MultiStudySparseVAE(n_latent_shared={c['n_latent_shared']}, "
-            f"n_latent_specific={c['n_latent_specific']})`, NB, {c['n_hidden']} hidden units{_bias_words(c)}, "
+            f"n_latent_specific={c['n_latent_specific']}, encode_study={c['encode_study']})`, NB, "
+            f"{c['n_hidden']} hidden units{_bias_words(c)}, "
             f"lr {c['lr']:g}, "
             f"batch {c['batch_size']}, {c['max_epochs']} epochs. `cellline_acc_celseq2_to_dropseq`: logistic "
             "regression on the shared factors trained on CEL-seq2 cells, accuracy on Drop-seq cells; "
             "`cellline_acc_pca_reference` and `cellline_acc_genes_reference`: the same on 20 principal "
-            "components of the log-normalised counts and on the log-normalised counts themselves."
+            "components of the log-normalised counts and on the log-normalised counts themselves; "
+            "`cellline_acc_scvi_reference` on `scvi.model.SCVI` with the technology as its batch covariate "
+            "(same sizes and training)."
         )
     lines += ["", "## Results (mean ± sd over seeds)", ""]
     if quick:
