@@ -170,8 +170,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             )
         except RuntimeError as exc:
             raise CLIError(str(exc)) from exc
-        print(f"{PROG} bench all: {len(index)} benchmark(s) written to {out} (index: {out / 'summary.md'})")
         skipped = [str(r["benchmark"]) for _, r in index.iterrows() if str(r.get("status", "")).startswith("not run")]
+        n_run = len(index) - len(skipped)
+        print(f"{PROG} bench all: {n_run} benchmark(s) written to {out} (index: {out / 'summary.md'})")
         if skipped:
             print(f"{PROG} bench all: not run, data not available: {', '.join(skipped)}")
         return 0

@@ -143,6 +143,16 @@ def test_bench_all_dispatch(monkeypatch, tmp_path, capsys):
     assert "2 benchmark(s)" in capsys.readouterr().out
     assert main(["bench", "all", "--quick", "--skip-missing-data", "--out", str(tmp_path)]) == 0
     assert calls["all"][1]["skip_missing_data"] is True
+    capsys.readouterr()
+    monkeypatch.setattr(
+        benchmarks,
+        "run_all",
+        lambda out, **options: pd.DataFrame({"benchmark": ["a", "b"], "status": ["ok", "not run: data not available"]}),
+    )
+    assert main(["bench", "all", "--quick", "--skip-missing-data", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "1 benchmark(s) written" in printed and "not run, data not available: b" in printed
+    monkeypatch.setattr(benchmarks, "run_all", fake_run_all)
     assert main(["bench", "synthetic", "--skip-missing-data"]) == 2
     assert "only applies to 'scsparse bench all'" in capsys.readouterr().err
     assert main(["bench", "all", "--seeds", "3", "--out", str(tmp_path)]) == 2
