@@ -263,6 +263,10 @@ class MultiStudySparseVAE(SparseVAE):
                 )
         return pd.DataFrame(rows)
 
+    def _provenance(self) -> dict[str, Any]:
+        # the encoder's default changed between versions, so record what this one has
+        return {**super()._provenance(), "encoder_sees_study": bool(self.module.encode_study)}
+
     def write_results(
         self,
         adata: AnnData | None = None,

@@ -67,6 +67,8 @@ def test_encoder_sees_the_study_only_when_asked(studies_adata, encode_study):
     # the encoder's study input changes the shared codes of the same expression only when it is encoded
     assert torch.equal(shared[0], shared[1]) is (not encode_study)
     assert module.encode_study is encode_study
+    model.write_results(adata, key_added="ms")
+    assert adata.uns["ms"]["encoder_sees_study"] is encode_study  # recorded even when left at its default
 
 
 def test_factor_table_write_results_and_h5ad(tmp_path, studies_adata):
