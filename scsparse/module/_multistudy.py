@@ -43,7 +43,7 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         ``latent_mask`` either way, so the encoder does not need the study to fill the right block. Without it
         (the default) the shared factors of every study come from one function of the expression, so a study
         cannot move its cells' shared codes by itself; with it, each study gets its own offset in the
-        encoder. Measured side by side (README, "Benchmark records"): without the study, the simulated shared
+        encoder. Measured side by side (README, "The multi-study encoder"): without the study, the simulated shared
         support F-score was 0.986 against 0.932 (5 seeds), the Kang cell-type transfer from shared factors
         0.788 against 0.760 and CellBench's 0.973 against 0.964.
     **kwargs
