@@ -263,6 +263,27 @@ class MultiStudySparseVAE(SparseVAE):
                 )
         return pd.DataFrame(rows)
 
+    @classmethod
+    def load(cls, dir_path: str, adata: AnnData | None = None, **kwargs: Any):
+        """Load a saved model; ``adata`` must have the genes the model was trained on, in the same order.
+
+        Examples
+        --------
+        >>> model.save("my_model/")
+        >>> model = scsparse.model.MultiStudySparseVAE.load("my_model/", adata=adata)
+        """
+        try:
+            return super().load(dir_path, adata=adata, **kwargs)
+        except RuntimeError as exc:
+            if "size mismatch" in str(exc) and "encoder" in str(exc):
+                raise InvalidInputError(
+                    "The saved model's encoder does not match this version's: it was most likely saved by a "
+                    "scsparse version whose multi-study encoder took the study as an input (encode_study=True "
+                    "was the default then; it is False now). Refit the model with this version, or refit with "
+                    "MultiStudySparseVAE(..., encode_study=True) to keep the old encoder."
+                ) from exc
+            raise
+
     def _provenance(self) -> dict[str, Any]:
         # the encoder's default changed between versions, so record what this one has
         return {**super()._provenance(), "encoder_sees_study": bool(self.module.encode_study)}

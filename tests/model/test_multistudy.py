@@ -96,6 +96,19 @@ def test_save_load_round_trip(tmp_path, studies_adata):
     np.testing.assert_array_equal(model.get_latent_representation(), loaded.get_latent_representation())
 
 
+def test_loading_a_model_saved_with_the_old_encoder_default_says_so(tmp_path, studies_adata):
+    adata = studies_adata()
+    model = fit(adata, epochs=1, encode_study=True)
+    model.save(tmp_path / "old", overwrite=True)
+    path = tmp_path / "old" / "model.pt"
+    saved = torch.load(path, map_location="cpu", weights_only=False)
+    # a model saved before encode_study existed: its init parameters do not name it
+    del saved["attr_dict"]["init_params_"]["kwargs"]["module_kwargs"]["encode_study"]
+    torch.save(saved, path)
+    with pytest.raises(InvalidInputError, match="encode_study=True"):
+        MultiStudySparseVAE.load(tmp_path / "old", adata=adata)
+
+
 def test_one_study_only(studies_adata):
     adata = studies_adata(labels=("only",))
     with pytest.raises(InvalidInputError, match="single level.*SparseVAE"):
