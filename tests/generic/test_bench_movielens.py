@@ -128,6 +128,33 @@ def test_bad_options(tmp_path: Path) -> None:
         ml.build_model("PCA", None, 10, 0)  # type: ignore[arg-type]
 
 
+def test_w_init_reaches_the_sparse_vae_and_the_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = ml._Config(
+        n_latent=3,
+        n_hidden=8,
+        n_layers=1,
+        oivae_n_layers=1,
+        lr=1e-3,
+        epochs=1,
+        batch_size=10,
+        betas=(2.0,),
+        n_samples=2,
+        w_init=1.0,
+    )
+    model = ml.build_model("SparseVAE", cfg, n_features=6, seed=0)
+    assert model.decoder_kwargs == {"w_init": 1.0}
+    default = ml.build_model("SparseVAE", ml._Config(**{**cfg.__dict__, "w_init": None}), n_features=6, seed=0)
+    assert default.decoder_kwargs == {}
+    model.fit(np.eye(6, dtype=np.float32)[np.arange(20) % 6] * 3)
+    # every entry started near 1 (the initial noise is small; one epoch of lr 1e-3 moves it little)
+    assert np.abs(model.loadings()).min() > 0.7
+    monkeypatch.setattr(ml, "load_movielens", lambda name, n_movies: _toy_data(name, n_movies=n_movies))
+    ml.run_movielens(tmp_path, seeds=1, quick=True, n_movies=16, verbose=False, methods=["SparseVAE"], w_init=1.0)
+    assert "w_init = 1 for every entry" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match="w_init must be a positive number"):
+        ml.run_movielens(tmp_path, quick=True, verbose=False, w_init=0.0)
+
+
 def test_quick_on_real_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"offline data copy not found at {SHARED_DATA}")
