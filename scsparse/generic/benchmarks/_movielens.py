@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import time
@@ -16,6 +17,7 @@ import pandas as pd
 from scsparse.generic.datasets._movielens import DEFAULT_N_MOVIES, MovieLensData, load_movielens
 from scsparse.generic.metrics import fold_in_evaluate
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, BetaVAE, SparseVAE
+from scsparse.nn import MaskedDecoder, slab_threshold
 
 from ._common import (
     PAPER_DEPTH_NOTE,
@@ -825,10 +827,13 @@ def _reductions(cfg: _Config, quick: bool, n_movies: int, max_users: int | None,
 
 
 def _w_init_text(cfg: _Config) -> str:
-    """How the sparse VAE's ``W`` was initialised, for ``summary.md``."""
+    """How the sparse VAE's ``W`` was initialised, for ``summary.md`` (defaults read from their sources)."""
+    default = inspect.signature(MaskedDecoder).parameters["w_init"].default
     if cfg.w_init is None:
-        return "the package default |w| = 0.3 (on the slab side of the spike/slab boundary, 0.26)"
-    return f"w_init = {cfg.w_init:g} for every entry (set by `w_init`; the package default is 0.3)"
+        s = MOVIELENS_SETTINGS
+        boundary = slab_threshold(s["lambda0"], s["lambda1"])
+        return f"the package default |w| = {default:g} (the spike/slab boundary is at {boundary:.2f})"
+    return f"w_init = {cfg.w_init:g} for every entry (set by `w_init`; the package default is {default:g})"
 
 
 def _write_factors(out_dir: Path, factors: dict[str, list[dict[str, Any]]]) -> Path:
