@@ -311,8 +311,9 @@ def write_report(path: Path, adata, summary: dict[str, Any], table: pd.DataFrame
         "of genes in the factor's slab; `mean_*`: mean "
         "factor activity (posterior mean z) by condition; `shift_sd`: (stimulated - control) in units of the "
         "factor's standard deviation; `highest_in` / `lowest_in`: cell types with the highest and lowest mean "
-        "activity (a factor's sign is arbitrary: where its genes go down with it, the programme is highest in "
-        "`lowest_in`, see the direction below); `top_genes`: by "
+        "activity (factors are oriented so that their top genes go up with them; where a factor's genes go down "
+        "with it, that programme is highest in `lowest_in`, see the direction below); "
+        "`top_genes`: by "
         '|W| among genes with p* > 0.5; `diagnostic`: "broad" when the factor holds more than '
         f'{BROAD_FRACTION:.0%} of the genes, "no gene set" when no Hallmark set is enriched (adj. p <= 0.05), '
         f'"overlaps <factor>" when the Jaccard index of the two factors\' genes exceeds {OVERLAP_FRACTION:g}, "ok" '
@@ -447,8 +448,9 @@ def _interpretation_lines(summary: dict[str, Any]) -> list[str]:
     lines.append(
         "Direction: a gene is *up* with a factor when its normalised expression is higher in cells where the "
         "factor's activity is high (positive correlation across cells), *down* when lower. The sign of the "
-        "loading w is not used for this: the nonlinear decoder can flip it. A factor's own sign is arbitrary, so "
-        "\"up with factor_k\" always refers to the activity stored in `obsm['X_sparsevae']`. Genes are listed by "
+        "loading w is not used for this: the nonlinear decoder can flip it. A factor's own sign is a symmetry of "
+        'the model, fixed after training so that its top genes (weighted by |w|) go up with it; "up with '
+        "factor_k\" always refers to the activity stored in `obsm['X_sparsevae']`. Genes are listed by "
         "decreasing |w|."
     )
     lines.append("")
@@ -733,7 +735,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
     if active and len(table):
         from scsparse import tl
 
-        # a factor's sign is arbitrary: list its top genes by the direction they take with its activity
+        # list each factor's top genes by the direction they take with its activity (a factor can have both)
         tops = tl.top_genes(summary["adata"], key=KEY, n_top=5, factors=list(table.index))
         for f, row in table.iterrows():
             g = tops[tops["factor"] == f]

@@ -10,8 +10,9 @@ from anndata import AnnData
 
 from scsparse.nn import warn_no_active_factor
 
+from ._orientation import expression_factor_correlation, orientation_signs
 from ._results import check_keys_free, data_hash, h5ad_safe, package_versions
-from ._validation import InvalidInputError
+from ._validation import InvalidInputError, get_matrix
 
 __all__ = ["SparseFactorMixin"]
 
@@ -81,7 +82,9 @@ class SparseFactorMixin:
         >>> W[model.active_factors()].abs().idxmax()  # the gene each active factor drives most
         """
         return pd.DataFrame(
-            self.module.decoder.masked_W().detach().cpu().numpy(), index=self.adata.var_names, columns=self.factor_names
+            self.module.decoder.masked_W().detach().cpu().numpy().copy(),
+            index=self.adata.var_names,
+            columns=self.factor_names,
         )
 
     def get_inclusion_probabilities(self) -> pd.DataFrame:
@@ -91,12 +94,14 @@ class SparseFactorMixin:
         programme ``k``. Values come from the last EM update of training.
         """
         return pd.DataFrame(
-            self.module.prior.p_star.detach().cpu().numpy(), index=self.adata.var_names, columns=self.factor_names
+            self.module.prior.p_star.detach().cpu().numpy().copy(),
+            index=self.adata.var_names,
+            columns=self.factor_names,
         )
 
     def get_factor_weights(self) -> pd.Series:
         """``eta_k``, the prior fraction of genes in each factor's slab (small for switched-off factors)."""
-        return pd.Series(self.module.prior.eta.detach().cpu().numpy(), index=self.factor_names, name="eta")
+        return pd.Series(self.module.prior.eta.detach().cpu().numpy().copy(), index=self.factor_names, name="eta")
 
     def get_latent_correlation(self) -> pd.DataFrame:
         """The prior correlation matrix ``Sigma_z`` of the factors (the identity unless ``latent_prior="correlated"``).
@@ -122,6 +127,66 @@ class SparseFactorMixin:
         """
         mask = self.module.active_factor_mask(pip_threshold, min_genes).cpu().numpy()
         return [name for name, keep in zip(self.factor_names, mask, strict=True) if keep]
+
+    # ------------------------------------------------------------------ orientation
+    def _orientation_groups(self) -> list[tuple[slice, np.ndarray | None]]:
+        """``(factor columns, cells)`` over which the factors' directions are defined (``None``: all cells)."""
+        return [(slice(0, self.module.n_latent), None)]
+
+    def orient_factors(
+        self, pip_threshold: float = 0.5, n_top: int | None = 10, batch_size: int | None = None
+    ) -> pd.Series:
+        """Flip the sign of factors so that each programme's top genes go up with its factor (in place).
+
+        The model is unchanged by a flip of ``z_k`` together with ``W[:, k]`` (see
+        :mod:`scsparse.model._orientation`), so each factor's sign is arbitrary until it is fixed. Factor ``k`` is
+        flipped when ``sum_j |w_jk| r_jk < 0`` over its top genes: the ``n_top`` genes of largest ``|w_jk|`` with
+        ``p*_jk > pip_threshold`` (those of :meth:`get_top_genes` and ``uns[key]["top_genes"]``), ``r_jk`` being the
+        correlation across the training AnnData's cells between the factor's posterior mean and the gene's
+        normalised expression (``log1p`` of counts per 10,000 for count likelihoods, the values as registered for
+        ``"normal"``). Afterwards a factor's high values mean its top genes are high, and the ``direction`` of
+        :func:`scsparse.tl.top_genes` is ``"positive"`` for most of them; a factor that contrasts two programmes
+        keeps the other programme's genes going down. :meth:`train` calls this at the end unless
+        ``orient=False``; calling it again flips nothing.
+
+        Parameters
+        ----------
+        pip_threshold
+            Genes with ``p* > pip_threshold`` are a factor's candidates; factors without one keep their sign.
+        n_top
+            Number of candidates, by decreasing ``|w_jk|``, that orient a factor (``None``: all of them, i.e. the
+            ``|w|``-weighted majority of the programme).
+        batch_size
+            Minibatch size for the factors.
+
+        Returns
+        -------
+        pandas.Series
+            ``+1`` or ``-1`` per factor: the sign each factor was multiplied by.
+
+        Examples
+        --------
+        >>> model.train(max_epochs=100, orient=False)
+        >>> model.orient_factors()  # -1 for the factors that were flipped
+        """
+        import torch
+
+        if not self.is_trained_:
+            raise InvalidInputError("The model is not trained yet: call model.train() first.")
+        module = self.module
+        Z = np.asarray(self.get_latent_representation(self.adata, batch_size=batch_size), dtype=np.float64)
+        mat = get_matrix(self.adata, self._layer())
+        normalize = module.gene_likelihood != "normal"
+        W = module.decoder.masked_W().detach().cpu().numpy()
+        pip = module.prior.p_star.detach().cpu().numpy()
+        signs = np.ones(module.n_latent)
+        for cols, cells in self._orientation_groups():
+            corr = expression_factor_correlation(mat, Z[:, cols], normalize, cells)
+            signs[cols] = orientation_signs(corr, W[:, cols], pip[:, cols], pip_threshold, n_top)
+        if (signs < 0).any():
+            module.flip_factors(torch.as_tensor(signs, dtype=torch.float32))
+        self.factors_oriented_ = True
+        return pd.Series(signs.astype(int), index=self.factor_names, name="sign")
 
     def _warn_if_no_active_factor(self) -> None:
         """Warn when training left no factor active (``p* <= 0.5`` for every gene and factor)."""
@@ -177,6 +242,8 @@ class SparseFactorMixin:
             "seed": int(getattr(self, "seed", -1)),
             "params": h5ad_safe(init),
             "decoder_first_bias": decoder.first_bias is not None,
+            # whether the factors' signs were fixed by orient_factors (a programme's genes go up with its factor)
+            "factors_oriented": bool(getattr(self, "factors_oriented_", False)),
             **norm,
             "train_params": h5ad_safe(getattr(self, "train_kwargs_", {})),
             "setup_args": h5ad_safe(dict(self.registry_["setup_args"])),

@@ -188,6 +188,11 @@ class MultiStudySparseVAE(SparseVAE):
             raise InvalidInputError(f"Unknown study {study!r}; the studies are {self.studies}.")
         return blocks[1 + self.studies.index(study)][2]
 
+    def _orientation_groups(self) -> list[tuple[slice, np.ndarray | None]]:
+        """Shared factors are oriented over all cells, a study's specific factors over that study's cells."""
+        codes = np.asarray(self.adata_manager.get_from_registry(STUDY_KEY)).reshape(-1)
+        return [(cols, None if m < 0 else codes == m) for _, m, cols in self.module.block_slices()]
+
     # ------------------------------------------------------------------ results
     def get_latent_representation(
         self,

@@ -231,6 +231,7 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         seed: int | None = None,
         em_every: Literal["step", "epoch"] = "step",
         kl_warmup_fraction: float = 0.25,
+        orient: bool = True,
         plan_kwargs: dict | None = None,
         accelerator: str = "auto",
         devices: int | list[int] | str = "auto",
@@ -274,6 +275,9 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
             the warm-up keeps the posterior from collapsing onto the prior before the needed entries of ``W``
             have grown; the prior on ``W`` itself is never down-weighted. ``plan_kwargs["n_epochs_kl_warmup"]``
             overrides it.
+        orient
+            Fix each factor's sign after training so that its top genes go up with it (:meth:`orient_factors`
+            with its defaults; one pass over the data). A factor's sign is otherwise arbitrary.
         plan_kwargs
             Passed to :class:`~scsparse.train.SparseVAETrainingPlan` (``lr``, ``weight_decay``,
             ``n_epochs_kl_warmup``, ``reduce_lr_on_plateau`` ...).
@@ -308,6 +312,7 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         """
         self.seed = self.seed if seed is None else int(seed)
         settings.seed = self.seed
+        self.factors_oriented_ = False
         if max_epochs is None:
             max_epochs = get_max_epochs_heuristic(self.adata.n_obs)
         warmup = max(1, round(kl_warmup_fraction * max_epochs)) if kl_warmup_fraction > 0 else None
@@ -325,6 +330,7 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
             "accelerator": str(accelerator),
             "devices": devices if isinstance(devices, int) else str(devices),
             "strategy": strategy if isinstance(strategy, str) else type(strategy).__name__,
+            "orient": bool(orient),
         }
         with flush_denormals():  # denormal floats slow CPU training several-fold late in a fit
             super().train(
@@ -340,6 +346,8 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
                 **kwargs,
             )
         self._warn_if_no_active_factor()
+        if orient:
+            self.orient_factors(batch_size=batch_size)
 
     # ------------------------------------------------------------------ results
     @torch.inference_mode()

@@ -244,6 +244,27 @@ class SparseVAEModule(BaseModuleClass):
         """
         return self.decoder.prune_(self.prior.p_star > pip_threshold)
 
+    @torch.no_grad()
+    def flip_factors(self, signs: torch.Tensor) -> None:
+        """Replace factor ``z_k`` by ``signs[k] z_k`` (``+1`` or ``-1``) without changing the model, in place.
+
+        Flips the encoder's posterior means, the columns of ``W`` and, with a learned ``Sigma_z``, its rows and
+        columns; the likelihood, the KL and the Spike-and-Slab Lasso prior (hence ``p*`` and ``eta``) are
+        unchanged. Used to orient the factors (:meth:`scsparse.model.SparseVAE.orient_factors`).
+
+        Parameters
+        ----------
+        signs
+            ``(K,)`` tensor of ``+1`` and ``-1``.
+        """
+        signs = torch.as_tensor(signs, dtype=torch.float32)
+        if signs.shape != (self.n_latent,) or not bool(((signs == 1) | (signs == -1)).all()):
+            raise ValueError(f"signs must be a ({self.n_latent},) tensor of +1 and -1, got {signs}.")
+        self.encoder.flip_(signs)
+        self.decoder.flip_(signs)
+        if self.latent_prior is not None:
+            self.latent_prior.flip_(signs)
+
     def active_factor_mask(self, pip_threshold: float = 0.5, min_genes: int = 1) -> torch.Tensor:
         """Boolean mask of the factors the prior kept (see :meth:`SpikeSlabLasso.active_mask`)."""
         return self.prior.active_mask(pip_threshold, min_genes)

@@ -71,3 +71,23 @@ class GaussianEncoder(nn.Module):
         scale = torch.sqrt(torch.exp(log_var.clamp(-15.0, 15.0)) + self.var_eps)
         qz = Normal(mu, scale)
         return qz, qz.rsample()
+
+    @torch.no_grad()
+    def flip_(self, signs: torch.Tensor) -> None:
+        """Multiply the posterior mean of factor ``k`` by ``signs[k]`` (``+1`` or ``-1``), in place.
+
+        Flips the rows of the output layer that produce the means; the variances do not change.
+
+        Examples
+        --------
+        >>> enc = GaussianEncoder(10, 3, n_hidden=16).eval()
+        >>> x = torch.randn(4, 10)
+        >>> before = enc(x)[0].loc
+        >>> enc.flip_(torch.tensor([1.0, -1.0, 1.0]))
+        >>> torch.allclose(enc(x)[0].loc, before * torch.tensor([1.0, -1.0, 1.0]))
+        True
+        """
+        out = self.body.out
+        signs = signs.to(out.weight)
+        out.weight[: self.n_latent].mul_(signs[:, None])
+        out.bias[: self.n_latent].mul_(signs)

@@ -59,6 +59,26 @@ class CorrelatedGaussianPrior(nn.Module):
         lower = self.cholesky()
         return lower @ lower.T
 
+    @torch.no_grad()
+    def flip_(self, signs: torch.Tensor) -> None:
+        """Replace ``Sigma_z`` by ``D Sigma_z D`` with ``D = diag(signs)`` (``+1`` or ``-1``), in place.
+
+        The prior of the factors with ``z_k`` replaced by ``signs[k] z_k``: the Cholesky factor becomes
+        ``D L D`` (still lower triangular with a positive diagonal), so the unconstrained parameter's off-diagonal
+        entries ``(i, j)`` change sign where ``signs[i] signs[j] = -1``.
+
+        Examples
+        --------
+        >>> prior = CorrelatedGaussianPrior(2)
+        >>> with torch.no_grad():
+        ...     prior.raw[1, 0] = 1.0
+        >>> prior.flip_(torch.tensor([1.0, -1.0]))
+        >>> round(float(prior.correlation().detach()[0, 1]), 3)
+        -0.707
+        """
+        signs = signs.to(self.raw)
+        self.raw.mul_(signs[:, None] * signs[None, :])
+
     def _whiten(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``L^{-1}`` and ``log det Sigma_z``."""
         lower = self.cholesky()

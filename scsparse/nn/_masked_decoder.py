@@ -284,6 +284,25 @@ class MaskedDecoder(nn.Module):
         self._invalidate_groups()
         return before - int(self.prune_mask.sum())
 
+    @torch.no_grad()
+    def flip_(self, signs: torch.Tensor) -> None:
+        """Multiply column ``k`` of ``W`` by ``signs[k]`` (``+1`` or ``-1``), in place.
+
+        With the factors flipped the same way (``z_k -> signs[k] z_k``) the decoder's output is unchanged, since
+        it sees ``w_j ⊙ z`` only.
+
+        Examples
+        --------
+        >>> import torch
+        >>> dec = MaskedDecoder(n_latent=2, n_output=3, n_hidden=8).eval()
+        >>> z, signs = torch.randn(5, 2), torch.tensor([-1.0, 1.0])
+        >>> before = dec(z)
+        >>> dec.flip_(signs)
+        >>> torch.allclose(dec(z * signs), before, atol=1e-6)
+        True
+        """
+        self.W.mul_(signs.to(self.W)[None, :])
+
     def _invalidate_groups(self) -> None:
         self._groups_valid = False
         self._groups_cache = None

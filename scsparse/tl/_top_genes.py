@@ -19,8 +19,10 @@ the data instead:
     ``|w_jk| · sign(r_jk)``: the size of the gene's dependence on the factor, from the model, with the direction
     from the data.
 
-The correlation is marginal (other factors are not held fixed); a factor's sign is itself arbitrary, so
-"positive" always means "goes up with this factor's activity as stored in ``obsm``".
+The correlation is marginal (other factors are not held fixed). A factor's sign is a symmetry of the model;
+training fixes it (:meth:`scsparse.model.SparseVAE.orient_factors`) so that the factor's top genes, weighted by
+``|w_jk|``, go up with it (``uns[key]["factors_oriented"]``). "Positive" always means "goes up with this
+factor's activity as stored in ``obsm``"; a factor that mixes programmes can have genes in both directions.
 
 Multi-study results (:class:`~scsparse.model.MultiStudySparseVAE`, ``write_results(adata, key_added=key)``) are
 read the same way: the shared factors (``obsm[f"X_{key}_shared"]``, masks ``varm[f"{key}_W_shared"]``) are
@@ -40,10 +42,9 @@ import pandas as pd
 import scipy.sparse as sp
 from anndata import AnnData
 
-__all__ = ["factor_gene_correlation", "top_genes"]
+from scsparse.model._orientation import expression_factor_correlation
 
-#: Cap on the dense elements of one cell chunk when streaming the expression matrix.
-_CHUNK_ELEMENTS = 20_000_000
+__all__ = ["factor_gene_correlation", "top_genes"]
 
 
 def _read_results(adata: AnnData, key: str) -> dict[str, Any]:
@@ -144,52 +145,9 @@ def factor_gene_correlation(
             subsets[len(subsets)] = np.asarray(mask, dtype=bool)
             groups[len(subsets) - 1] = [k]
     for gid, cols in groups.items():
-        rows = None if gid is None else np.flatnonzero(subsets[gid])
-        r[:, cols] = _streamed_correlation(mat, Z[:, cols], bool(normalize), rows)
+        cells = None if gid is None else subsets[gid]
+        r[:, cols] = expression_factor_correlation(mat, Z[:, cols], bool(normalize), cells)
     return pd.DataFrame(r, index=adata.var_names.copy(), columns=res["factor_names"])
-
-
-def _streamed_correlation(mat, Z: np.ndarray, normalize: bool, rows: np.ndarray | None = None) -> np.ndarray:
-    """Pearson correlation (genes x factors) of ``mat`` with ``Z`` over all cells or the cells ``rows``, in chunks."""
-    if rows is not None:
-        Z = Z[rows]
-    n, G, K = Z.shape[0], mat.shape[1], Z.shape[1]
-    if n < 2:
-        return np.zeros((G, K))
-    sx = np.zeros(G)
-    sxx = np.zeros(G)
-    sxz = np.zeros((G, K))
-    step = max(1, _CHUNK_ELEMENTS // max(G, 1))
-    for start in range(0, n, step):
-        stop = min(start + step, n)
-        x = mat[start:stop] if rows is None else mat[rows[start:stop]]
-        z = Z[start:stop]
-        if sp.issparse(x):
-            x = sp.csr_matrix(x, dtype=np.float64)
-            if normalize:
-                total = np.asarray(x.sum(1)).ravel()
-                x = sp.diags(1e4 / np.where(total > 0, total, 1.0)) @ x
-                x.data = np.log1p(x.data)
-            sx += np.asarray(x.sum(0)).ravel()
-            sxx += np.asarray(x.multiply(x).sum(0)).ravel()
-            sxz += np.asarray(x.T @ z)
-        else:
-            x = np.asarray(x, dtype=np.float64)
-            if normalize:
-                total = x.sum(1, keepdims=True)
-                x = np.log1p(x * (1e4 / np.where(total > 0, total, 1.0)))
-            sx += x.sum(0)
-            sxx += (x * x).sum(0)
-            sxz += x.T @ z
-    sz = Z.sum(0)
-    szz = (Z * Z).sum(0)
-    cov = n * sxz - np.outer(sx, sz)
-    var_x = np.clip(n * sxx - sx**2, 0.0, None)
-    var_z = np.clip(n * szz - sz**2, 0.0, None)
-    denom = np.sqrt(np.outer(var_x, var_z))
-    tiny = 1e-12 * max(float(denom.max()) if denom.size else 0.0, 1e-300)
-    r = np.where(denom > tiny, cov / np.where(denom > tiny, denom, 1.0), 0.0)
-    return np.clip(r, -1.0, 1.0)
 
 
 def _direction_label(r: np.ndarray) -> np.ndarray:

@@ -16,10 +16,10 @@ def studies_adata(counts_factory):
     return make
 
 
-def fit(adata, epochs=2, **kwargs):
+def fit(adata, epochs=2, orient=True, **kwargs):
     MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
     model = MultiStudySparseVAE(adata, n_hidden=16, **{"n_latent_shared": 3, "n_latent_specific": 2, **kwargs})
-    model.train(max_epochs=epochs, batch_size=64, enable_progress_bar=False)
+    model.train(max_epochs=epochs, batch_size=64, orient=orient, enable_progress_bar=False)
     return model
 
 
@@ -168,3 +168,33 @@ def test_decoder_bias_default_differs_from_sparsevae_and_can_be_set(studies_adat
     assert (multi._provenance()["decoder_first_norm"], biased._provenance()["decoder_first_norm"]) == (1.0, 0.5)
     free = SparseVAE(adata, n_latent=3, n_hidden=8, decoder_kwargs={"normalize_weights": False})
     assert "decoder_first_norm" not in free._provenance()  # no norm constraint, so none recorded
+
+
+def test_specific_factors_are_oriented_within_their_own_study(studies_adata):
+    adata = studies_adata()
+    model = fit(adata, n_latent_specific={"s1": 2, "s3": 1}, orient=False)
+    assert not model.factors_oriented_
+    groups = model._orientation_groups()
+    study = adata.obs["study"].to_numpy()
+    assert groups[0] == (slice(0, 3), None)
+    np.testing.assert_array_equal(groups[1][1], study == "s1")
+    np.testing.assert_array_equal(groups[3][1], study == "s3")
+    assert groups[2][0] == slice(5, 5)  # s2 has no specific factor
+
+    # every gene in every factor's slab: the sign of a factor is that of sum_j |w_jk| r_jk over its own cells
+    model.module.prior.p_star.fill_(1.0)
+    Z = model.get_latent_representation()
+    W = np.abs(model.get_loadings("s1").to_numpy()[:, 0])
+    x = adata.layers["counts"].toarray()
+    logn = np.log1p(x / x.sum(1, keepdims=True) * 1e4)
+    own = study == "s1"
+    r_own = np.array([np.corrcoef(logn[own, j], Z[own, 3])[0, 1] for j in range(30)])
+    signs = model.orient_factors(n_top=None)  # all 30 genes orient each factor
+    assert signs["s1_0"] == (-1 if (W * r_own).sum() < 0 else 1)
+    np.testing.assert_allclose(model.get_latent_representation()[:, 3], Z[:, 3] * signs["s1_0"], atol=1e-6)
+    assert model.factors_oriented_ and (model.orient_factors(n_top=None) == 1).all()
+
+
+def test_train_orients_the_factors(studies_adata):
+    model = fit(studies_adata())
+    assert model.factors_oriented_ and model.train_kwargs_["orient"]
