@@ -277,7 +277,8 @@ class SparseFactorMixin:
         - ``adata.varm[f"{key}_pip"]``: inclusion probabilities ``p*``, genes x K;
         - ``adata.uns[key]``: ``factor_names``, ``active`` (bool per factor), ``active_factors``, ``eta``,
           ``latent_correlation`` (with ``latent_prior="correlated"``),
-          ``anchor_genes`` (dict of arrays), ``top_genes``, hyper-parameters, seed, package versions and a
+          ``anchor_genes`` (dict of arrays), ``top_genes``, ``factors_oriented`` (whether the factors' signs were
+          fixed by :meth:`orient_factors`), hyper-parameters, seed, package versions and a
           hash of the training data.
 
         Existing keys are not overwritten unless ``overwrite=True``; nothing is written if any key is taken.

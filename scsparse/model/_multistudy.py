@@ -311,7 +311,8 @@ class MultiStudySparseVAE(SparseVAE):
         - ``varm[f"{key}_W_shared"]``, ``varm[f"{key}_pip_shared"]``: shared mask and its ``p*``;
         - ``varm[f"{key}_W_<study>"]``, ``varm[f"{key}_pip_<study>"]``: each study's specific mask and ``p*``;
         - ``uns[key]``: the factor table (``factor_table``, a DataFrame), studies, active factors, ``eta``,
-          top and anchor genes, hyper-parameters, seed, package versions and a hash of the training data.
+          top and anchor genes, ``factors_oriented`` (:meth:`orient_factors`; specific factors within their
+          study's cells), hyper-parameters, seed, package versions and a hash of the training data.
 
         Nothing is written if any key exists, unless ``overwrite=True``.
         """

@@ -70,7 +70,9 @@ def sparse_vae(
         A dict with ``factor_names``; ``active`` (bool per factor) and ``active_factors`` (names; a factor is
         active when at least one gene has ``p* > pip_threshold``); ``eta`` (prior fraction of genes per factor);
         ``pip_threshold``; ``anchor_genes`` and ``top_genes`` (factor -> array of gene names, by decreasing
-        ``|w_jk|`` among genes with ``p* > pip_threshold``); ``model``, ``seed``, ``params``,
+        ``|w_jk|`` among genes with ``p* > pip_threshold``); ``factors_oriented`` (each factor's sign fixed so
+        that its top genes go up with it, see :meth:`~scsparse.model.SparseVAE.orient_factors`); ``model``,
+        ``seed``, ``params``,
         ``train_params``, ``setup_args``, ``n_epochs_trained``, ``versions`` (package versions) and
         ``data_hash`` (SHA-256 of the training matrix).
 
