@@ -174,13 +174,17 @@ class SparseFactorMixin:
         if not self.is_trained_:
             raise InvalidInputError("The model is not trained yet: call model.train() first.")
         module = self.module
-        Z = np.asarray(self.get_latent_representation(self.adata, batch_size=batch_size), dtype=np.float64)
-        mat = get_matrix(self.adata, self._layer())
-        normalize = module.gene_likelihood != "normal"
         W = module.decoder.masked_W().detach().cpu().numpy()
         pip = module.prior.p_star.detach().cpu().numpy()
         signs = np.ones(module.n_latent)
-        for cols, cells in self._orientation_groups():
+        # only factors with a candidate gene can flip: the others need neither the factors nor a data pass
+        has_genes = (pip > pip_threshold).any(0)
+        groups = [(cols, cells) for cols, cells in self._orientation_groups() if has_genes[cols].any()]
+        if groups:
+            Z = self.get_latent_representation(self.adata, batch_size=batch_size)
+            mat = get_matrix(self.adata, self._layer())
+            normalize = module.gene_likelihood != "normal"
+        for cols, cells in groups:
             corr = expression_factor_correlation(mat, Z[:, cols], normalize, cells)
             signs[cols] = orientation_signs(corr, W[:, cols], pip[:, cols], pip_threshold, n_top)
         if (signs < 0).any():
