@@ -157,7 +157,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.name != "all" and args.name not in names:
         raise CLIError(f"unknown benchmark {args.name!r}; available: all, {', '.join(names) or 'none'}.")
     out = Path(args.out) if args.out else Path("bench_out") / args.name
-    options = {"rho": args.rho, "device": args.device}
+    options = {"rho": args.rho, "device": args.device, "n_threads": args.n_threads}
     if args.name == "all":
         try:
             index = benchmarks.run_all(
@@ -181,7 +181,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     fn = benchmarks.BENCHMARKS[args.name]
     for key, value in options.items():
         if value is not None and key not in inspect.signature(fn).parameters:
-            raise CLIError(f"benchmark {args.name!r} does not take --{key}.")
+            raise CLIError(f"benchmark {args.name!r} does not take --{key.replace('_', '-')}.")
     results = benchmarks.run(
         args.name, out=out, seeds=args.seeds, quick=args.quick, max_epochs=args.max_epochs, **options
     )
@@ -198,6 +198,17 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def _add_threads_argument(parser: argparse.ArgumentParser, default_text: str) -> None:
+    parser.add_argument(
+        "--n-threads",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help=f"CPU threads for torch (default: {default_text}); 1 or 2 on a machine shared with other jobs, "
+        "where one thread per core can slow training down many times",
+    )
 
 
 def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -258,6 +269,7 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         help="hidden layer width (default: %(default)s; the model's own default is 128, slower)",
     )
     demo.add_argument("--lr", type=float, default=DEFAULT_LR, help="Adam learning rate (default: %(default)s)")
+    _add_threads_argument(demo, "one per core")
     demo.set_defaults(handler=_cmd_demo)
 
     fit = sub.add_parser(
@@ -306,6 +318,7 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         help="also write loadings_heatmap.png and factors_umap.png into DIR (computes a UMAP on the "
         "active factors when the input has none)",
     )
+    _add_threads_argument(fit, "one per core")
     fit.set_defaults(handler=_cmd_fit)
 
     bench = sub.add_parser(
@@ -348,6 +361,7 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
     bench.add_argument(
         "--max-epochs", type=_positive_int, default=None, metavar="N", help="training epochs (default: the benchmark's)"
     )
+    _add_threads_argument(bench, "1")
     bench.set_defaults(handler=_cmd_bench)
     return parser
 
@@ -376,7 +390,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench_choices = _benchmark_names() if next((a for a in argv if not a.startswith("-")), None) == "bench" else None
     args = build_parser(bench_choices).parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
+        if args.command == "bench":  # benchmarks set their own threads (their n_threads option)
+            return int(args.handler(args) or 0)
+        from scsparse._threads import torch_threads
+
+        with torch_threads(args.n_threads):
+            return int(args.handler(args) or 0)
     except _input_errors() as exc:
         return _fail(str(exc))
 

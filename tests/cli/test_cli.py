@@ -96,6 +96,35 @@ def test_fit_input_errors(input_file, tmp_path, capsys):
     assert info.value.code == 2
 
 
+def test_n_threads_applies_to_the_fit_and_is_restored(monkeypatch, input_file, tmp_path, capsys):
+    import torch
+
+    from scsparse import tl
+    from scsparse._threads import torch_threads
+    from scsparse.model._validation import InvalidInputError
+
+    seen = []
+
+    def fake_fit(adata, **kwargs):
+        seen.append(torch.get_num_threads())
+        raise InvalidInputError("stop here")
+
+    monkeypatch.setattr(tl, "sparse_vae", fake_fit)
+    before = torch.get_num_threads()
+    target = 1 if before != 1 else 2
+    out = tmp_path / "out.h5ad"
+    assert main(["fit", str(input_file), "--out", str(out), "--n-threads", str(target)]) == 2
+    assert "stop here" in capsys.readouterr().err
+    assert seen == [target] and torch.get_num_threads() == before
+    assert main(["fit", str(input_file), "--out", str(out)]) == 2
+    assert seen[-1] == before  # without the option torch's setting is left alone
+    with pytest.raises(SystemExit):
+        main(["fit", str(input_file), "--out", str(out), "--n-threads", "0"])
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="positive integer"), torch_threads(bad):
+            pass
+
+
 def test_bench_dispatch(monkeypatch, tmp_path, capsys):
     benchmarks = pytest.importorskip("scsparse.generic.benchmarks")
     calls = {}
@@ -115,8 +144,11 @@ def test_bench_dispatch(monkeypatch, tmp_path, capsys):
         "device": None,
         "quick": True,
         "max_epochs": None,
+        "n_threads": None,
     }
     assert "2 result row(s)" in capsys.readouterr().out
+    assert main(["bench", name, "--n-threads", "2", "--out", str(tmp_path)]) == 0
+    assert calls[name]["n_threads"] == 2
     with pytest.raises(SystemExit) as info:
         main(["bench", "no-such-benchmark"])
     assert info.value.code == 2
@@ -138,7 +170,15 @@ def test_bench_all_dispatch(monkeypatch, tmp_path, capsys):
     assert main(["bench", "all", "--quick", "--out", str(tmp_path)]) == 0
     assert calls["all"] == (
         tmp_path,
-        {"quick": True, "seeds": None, "max_epochs": None, "skip_missing_data": False, "rho": None, "device": None},
+        {
+            "quick": True,
+            "seeds": None,
+            "max_epochs": None,
+            "skip_missing_data": False,
+            "rho": None,
+            "device": None,
+            "n_threads": None,
+        },
     )
     assert "2 benchmark(s)" in capsys.readouterr().out
     assert main(["bench", "all", "--quick", "--skip-missing-data", "--out", str(tmp_path)]) == 0

@@ -20,6 +20,7 @@ import pandas as pd
 
 from scsparse._provenance import DEFAULT_PACKAGES as PROVENANCE_PACKAGES
 from scsparse._provenance import package_versions
+from scsparse._threads import torch_threads
 from scsparse.nn import NoActiveFactorWarning, slab_threshold
 
 __all__ = [
@@ -442,24 +443,3 @@ def quiet_training_logs(level: int = logging.WARNING) -> Iterator[None]:
             lg.setLevel(lvl)
         if scvi is not None:
             scvi.settings.verbosity = saved_verbosity
-
-
-@contextlib.contextmanager
-def torch_threads(n_threads: int | None) -> Iterator[None]:
-    """Set ``torch.set_num_threads(n_threads)`` for the duration of a benchmark (``None``: leave it).
-
-    Small models (the synthetic benchmark's 7-feature MLPs) gain nothing from intra-op threads, and on a
-    shared machine extra threads oversubscribe the cores and can slow training down by an order of
-    magnitude. The previous setting is restored on exit.
-    """
-    import torch
-
-    saved = torch.get_num_threads()
-    if n_threads is not None:
-        if int(n_threads) != n_threads or n_threads < 1:
-            raise ValueError(f"n_threads must be a positive integer or None, got {n_threads}")
-        torch.set_num_threads(int(n_threads))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(saved)
