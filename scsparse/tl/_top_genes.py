@@ -225,7 +225,7 @@ def top_genes(
             row = {
                 "factor": f,
                 "rank": rank,
-                "gene": genes[j],
+                "gene": str(genes[j]),
                 "loading": float(res["W"][j, k]),
                 "abs_loading": float(absw[j]),
                 "pip": float(res["pip"][j, k]),

@@ -44,6 +44,7 @@ def test_top_genes_table():
     f0 = tg[tg.factor == "factor_0"]
     # ranked by |w| among genes with p* > 0.5: UP0 (1.5), DN0 (1.45), UP1, DN1, ...
     assert list(f0.gene[:4]) == ["UP0", "DN0", "UP1", "DN1"]
+    assert all(type(g) is str for g in tg.gene)  # plain str, not numpy.str_ (prints as np.str_('UP0') in lists)
     assert list(f0["rank"]) == list(range(1, 13))
     assert (f0.set_index("gene").loc[["UP0", "UP1"], "direction"] == "positive").all()
     assert (f0.set_index("gene").loc[["DN0", "DN1"], "direction"] == "negative").all()
