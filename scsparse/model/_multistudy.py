@@ -153,7 +153,9 @@ class MultiStudySparseVAE(SparseVAE):
         """
         setup_method_args = cls._get_setup_method_args(**locals())
         check_anndata(adata, layer)
-        check_study_key(adata, study_key, min_cells=min_cells_per_study)
+        # a query (load_query_data) registers against its reference's studies, so one new study is enough
+        min_studies = 1 if kwargs.get("source_registry") is not None else 2
+        check_study_key(adata, study_key, min_cells=min_cells_per_study, min_studies=min_studies)
         check_batch_key(adata, batch_key)
         fields = [
             LayerField(REGISTRY_KEYS.X_KEY, layer, is_count_data=False),
@@ -189,9 +191,145 @@ class MultiStudySparseVAE(SparseVAE):
         return blocks[1 + self.studies.index(study)][2]
 
     def _orientation_groups(self) -> list[tuple[slice, np.ndarray | None]]:
-        """Shared factors are oriented over all cells, a study's specific factors over that study's cells."""
+        """Shared factors are oriented over all cells, a study's specific factors over that study's cells.
+
+        A query model (:meth:`load_query_data`) orients only its new factors: the reference's keep their signs.
+        """
         codes = np.asarray(self.adata_manager.get_from_registry(STUDY_KEY)).reshape(-1)
-        return [(cols, None if m < 0 else codes == m) for _, m, cols in self.module.block_slices()]
+        frozen = self.module.n_latent_frozen
+        return [
+            (cols, None if m < 0 else codes == m) for _, m, cols in self.module.block_slices() if cols.start >= frozen
+        ]
+
+    def _check_plan_kwargs(self, plan: dict[str, Any]) -> None:
+        if not self.module.n_latent_frozen:
+            return
+        plan.setdefault("weight_decay", 0.0)
+        if plan["weight_decay"]:
+            raise InvalidInputError(
+                f"A query model trains with weight_decay=0 (got {plan['weight_decay']}): weight decay would move "
+                "the reference's frozen weights. Leave plan_kwargs['weight_decay'] out."
+            )
+
+    # ------------------------------------------------------------------ query mapping
+    @classmethod
+    def load_query_data(
+        cls,
+        adata: AnnData,
+        reference: MultiStudySparseVAE,
+        n_latent_specific: int | Mapping[str, int] = 5,
+        seed: int | None = None,
+    ) -> MultiStudySparseVAE:
+        """A model for new studies built on a trained reference: the reference's factors fixed, new ones added.
+
+        The query model has every factor of ``reference`` (shared and study-specific, with their masks,
+        ``p*`` and ``eta``) and a block of specific factors for each new study. Training it on the query cells
+        (:meth:`train`) fits only the new blocks: their encoder outputs and mask columns. Everything else stays
+        exactly the reference's, including the encoder that computes the shared factors, so a query cell's
+        shared factors are the reference's programmes, comparable with the reference cells', while each new
+        study's own programmes go into its new block (as in scArches, but with sparse masks). The reference
+        must not encode the study (``encode_study=False``, the default).
+
+        Parameters
+        ----------
+        adata
+            Query cells: the reference's genes in the same order, raw counts where the reference had them (same
+            layer), the study column the reference was set up with, naming studies the reference does not
+            have. Registered here (no :meth:`setup_anndata` needed); only registry columns are added to it.
+        reference
+            A trained :class:`MultiStudySparseVAE` (not changed).
+        n_latent_specific
+            Specific factors per new study: one int for every new study, or ``{study: K}``.
+        seed
+            Seed of the new factors' initialisation and of training (default: the reference's).
+
+        Returns
+        -------
+        MultiStudySparseVAE
+            Untrained query model; its studies are the reference's followed by the new ones.
+
+        Raises
+        ------
+        InvalidInputError
+            If the reference is not trained or encodes the study, the genes differ, a query study is already in
+            the reference, the query has a batch the reference does not, or the data fail the usual checks.
+
+        Examples
+        --------
+        >>> query = scsparse.model.MultiStudySparseVAE.load_query_data(adata_query, reference, n_latent_specific=3)
+        >>> query.train(max_epochs=100)
+        >>> query.get_latent_representation(adata_query, kind="shared")  # the reference's shared programmes
+        """
+        if not isinstance(reference, MultiStudySparseVAE):
+            raise InvalidInputError(f"reference must be a MultiStudySparseVAE, got {type(reference).__name__}.")
+        if not reference.is_trained_:
+            raise InvalidInputError("The reference model is not trained; train it before mapping a query onto it.")
+        if reference.module.encode_study:
+            raise InvalidInputError(
+                "The reference encodes the study (encode_study=True), so its encoder has no input for a new "
+                "study. Map queries onto a reference fitted with encode_study=False (the default)."
+            )
+        check_anndata(adata, reference._layer())
+        ref_genes = np.asarray(reference.adata.var_names)
+        if not np.array_equal(np.asarray(adata.var_names), ref_genes):
+            missing = np.setdiff1d(ref_genes, np.asarray(adata.var_names))
+            fix = (
+                f"{missing.size} of the reference's genes are missing (e.g. {list(missing[:3])}); add them as "
+                "zero counts"
+                if missing.size
+                else "subset and order it as the reference: adata[:, reference.adata.var_names].copy()"
+            )
+            raise InvalidInputError(f"The query's genes differ from the reference's (names or order): {fix}.")
+        registry = reference.adata_manager.registry
+        setup = dict(registry["setup_args"])
+        study_key, batch_key = setup["study_key"], setup.get("batch_key")
+        if study_key not in adata.obs:
+            raise InvalidInputError(
+                f"The query has no column adata.obs[{study_key!r}], the reference's study column; add it with "
+                "the query's study name(s)."
+            )
+        query_studies = [str(s) for s in pd.unique(adata.obs[study_key].astype(str))]
+        known = sorted(set(query_studies) & set(reference.studies))
+        if known:
+            raise InvalidInputError(
+                f"Studies {known} are already in the reference; their cells need no new factors: use "
+                "reference.get_latent_representation(adata). A query names new studies only."
+            )
+        if batch_key is not None and batch_key in adata.obs:
+            ref_batches = reference.adata_manager.get_state_registry(REGISTRY_KEYS.BATCH_KEY).categorical_mapping
+            new_batches = sorted(set(adata.obs[batch_key].astype(str)) - {str(b) for b in ref_batches})
+            if new_batches:
+                raise InvalidInputError(
+                    f"Batches {new_batches} of adata.obs[{batch_key!r}] are not in the reference: the decoder has "
+                    "no weights for them. Map batches the reference was trained with."
+                )
+        if isinstance(n_latent_specific, Mapping):
+            unknown = sorted(set(map(str, n_latent_specific)) - set(query_studies))
+            if unknown:
+                raise InvalidInputError(
+                    f"n_latent_specific names studies {unknown} that are not in the query {query_studies}."
+                )
+            new_blocks = {s: int(n_latent_specific.get(s, 0)) for s in query_studies}
+        else:
+            new_blocks = dict.fromkeys(query_studies, int(n_latent_specific))
+        if min(new_blocks.values()) < 0 or sum(new_blocks.values()) == 0:
+            raise InvalidInputError("A query needs at least one new specific factor (n_latent_specific >= 1).")
+
+        cls.setup_anndata(adata, source_registry=registry, extend_categories=True, **setup)
+        init = dict(reference.init_params_.get("non_kwargs", {}))
+        module_kwargs = dict(reference.init_params_.get("kwargs", {}).get("module_kwargs", {}))
+        init["n_latent_specific"] = {
+            **dict(zip(reference.studies, reference.module.n_latent_specific, strict=True)),
+            **new_blocks,
+        }
+        init["seed"] = reference.seed if seed is None else int(seed)
+        module_kwargs["n_latent_frozen"] = reference.module.n_latent
+        model = cls(adata, **init, **module_kwargs)
+        if model.studies[: len(reference.studies)] != reference.studies:  # pragma: no cover - scvi's contract
+            raise RuntimeError("The query's study codes do not extend the reference's.")
+        model.module.load_reference_(reference.module)
+        model.is_trained_ = False
+        return model
 
     # ------------------------------------------------------------------ results
     def get_latent_representation(

@@ -318,6 +318,7 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         warmup = max(1, round(kl_warmup_fraction * max_epochs)) if kl_warmup_fraction > 0 else None
         plan = {"lr": lr, "n_epochs_kl_warmup": warmup, "em_every": em_every}
         plan.update(plan_kwargs or {})
+        self._check_plan_kwargs(plan)
         splitter = dict(datasplitter_kwargs or {})
         if use_distributed_sampler(strategy):
             splitter.setdefault("drop_dataset_tail", True)
@@ -332,6 +333,10 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
             "strategy": strategy if isinstance(strategy, str) else type(strategy).__name__,
             "orient": bool(orient),
         }
+        # scvi-tools leaves the module in evaluation mode after a fit or a load, and Lightning (>= 2.2) trains
+        # in the mode it finds: without this a second train() call, or training a loaded model, would run with
+        # dropout off and batch norm on its running statistics
+        self.module.train()
         with flush_denormals():  # denormal floats slow CPU training several-fold late in a fit
             super().train(
                 max_epochs=max_epochs,
@@ -348,6 +353,9 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         self._warn_if_no_active_factor()
         if orient:
             self.orient_factors(batch_size=batch_size)
+
+    def _check_plan_kwargs(self, plan: dict[str, Any]) -> None:
+        """Adjust or reject training-plan settings the model cannot train with (in place)."""
 
     # ------------------------------------------------------------------ results
     @torch.inference_mode()

@@ -247,11 +247,11 @@ def check_batch_key(adata: AnnData, batch_key: str | None) -> None:
         _check_obs_column(adata, batch_key, "batch label", "batch_key")
 
 
-def check_study_key(adata: AnnData, study_key: str, min_cells: int = 10) -> None:
-    """The study column exists, has no missing values, at least two levels and enough cells in each."""
+def check_study_key(adata: AnnData, study_key: str, min_cells: int = 10, min_studies: int = 2) -> None:
+    """The study column exists, has no missing values, at least ``min_studies`` levels and enough cells in each."""
     column = _check_obs_column(adata, study_key, "study label", "study_key")
     counts = column.astype(str).value_counts()
-    if counts.size < 2:
+    if counts.size < min_studies:
         raise InvalidInputError(
             f"adata.obs[{study_key!r}] has a single level ({counts.index[0]!r}); a multi-study model needs "
             "at least two studies. For one study use scsparse.model.SparseVAE."

@@ -9,6 +9,8 @@ import torch
 from scvi.module.base import auto_move_data
 from torch.distributions import Normal
 
+from scsparse.nn import GaussianEncoder, StackedEncoder, copy_into_grown_, train_only_
+
 from ._sparsevae import SparseVAEModule
 
 __all__ = ["STUDY_KEY", "MultiStudySparseVAEModule"]
@@ -54,6 +56,14 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         first-layer norm (in the other three it went to a shared factor), in 3 of 6 with it at the half norm
         that comes with the bias now, while the cell-type accuracy of the shared factors was about the same
         (README, "The decoder's first-layer bias").
+    n_latent_frozen
+        Query mapping (:meth:`scsparse.model.MultiStudySparseVAE.load_query_data`): the first
+        ``n_latent_frozen`` factors and every weight but those of the other factors are a reference model's and
+        stay fixed. The encoder is the reference's (in evaluation mode: its batch-norm statistics stay the
+        reference's) stacked with a new encoder for the factors after them (:class:`~scsparse.nn.StackedEncoder`);
+        only that encoder and the new factors' first-layer and mask columns (``W``) of the decoder train, and
+        the EM update leaves the frozen columns' ``p*`` and ``eta`` alone. Needs ``encode_study=False`` and an
+        optimiser without weight decay. 0 (default): everything trains.
     """
 
     block_mask: torch.Tensor
@@ -65,6 +75,7 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         n_latent_specific: Sequence[int],
         n_batch: int = 0,
         encode_study: bool = False,
+        n_latent_frozen: int = 0,
         **kwargs: Any,
     ) -> None:
         n_latent_specific = [int(k) for k in n_latent_specific]
@@ -91,6 +102,79 @@ class MultiStudySparseVAEModule(SparseVAEModule):
             else:
                 mask[m, cols] = 1.0
         self.register_buffer("block_mask", mask)
+        self.n_latent_frozen = int(n_latent_frozen)
+        if not 0 <= self.n_latent_frozen < n_latent:
+            raise ValueError(f"n_latent_frozen must be in [0, {n_latent}), got {n_latent_frozen}.")
+        if self.n_latent_frozen:
+            if self.encode_study:
+                raise ValueError("n_latent_frozen needs encode_study=False (a new study has no encoder input).")
+            self._freeze_reference()
+
+    # ------------------------------------------------------------------ query mapping
+    def _freeze_reference(self) -> None:
+        """Encoder: the reference's (fixed, evaluation mode) stacked with a new one; decoder: new columns train."""
+        k = self.n_latent_frozen
+        self.encoder = StackedEncoder(
+            GaussianEncoder(self.n_input, k, **self.encoder_kwargs),
+            GaussianEncoder(self.n_input, self.n_latent - k, **self.encoder_kwargs),
+        )
+        cols = torch.zeros(self.n_latent, dtype=torch.bool)
+        cols[k:] = True
+        trainable: dict[str, torch.Tensor | None] = {
+            name: None for name, _ in self.encoder.second.named_parameters(prefix="encoder.second")
+        }
+        trainable["decoder.W"] = cols[None, :].expand_as(self.decoder.W)
+        trainable["decoder.first"] = cols[None, :].expand_as(self.decoder.first)
+        train_only_(self, trainable)
+        self.encoder.first.eval()  # Lightning keeps the modes it finds; train() below keeps it so
+
+    @torch.no_grad()
+    def load_reference_(self, reference: MultiStudySparseVAEModule) -> None:
+        """Copy a trained reference module into this one, which has the reference's studies first and more after.
+
+        The reference's factors become this module's first ``reference.n_latent`` factors (shared, then each
+        reference study's block), with its encoder, masks, ``p*``, ``eta``, decoder network and likelihood
+        parameters; the new factors keep their initial values.
+
+        Parameters
+        ----------
+        reference
+            Module with the same genes, widths and hyper-parameters and a prefix of this module's studies.
+        """
+        if (
+            self.n_latent_frozen != reference.n_latent
+            or reference.n_latent_shared != self.n_latent_shared
+            or list(reference.n_latent_specific) != list(self.n_latent_specific[: reference.n_study])
+        ):
+            raise ValueError("The reference's factors must be this module's frozen leading blocks.")
+        self.encoder.first.load_state_dict(reference.encoder.state_dict())
+        for name in ("decoder", "prior", "observation"):
+            copy_into_grown_(getattr(self, name), getattr(reference, name).state_dict())
+
+    def train(self, mode: bool = True) -> MultiStudySparseVAEModule:
+        """As :meth:`torch.nn.Module.train`; with frozen reference factors the encoder stays in evaluation mode."""
+        super().train(mode)
+        if self.n_latent_frozen:
+            self.encoder.first.eval()
+        return self
+
+    @torch.no_grad()
+    def em_update(self) -> None:
+        """The EM update of :class:`SparseVAEModule`, leaving the frozen columns' ``p*`` and ``eta`` as they are."""
+        k = self.n_latent_frozen
+        if not k:
+            return super().em_update()
+        eta, p_star = self.prior.eta[:k].clone(), self.prior.p_star[:, :k].clone()
+        super().em_update()
+        self.prior.eta[:k] = eta
+        self.prior.p_star[:, :k] = p_star
+
+    @torch.no_grad()
+    def prune_spike(self, pip_threshold: float = 0.5) -> int:
+        """As :meth:`SparseVAEModule.prune_spike`, on the trainable columns only."""
+        keep = self.prior.p_star > pip_threshold
+        keep[:, : self.n_latent_frozen] = True
+        return self.decoder.prune_(keep)
 
     def block_slices(self) -> list[tuple[str, int, slice]]:
         """``(kind, study, columns)`` for the shared block (study ``-1``) and each study's block."""

@@ -117,14 +117,14 @@ class SparseVAEModule(BaseModuleClass):
         self.sigma_prior_nu, self.sigma_prior_xi = float(sigma_prior_nu), float(sigma_prior_xi)
 
         batch_cats = [self.n_batch] if self.n_batch > 1 else []
-        self.encoder = GaussianEncoder(
-            n_input,
-            n_latent,
-            n_hidden=n_hidden_encoder or n_hidden,
-            n_layers=n_layers_encoder or n_layers,
-            n_cat_list=[*encoder_extra_cats, *(batch_cats if encode_covariates else [])],
-            dropout_rate=dropout_rate,
-        )
+        #: arguments of the encoder but its number of factors (subclasses build more encoders like it)
+        self.encoder_kwargs = {
+            "n_hidden": n_hidden_encoder or n_hidden,
+            "n_layers": n_layers_encoder or n_layers,
+            "n_cat_list": [*encoder_extra_cats, *(batch_cats if encode_covariates else [])],
+            "dropout_rate": dropout_rate,
+        }
+        self.encoder = GaussianEncoder(n_input, n_latent, **self.encoder_kwargs)
         self.decoder = MaskedDecoder(
             n_latent,
             n_input,

@@ -5,7 +5,7 @@ Nothing here imports AnnData, Lightning or scvi-tools: every piece of the maths 
 
 from ._diagnostics import NoActiveFactorWarning, warn_no_active_factor
 from ._elbo import gaussian_kl, importance_sampled_log_likelihood, sparse_vae_objective, sparse_vae_penalty
-from ._encoder import GaussianEncoder
+from ._encoder import GaussianEncoder, StackedEncoder
 from ._group_lasso import group_column_norms, group_lasso_penalty, group_lasso_prox
 from ._latent_prior import CorrelatedGaussianPrior
 from ._likelihoods import log_bernoulli, log_multinomial, log_nb, log_normal, log_poisson, log_zinb
@@ -22,8 +22,11 @@ from ._spike_slab import (
     threshold_zero_probability,
 )
 from ._ssl import SpikeSlabLasso, slab_threshold, ssl_inclusion_logits
+from ._surgery import copy_into_grown_, train_only_
 
 __all__ = [
+    "copy_into_grown_",
+    "train_only_",
     "COUNT_LIKELIHOODS",
     "CorrelatedGaussianPrior",
     "LIKELIHOODS",
@@ -33,6 +36,7 @@ __all__ = [
     "MaskedDecoder",
     "NoActiveFactorWarning",
     "SpikeSlabLasso",
+    "StackedEncoder",
     "calibrate_inverse_gamma",
     "flush_denormals",
     "flushing_denormals",

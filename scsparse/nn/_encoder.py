@@ -10,7 +10,7 @@ from torch.distributions import Normal
 
 from ._mlp import MLP
 
-__all__ = ["GaussianEncoder"]
+__all__ = ["GaussianEncoder", "StackedEncoder"]
 
 
 class GaussianEncoder(nn.Module):
@@ -91,3 +91,43 @@ class GaussianEncoder(nn.Module):
         signs = signs.to(out.weight)
         out.weight[: self.n_latent].mul_(signs[:, None])
         out.bias[: self.n_latent].mul_(signs)
+
+
+class StackedEncoder(nn.Module):
+    """Two encoders side by side: the factors of ``first``, then those of ``second``, from the same input.
+
+    Used to add factors to a trained model (query mapping): ``first`` is the reference's encoder, kept fixed,
+    and ``second`` a new encoder for the new factors, so the reference's factors stay exactly the function of
+    the data they were, while the new factors can read features the reference's encoder never learned.
+
+    Parameters
+    ----------
+    first, second
+        Encoders returning ``(q(z | x), z)`` with attributes ``n_latent`` (e.g. :class:`GaussianEncoder`).
+
+    Examples
+    --------
+    >>> enc = StackedEncoder(GaussianEncoder(10, 3, n_hidden=8), GaussianEncoder(10, 2, n_hidden=8))
+    >>> qz, z = enc(torch.randn(4, 10))
+    >>> enc.n_latent, tuple(qz.loc.shape)
+    (5, (4, 5))
+    """
+
+    def __init__(self, first: nn.Module, second: nn.Module) -> None:
+        super().__init__()
+        self.first, self.second = first, second
+        self.n_latent = int(first.n_latent) + int(second.n_latent)
+
+    def forward(self, x: torch.Tensor, *cat_list: torch.Tensor | None) -> tuple[Normal, torch.Tensor]:
+        """Return ``(q(z | x), z)`` with the two encoders' factors concatenated."""
+        q1, _ = self.first(x, *cat_list)
+        q2, _ = self.second(x, *cat_list)
+        qz = Normal(torch.cat([q1.loc, q2.loc], dim=-1), torch.cat([q1.scale, q2.scale], dim=-1))
+        return qz, qz.rsample()
+
+    @torch.no_grad()
+    def flip_(self, signs: torch.Tensor) -> None:
+        """Flip the posterior means of the factors with ``signs[k] == -1`` (see :meth:`GaussianEncoder.flip_`)."""
+        k = int(self.first.n_latent)
+        self.first.flip_(signs[:k])
+        self.second.flip_(signs[k:])

@@ -273,3 +273,28 @@ def test_default_decoder_selects_weak_programmes():
     both = (selected[:, :, None] & truth[:, None, :]).sum(0)  # (factors, programmes)
     f_score = 2 * both / (selected.sum(0)[:, None] + truth.sum(0)[None, :])
     assert (f_score.max(0) > 0.8).sum() >= 3, f_score.max(0)
+
+
+def test_training_again_or_after_loading_runs_in_training_mode(tmp_path, counts_factory):
+    """scvi-tools leaves the module in eval mode after a fit or load; Lightning trains in the mode it finds."""
+    adata = counts_factory(n_obs=120, n_vars=20)
+    SparseVAE.setup_anndata(adata, layer="counts")
+    model = SparseVAE(adata, n_latent=3, n_hidden=8)
+    modes = []
+
+    def record(module, args):
+        if torch.is_grad_enabled():  # training steps only, not the validation or orientation passes
+            modes.append(module.training)
+
+    model.module.encoder.register_forward_pre_hook(record)
+    model.train(max_epochs=1, enable_progress_bar=False)
+    assert modes and all(modes) and not model.module.training  # eval after the fit, as scvi-tools leaves it
+    modes.clear()
+    model.train(max_epochs=1, enable_progress_bar=False)
+    assert modes and all(modes)  # dropout and batch statistics on in the second fit too
+    model.save(tmp_path / "m")
+    back = SparseVAE.load(str(tmp_path / "m"), adata=adata)
+    modes.clear()
+    back.module.encoder.register_forward_pre_hook(record)
+    back.train(max_epochs=1, enable_progress_bar=False)
+    assert modes and all(modes)

@@ -1,0 +1,132 @@
+"""Query mapping: MultiStudySparseVAE.load_query_data adds new studies to a trained reference."""
+
+import numpy as np
+import pytest
+import torch
+
+from scsparse.model import InvalidInputError, MultiStudySparseVAE
+
+TRAIN = {"batch_size": 64, "enable_progress_bar": False}
+
+
+@pytest.fixture
+def ref_and_query(counts_factory):
+    adata = counts_factory(n_obs=360, n_vars=30)
+    adata.obs["study"] = np.asarray(["s1", "s2", "s3"])[np.arange(adata.n_obs) % 3]
+    ref = adata[adata.obs["study"] != "s3"].copy()
+    query = adata[adata.obs["study"] == "s3"].copy()
+    MultiStudySparseVAE.setup_anndata(ref, study_key="study", layer="counts")
+    model = MultiStudySparseVAE(ref, n_latent_shared=3, n_latent_specific=2, n_hidden=16)
+    model.train(max_epochs=3, **TRAIN)
+    return ref, query, model
+
+
+def _state(model):
+    return {k: v.detach().clone() for k, v in model.module.state_dict().items()}
+
+
+def _encoder_means(module, adata):
+    x = torch.as_tensor(adata.layers["counts"].toarray())
+    module.eval()
+    with torch.no_grad():
+        return module.encoder(torch.log1p(x))[0].loc.numpy()
+
+
+def test_query_trains_only_its_new_factors(ref_and_query):
+    ref, query, reference = ref_and_query
+    ref_state = _state(reference)
+    q = MultiStudySparseVAE.load_query_data(query, reference, n_latent_specific=2)
+    assert q.studies == ["s1", "s2", "s3"] and q.module.n_latent_frozen == reference.module.n_latent == 7
+    assert q.factor_names[7:] == ["s3_0", "s3_1"] and not q.is_trained_
+    start = _state(q)
+    q.train(max_epochs=3, **TRAIN)
+    after = _state(q)
+    k = 7
+    # the reference's encoder, decoder network, masks, EM state and likelihood: bit for bit
+    for name, value in ref_state.items():
+        if name.startswith("encoder."):
+            assert torch.equal(after["encoder.first." + name[len("encoder.") :]], value), name
+        elif name == "block_mask":
+            continue
+        elif name in ("decoder.W", "decoder.first", "decoder.prune_mask", "prior.p_star"):
+            assert torch.equal(after[name][:, :k], value), name
+        elif name == "prior.eta":
+            assert torch.equal(after[name][:k], value)
+        else:
+            assert torch.equal(after[name], value), name
+    # the new factors trained
+    assert not torch.equal(after["decoder.W"][:, k:], start["decoder.W"][:, k:])
+    assert not torch.equal(after["encoder.second.body.out.weight"], start["encoder.second.body.out.weight"])
+    # the reference model itself is untouched
+    assert all(torch.equal(v, ref_state[k2]) for k2, v in _state(reference).items())
+    # query cells' shared factors are the reference encoder's (no study input), to float precision
+    shared = q.get_latent_representation(query, kind="shared")
+    np.testing.assert_allclose(shared, _encoder_means(reference.module, query)[:, :3], atol=1e-6)
+    # the query model also places reference cells exactly where the reference does
+    np.testing.assert_allclose(
+        q.get_latent_representation(ref)[:, :k], reference.get_latent_representation(ref), atol=1e-6
+    )
+    spec = q.get_latent_representation(query, kind="specific")
+    assert np.all(spec[:, :4] == 0) and np.any(spec[:, 4:] != 0)  # only the new study's block is filled
+    table = q.factor_table()
+    assert list(table.loc[table.study == "s3", "factor"]) == ["s3_0", "s3_1"]
+    assert q._provenance()["params"]["n_latent_frozen"] == 7
+
+
+def test_query_model_round_trips_and_stays_frozen(tmp_path, ref_and_query):
+    _, query, reference = ref_and_query
+    q = MultiStudySparseVAE.load_query_data(query, reference, n_latent_specific={"s3": 1}, seed=3)
+    q.train(max_epochs=2, **TRAIN)
+    q.save(tmp_path / "q")
+    back = MultiStudySparseVAE.load(str(tmp_path / "q"), adata=query)
+    assert back.module.n_latent_frozen == 7 and back.studies == q.studies and back.seed == 3
+    np.testing.assert_allclose(back.get_latent_representation(query), q.get_latent_representation(query), atol=1e-6)
+    frozen_w = back.module.decoder.W[:, :7].detach().clone()
+    modes = {"first": [], "second": []}
+    for name in modes:
+        getattr(back.module.encoder, name).register_forward_pre_hook(
+            lambda module, args, name=name: modes[name].append(module.training) if torch.is_grad_enabled() else None
+        )
+    back.train(max_epochs=1, **TRAIN)  # training on after loading keeps the reference part fixed
+    assert torch.equal(back.module.decoder.W[:, :7], frozen_w)
+    # the reference's encoder runs in evaluation mode (its batch-norm statistics stay), the new one trains
+    assert modes["first"] and not any(modes["first"]) and all(modes["second"])
+
+
+def test_query_errors_name_the_problem(ref_and_query, counts_factory):
+    ref, query, reference = ref_and_query
+    load = MultiStudySparseVAE.load_query_data
+    with pytest.raises(InvalidInputError, match="already in the reference"):
+        load(ref.copy(), reference)
+    with pytest.raises(InvalidInputError, match="subset and order it"):
+        load(query[:, ::-1].copy(), reference)
+    with pytest.raises(InvalidInputError, match="missing"):
+        load(query[:, :20].copy(), reference)
+    no_study = query.copy()
+    del no_study.obs["study"]
+    with pytest.raises(InvalidInputError, match="study column"):
+        load(no_study, reference)
+    with pytest.raises(InvalidInputError, match="at least one new specific factor"):
+        load(query.copy(), reference, n_latent_specific=0)
+    with pytest.raises(InvalidInputError, match="not in the query"):
+        load(query.copy(), reference, n_latent_specific={"s9": 2})
+    q = load(query.copy(), reference)
+    with pytest.raises(InvalidInputError, match="weight_decay=0"):
+        q.train(max_epochs=1, plan_kwargs={"weight_decay": 1e-6}, **TRAIN)
+    untrained = MultiStudySparseVAE(ref, n_latent_shared=2, n_latent_specific=1, n_hidden=8)
+    with pytest.raises(InvalidInputError, match="not trained"):
+        load(query.copy(), untrained)
+    seen = MultiStudySparseVAE(ref, n_latent_shared=2, n_latent_specific=1, n_hidden=8, encode_study=True)
+    seen.train(max_epochs=1, **TRAIN)
+    with pytest.raises(InvalidInputError, match="encode_study=False"):
+        load(query.copy(), seen)
+    # a batch covariate the reference never saw
+    batched = ref.copy()
+    MultiStudySparseVAE.setup_anndata(batched, study_key="study", layer="counts", batch_key="batch")
+    with_batch = MultiStudySparseVAE(batched, n_latent_shared=2, n_latent_specific=1, n_hidden=8)
+    with_batch.train(max_epochs=1, **TRAIN)
+    new_batch = query.copy()
+    new_batch.obs["batch"] = "c"
+    with pytest.raises(InvalidInputError, match="not in the reference"):
+        load(new_batch, with_batch)
+    assert load(query.copy(), with_batch).module.n_batch == 2  # known batches map
