@@ -393,7 +393,7 @@ def cellbench(design: str = "3cl") -> ad.AnnData:
     design
         ``"3cl"``: 3 cell lines (H1975, H2228, HCC827) on CEL-seq2 (274 cells) and Drop-seq (225 cells); label
         ``cell_line``. ``"5cl"``: 5 cell lines on three CEL-seq2 plates (297 + 307 + 305 cells); label
-        ``cell_line_demuxlet`` (demuxlet doublets, ``demuxlet_cls == "DBL"``, are kept: filter them if
+        ``cell_line`` (from demuxlet; doublets, ``demuxlet_cls == "DBL"``, are kept: filter them if
         needed).
 
     Returns

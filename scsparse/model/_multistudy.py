@@ -219,16 +219,19 @@ class MultiStudySparseVAE(SparseVAE):
         reference: MultiStudySparseVAE,
         n_latent_specific: int | Mapping[str, int] = 5,
         seed: int | None = None,
+        freeze_encoder: bool = True,
     ) -> MultiStudySparseVAE:
         """A model for new studies built on a trained reference: the reference's factors fixed, new ones added.
 
         The query model has every factor of ``reference`` (shared and study-specific, with their masks,
         ``p*`` and ``eta``) and a block of specific factors for each new study. Training it on the query cells
-        (:meth:`train`) fits only the new blocks: their encoder outputs and mask columns. Everything else stays
-        exactly the reference's, including the encoder that computes the shared factors, so a query cell's
-        shared factors are the reference's programmes, comparable with the reference cells', while each new
-        study's own programmes go into its new block (as in scArches, but with sparse masks). The reference
-        must not encode the study (``encode_study=False``, the default).
+        (:meth:`train`) fits only what is new: an encoder for the new blocks, their mask and first-layer
+        columns, and the output units of the genes that no reference programme selects (their response was
+        never fitted; their baselines stay). Everything else stays exactly the reference's, including the
+        encoder that computes the shared factors, so a query cell's shared factors are the reference's
+        programmes, comparable with the reference cells', while each new study's own programmes go into its new
+        block (as in scArches, but with sparse masks). The reference must not encode the study
+        (``encode_study=False``, the default).
 
         Parameters
         ----------
@@ -242,6 +245,11 @@ class MultiStudySparseVAE(SparseVAE):
             Specific factors per new study: one int for every new study, or ``{study: K}``.
         seed
             Seed of the new factors' initialisation and of training (default: the reference's).
+        freeze_encoder
+            Keep the reference's encoder fixed (default): query and reference cells are then encoded by the
+            same function. ``False`` lets it adapt to the query cells; the programmes stay fixed either way
+            (the decoder defines them), but the query model then encodes reference cells differently from the
+            reference. On the simulated benchmark the two gave the same support F-scores.
 
         Returns
         -------
@@ -324,6 +332,7 @@ class MultiStudySparseVAE(SparseVAE):
         }
         init["seed"] = reference.seed if seed is None else int(seed)
         module_kwargs["n_latent_frozen"] = reference.module.n_latent
+        module_kwargs["freeze_reference_encoder"] = bool(freeze_encoder)
         model = cls(adata, **init, **module_kwargs)
         if model.studies[: len(reference.studies)] != reference.studies:  # pragma: no cover - scvi's contract
             raise RuntimeError("The query's study codes do not extend the reference's.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -337,7 +338,10 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         # in the mode it finds: without this a second train() call, or training a loaded model, would run with
         # dropout off and batch norm on its running statistics
         self.module.train()
-        with flush_denormals():  # denormal floats slow CPU training several-fold late in a fit
+        with flush_denormals(), warnings.catch_warnings():  # denormals slow CPU training several-fold late in a fit
+            if getattr(self.module, "freeze_reference_encoder", False) and self.module.n_latent_frozen:
+                # a query model's reference encoder is in eval mode on purpose; Lightning warns about it
+                warnings.filterwarnings("ignore", message=r".*module\(s\) in eval mode.*")
             super().train(
                 max_epochs=max_epochs,
                 batch_size=batch_size,

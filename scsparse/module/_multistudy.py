@@ -61,9 +61,13 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         ``n_latent_frozen`` factors and every weight but those of the other factors are a reference model's and
         stay fixed. The encoder is the reference's (in evaluation mode: its batch-norm statistics stay the
         reference's) stacked with a new encoder for the factors after them (:class:`~scsparse.nn.StackedEncoder`);
-        only that encoder and the new factors' first-layer and mask columns (``W``) of the decoder train, and
-        the EM update leaves the frozen columns' ``p*`` and ``eta`` alone. Needs ``encode_study=False`` and an
-        optimiser without weight decay. 0 (default): everything trains.
+        only that encoder, the new factors' first-layer and mask columns (``W``) of the decoder and the output
+        units of the genes that no reference programme selects (``p* <= 0.5`` in every frozen column; never
+        fitted to a response) train, and the EM update leaves the frozen columns' ``p*`` and ``eta`` alone.
+        Needs ``encode_study=False`` and an optimiser without weight decay. 0 (default): everything trains.
+    freeze_reference_encoder
+        With ``n_latent_frozen``: keep the reference's encoder fixed (default). ``False`` lets it adapt to the
+        query cells (the programmes, defined by the decoder, stay fixed either way).
     """
 
     block_mask: torch.Tensor
@@ -76,6 +80,7 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         n_batch: int = 0,
         encode_study: bool = False,
         n_latent_frozen: int = 0,
+        freeze_reference_encoder: bool = True,
         **kwargs: Any,
     ) -> None:
         n_latent_specific = [int(k) for k in n_latent_specific]
@@ -103,6 +108,7 @@ class MultiStudySparseVAEModule(SparseVAEModule):
                 mask[m, cols] = 1.0
         self.register_buffer("block_mask", mask)
         self.n_latent_frozen = int(n_latent_frozen)
+        self.freeze_reference_encoder = bool(freeze_reference_encoder)
         if not 0 <= self.n_latent_frozen < n_latent:
             raise ValueError(f"n_latent_frozen must be in [0, {n_latent}), got {n_latent_frozen}.")
         if self.n_latent_frozen:
@@ -120,13 +126,34 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         )
         cols = torch.zeros(self.n_latent, dtype=torch.bool)
         cols[k:] = True
+        trainable_encoder = self.encoder if not self.freeze_reference_encoder else self.encoder.second
+        prefix = "encoder" if not self.freeze_reference_encoder else "encoder.second"
         trainable: dict[str, torch.Tensor | None] = {
-            name: None for name, _ in self.encoder.second.named_parameters(prefix="encoder.second")
+            name: None for name, _ in trainable_encoder.named_parameters(prefix=prefix)
         }
         trainable["decoder.W"] = cols[None, :].expand_as(self.decoder.W)
         trainable["decoder.first"] = cols[None, :].expand_as(self.decoder.first)
+        # output units of the genes no reference programme selects (set by _refresh_free_genes)
+        trainable["decoder.head_weight"] = torch.zeros_like(self.decoder.head_weight, dtype=torch.bool)
         train_only_(self, trainable)
-        self.encoder.first.eval()  # Lightning keeps the modes it finds; train() below keeps it so
+        self.register_load_state_dict_post_hook(lambda module, keys: module._refresh_free_genes())
+        if self.freeze_reference_encoder:
+            self.encoder.first.eval()  # Lightning keeps the modes it finds; train() below keeps it so
+
+    @torch.no_grad()
+    def _refresh_free_genes(self, pip_threshold: float = 0.5) -> None:
+        """Let the output units of genes outside every reference programme train (``p* <= 0.5`` in all).
+
+        Such a gene is (nearly) constant in the reference, so its per-gene output weights were never fitted to
+        a response; a programme new in the query could not drive it through them. Its baseline (output bias)
+        and every weight of the genes the reference's programmes select stay fixed.
+        """
+        if not self.n_latent_frozen:
+            return
+        free = (self.prior.p_star[:, : self.n_latent_frozen] <= pip_threshold).all(dim=1)
+        mask = self._trainable_decoder_head_weight
+        mask.zero_()
+        mask[:, free, :] = 1.0
 
     @torch.no_grad()
     def load_reference_(self, reference: MultiStudySparseVAEModule) -> None:
@@ -150,11 +177,12 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         self.encoder.first.load_state_dict(reference.encoder.state_dict())
         for name in ("decoder", "prior", "observation"):
             copy_into_grown_(getattr(self, name), getattr(reference, name).state_dict())
+        self._refresh_free_genes()
 
     def train(self, mode: bool = True) -> MultiStudySparseVAEModule:
         """As :meth:`torch.nn.Module.train`; with frozen reference factors the encoder stays in evaluation mode."""
         super().train(mode)
-        if self.n_latent_frozen:
+        if self.n_latent_frozen and self.freeze_reference_encoder:
             self.encoder.first.eval()
         return self
 

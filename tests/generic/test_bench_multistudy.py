@@ -48,6 +48,7 @@ def test_quick_run_writes_outputs(tmp_path):
         "MultiStudySparseVAE",
         "SparseVAE (study as batch)",
         "SparseVAE (per study)",
+        "MultiStudySparseVAE (last study as query)",
     ]
     assert (csv["seed"] == 0).all()
     for col in EXPECTED_COLUMNS[2:]:
@@ -67,6 +68,10 @@ def test_quick_run_writes_outputs(tmp_path):
         "Hungarian",
     ):
         assert needle in summary
+    # the query-mapping row is (a) by other means, not one of the two baselines of the target
+    baseline_lines = [line for line in summary.splitlines() if "better than both baselines |" in line]
+    assert len(baseline_lines) == 2 and not any("as query" in line for line in baseline_lines)
+    assert "load_query_data" in summary
     png = tmp_path / "multistudy.png"
     assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

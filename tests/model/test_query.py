@@ -17,7 +17,8 @@ def ref_and_query(counts_factory):
     query = adata[adata.obs["study"] == "s3"].copy()
     MultiStudySparseVAE.setup_anndata(ref, study_key="study", layer="counts")
     model = MultiStudySparseVAE(ref, n_latent_shared=3, n_latent_specific=2, n_hidden=16)
-    model.train(max_epochs=3, **TRAIN)
+    model.train(max_epochs=40, **TRAIN)
+    assert model.active_factors()  # a reference with programmes, so that frozen means something
     return ref, query, model
 
 
@@ -50,6 +51,9 @@ def test_query_trains_only_its_new_factors(ref_and_query):
             continue
         elif name in ("decoder.W", "decoder.first", "decoder.prune_mask", "prior.p_star"):
             assert torch.equal(after[name][:, :k], value), name
+        elif name == "decoder.head_weight":  # output units of the genes a reference programme selects
+            selected = (ref_state["prior.p_star"] > 0.5).any(1)
+            assert selected.any() and torch.equal(after[name][:, selected], value[:, selected])
         elif name == "prior.eta":
             assert torch.equal(after[name][:k], value)
         else:
@@ -130,3 +134,37 @@ def test_query_errors_name_the_problem(ref_and_query, counts_factory):
     with pytest.raises(InvalidInputError, match="not in the reference"):
         load(new_batch, with_batch)
     assert load(query.copy(), with_batch).module.n_batch == 2  # known batches map
+
+
+def test_only_genes_outside_every_reference_programme_get_trainable_output_units(ref_and_query):
+    _, query, reference = ref_and_query
+    q = MultiStudySparseVAE.load_query_data(query, reference, n_latent_specific=1)
+    module = q.module
+    selected = (reference.module.prior.p_star > 0.5).any(1)
+    mask = module._trainable_decoder_head_weight.bool()
+    assert torch.equal(mask[0, :, 0], ~selected)  # whole rows: every hidden unit of a free gene
+    # recomputed when a saved query model's state (its p*) is loaded
+    state = module.state_dict()
+    state["prior.p_star"][:, :7] = 0.0
+    state["prior.p_star"][3, 0] = 0.9
+    module.load_state_dict(state)
+    expected = torch.ones(module.n_input, dtype=torch.bool)
+    expected[3] = False
+    assert torch.equal(module._trainable_decoder_head_weight.bool()[0, :, 0], expected)
+    module.decoder.head_weight.grad = None
+    module.decoder.head_weight.sum().backward()
+    assert (
+        module.decoder.head_weight.grad[:, 3].abs().sum() == 0 and module.decoder.head_weight.grad[:, 4].abs().sum() > 0
+    )
+
+
+def test_an_adapting_encoder_changes_the_encoding_not_the_programmes(ref_and_query):
+    _, query, reference = ref_and_query
+    q = MultiStudySparseVAE.load_query_data(query, reference, n_latent_specific=1, freeze_encoder=False)
+    enc_before = {k: v.clone() for k, v in q.module.encoder.first.state_dict().items()}
+    w_before = q.module.decoder.W[:, :7].detach().clone()
+    q.train(max_epochs=2, **TRAIN)
+    enc_after = q.module.encoder.first.state_dict()
+    assert not torch.equal(enc_after["body.out.weight"], enc_before["body.out.weight"])
+    assert torch.equal(q.module.decoder.W[:, :7], w_before)
+    assert q._provenance()["params"]["freeze_reference_encoder"] is False
