@@ -9,7 +9,7 @@ import torch
 from scvi.module.base import auto_move_data
 from torch.distributions import Normal
 
-from scsparse.nn import GaussianEncoder, StackedEncoder, copy_into_grown_, train_only_
+from scsparse.nn import GaussianEncoder, StackedEncoder, copy_into_grown_, restore_gradient_masks_, train_only_
 
 from ._sparsevae import SparseVAEModule
 
@@ -17,6 +17,11 @@ __all__ = ["STUDY_KEY", "MultiStudySparseVAEModule"]
 
 #: Registry key of the study covariate.
 STUDY_KEY = "study"
+
+
+def _refresh_after_load(module: MultiStudySparseVAEModule, incompatible_keys: object) -> None:
+    """Load-state hook (a function, so the module pickles): which genes' output units train follows ``p*``."""
+    module._refresh_free_genes()
 
 
 class MultiStudySparseVAEModule(SparseVAEModule):
@@ -136,7 +141,7 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         # output units of the genes no reference programme selects (set by _refresh_free_genes)
         trainable["decoder.head_weight"] = torch.zeros_like(self.decoder.head_weight, dtype=torch.bool)
         train_only_(self, trainable)
-        self.register_load_state_dict_post_hook(lambda module, keys: module._refresh_free_genes())
+        self.register_load_state_dict_post_hook(_refresh_after_load)
         if self.freeze_reference_encoder:
             self.encoder.first.eval()  # Lightning keeps the modes it finds; train() below keeps it so
 
@@ -178,6 +183,11 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         for name in ("decoder", "prior", "observation"):
             copy_into_grown_(getattr(self, name), getattr(reference, name).state_dict())
         self._refresh_free_genes()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # pickling and deepcopy drop gradient hooks: put the query model's gradient masks back
+        super().__setstate__(state)
+        restore_gradient_masks_(self)
 
     def train(self, mode: bool = True) -> MultiStudySparseVAEModule:
         """As :meth:`torch.nn.Module.train`; with frozen reference factors the encoder stays in evaluation mode."""

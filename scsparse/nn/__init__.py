@@ -22,10 +22,11 @@ from ._spike_slab import (
     threshold_zero_probability,
 )
 from ._ssl import SpikeSlabLasso, slab_threshold, ssl_inclusion_logits
-from ._surgery import copy_into_grown_, train_only_
+from ._surgery import copy_into_grown_, restore_gradient_masks_, train_only_
 
 __all__ = [
     "copy_into_grown_",
+    "restore_gradient_masks_",
     "train_only_",
     "COUNT_LIKELIHOODS",
     "CorrelatedGaussianPrior",

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
-__all__ = ["copy_into_grown_", "train_only_"]
+__all__ = ["copy_into_grown_", "restore_gradient_masks_", "train_only_"]
 
 
 @torch.no_grad()
@@ -66,7 +66,8 @@ def train_only_(module: nn.Module, trainable: Mapping[str, torch.Tensor | None])
     (mask ``None``) or with its gradient multiplied by a boolean mask of its shape (``True``: trainable), so
     that its frozen entries get a zero gradient. Under Adam without weight decay a zero gradient leaves an
     entry exactly as it was; with weight decay it would not, so train such a module with ``weight_decay=0``.
-    The masks are stored as non-persistent buffers (they follow the module across devices; not saved).
+    The masks are stored as non-persistent buffers (they follow the module across devices; not saved), the
+    mask of parameter ``a.b`` as ``_trainable_a_b``: edit it in place to change what trains.
 
     Parameters
     ----------
@@ -84,6 +85,7 @@ def train_only_(module: nn.Module, trainable: Mapping[str, torch.Tensor | None])
     (0.0, False)
     """
     params = dict(module.named_parameters())
+    masks: dict[str, str] = {}
     unknown = sorted(set(trainable) - set(params))
     if unknown:
         raise ValueError(f"Unknown parameters {unknown}.")
@@ -99,7 +101,20 @@ def train_only_(module: nn.Module, trainable: Mapping[str, torch.Tensor | None])
             raise ValueError(f"{name}: mask of shape {tuple(mask.shape)} for a parameter of {tuple(param.shape)}.")
         buffer = f"_trainable_{name.replace('.', '_')}"
         module.register_buffer(buffer, mask.to(param.dtype), persistent=False)
-        param.register_hook(_MaskGradient(module, buffer))
+        masks[name] = buffer
+    module._gradient_masks = masks
+    restore_gradient_masks_(module)
+
+
+def restore_gradient_masks_(module: nn.Module) -> None:
+    """Register again the gradient masks set by :func:`train_only_` (lost when a module is pickled or copied).
+
+    ``copy.deepcopy`` and pickling keep ``requires_grad`` and the mask buffers but drop gradient hooks; a module
+    that uses :func:`train_only_` calls this from ``__setstate__``. Does nothing for a module without masks.
+    """
+    params = dict(module.named_parameters())
+    for name, buffer in getattr(module, "_gradient_masks", {}).items():
+        params[name].register_hook(_MaskGradient(module, buffer))
 
 
 class _MaskGradient:

@@ -168,3 +168,16 @@ def test_an_adapting_encoder_changes_the_encoding_not_the_programmes(ref_and_que
     assert not torch.equal(enc_after["body.out.weight"], enc_before["body.out.weight"])
     assert torch.equal(q.module.decoder.W[:, :7], w_before)
     assert q._provenance()["params"]["freeze_reference_encoder"] is False
+
+
+def test_gradient_masks_survive_pickling_and_deepcopy():
+    import copy
+    import pickle
+
+    from scsparse.module import MultiStudySparseVAEModule
+
+    module = MultiStudySparseVAEModule(10, 2, [1, 1, 2], n_latent_frozen=4, n_hidden=8)
+    for clone in (pickle.loads(pickle.dumps(module)), copy.deepcopy(module)):
+        clone.decoder.W.sum().backward()
+        assert torch.equal(clone.decoder.W.grad[0], torch.tensor([0.0, 0, 0, 0, 1, 1]))
+        assert not clone.encoder.first.body.out.weight.requires_grad
