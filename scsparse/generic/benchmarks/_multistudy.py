@@ -247,14 +247,17 @@ def fit_mssvae(data: MultiStudyData, adata: AnnData, settings: Mapping[str, Any]
     return MultiStudyFit(blocks=_mssvae_blocks(data, model, adata), fit_seconds=fit_seconds, extra={"model": model})
 
 
-def fit_mssvae_query(data: MultiStudyData, adata: AnnData, settings: Mapping[str, Any], seed: int) -> MultiStudyFit:
+def fit_mssvae_query(
+    data: MultiStudyData, adata: AnnData, settings: Mapping[str, Any], seed: int, freeze_encoder: bool = True
+) -> MultiStudyFit:
     """(d) The last study mapped as a query: a reference on the other studies, then ``load_query_data``.
 
     The reference :class:`~scsparse.model.MultiStudySparseVAE` (encoder without the study, as query mapping
     needs) is fitted on every study but the last; the last study's cells then train only their new specific
     block (:meth:`~scsparse.model.MultiStudySparseVAE.load_query_data`), the reference fixed. Scored as (a):
     the shared block on all cells (the query's shared factors come from the reference's encoder), each
-    study's block on its cells.
+    study's block on its cells. ``freeze_encoder=False`` lets the reference's encoder adapt to the query
+    (``functools.partial(fit_mssvae_query, freeze_encoder=False)`` as a method).
     """
     from scsparse.model import MultiStudySparseVAE
 
@@ -277,7 +280,7 @@ def fit_mssvae_query(data: MultiStudyData, adata: AnnData, settings: Mapping[str
     )
     model = _fit_best(
         lambda sd: MultiStudySparseVAE.load_query_data(
-            query, reference, n_latent_specific=settings["n_latent_specific"], seed=sd
+            query, reference, n_latent_specific=settings["n_latent_specific"], seed=sd, freeze_encoder=freeze_encoder
         ),
         settings,
         seed,
