@@ -226,25 +226,30 @@ def fit_mssvae(data: MultiStudyData, adata: AnnData, settings: Mapping[str, Any]
     study's specific block (that study's cells, compared with that study's specific programmes, scored as
     specific).
     """
-    from scsparse.model import MultiStudySparseVAE
-
     adata = adata.copy()
     t0 = time.perf_counter()
+    model = _fit_mssvae_best(adata, settings, seed, encode_study=settings["encode_study"])
+    fit_seconds = time.perf_counter() - t0
+    return MultiStudyFit(blocks=_mssvae_blocks(data, model, adata), fit_seconds=fit_seconds, extra={"model": model})
+
+
+def _fit_mssvae_best(adata: AnnData, settings: Mapping[str, Any], seed: int, encode_study: bool) -> Any:
+    """Set up ``adata`` (study key ``"study"``) and keep the best of the restarts of (a)'s model on it."""
+    from scsparse.model import MultiStudySparseVAE
+
     MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
-    model = _fit_best(
+    return _fit_best(
         lambda sd: MultiStudySparseVAE(
             adata,
             n_latent_shared=settings["n_latent_shared"],
             n_latent_specific=settings["n_latent_specific"],
             seed=sd,
-            encode_study=settings["encode_study"],
+            encode_study=encode_study,
             **_model_kwargs(settings),
         ),
         settings,
         seed,
     )
-    fit_seconds = time.perf_counter() - t0
-    return MultiStudyFit(blocks=_mssvae_blocks(data, model, adata), fit_seconds=fit_seconds, extra={"model": model})
 
 
 def fit_mssvae_query(
@@ -265,19 +270,7 @@ def fit_mssvae_query(
     is_query = (adata.obs["study"].astype(str) == str(data.studies[-1])).to_numpy()
     ref, query = adata[~is_query].copy(), adata[is_query].copy()
     t0 = time.perf_counter()
-    MultiStudySparseVAE.setup_anndata(ref, study_key="study", layer="counts")
-    reference = _fit_best(
-        lambda sd: MultiStudySparseVAE(
-            ref,
-            n_latent_shared=settings["n_latent_shared"],
-            n_latent_specific=settings["n_latent_specific"],
-            seed=sd,
-            encode_study=False,
-            **_model_kwargs(settings),
-        ),
-        settings,
-        seed,
-    )
+    reference = _fit_mssvae_best(ref, settings, seed, encode_study=False)
     model = _fit_best(
         lambda sd: MultiStudySparseVAE.load_query_data(
             query, reference, n_latent_specific=settings["n_latent_specific"], seed=sd, freeze_encoder=freeze_encoder
