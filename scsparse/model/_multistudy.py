@@ -275,6 +275,11 @@ class MultiStudySparseVAE(SparseVAE):
             raise InvalidInputError(f"reference must be a MultiStudySparseVAE, got {type(reference).__name__}.")
         if not reference.is_trained_:
             raise InvalidInputError("The reference model is not trained; train it before mapping a query onto it.")
+        if reference.module.n_latent_frozen:
+            raise InvalidInputError(
+                "The reference is itself a query model; map further studies onto its own reference (each query "
+                "then has its own model), or fit one MultiStudySparseVAE on all the studies you have."
+            )
         if reference.module.encode_study:
             raise InvalidInputError(
                 "The reference encodes the study (encode_study=True), so its encoder has no input for a new "

@@ -115,6 +115,11 @@ def test_query_errors_name_the_problem(ref_and_query, counts_factory):
     with pytest.raises(InvalidInputError, match="not in the query"):
         load(query.copy(), reference, n_latent_specific={"s9": 2})
     q = load(query.copy(), reference)
+    q.train(max_epochs=1, **TRAIN)
+    fourth = query.copy()
+    fourth.obs["study"] = "s4"
+    with pytest.raises(InvalidInputError, match="itself a query model"):
+        load(fourth, q)
     with pytest.raises(InvalidInputError, match="weight_decay=0"):
         q.train(max_epochs=1, plan_kwargs={"weight_decay": 1e-6}, **TRAIN)
     untrained = MultiStudySparseVAE(ref, n_latent_shared=2, n_latent_specific=1, n_hidden=8)
