@@ -19,7 +19,9 @@ def torch_threads(n_threads: int | None) -> Iterator[None]:
     Parameters
     ----------
     n_threads
-        Number of intra-op threads; ``None`` leaves torch's setting as it is.
+        Number of intra-op threads; ``None`` leaves torch's setting as it is inside the block (and restores it
+        afterwards: wrap third-party code that changes it behind torch's back, such as numba's OpenMP layer
+        under scanpy's ``seurat_v3`` gene selection, which raised a one-thread setting to the core count).
 
     Raises
     ------

@@ -120,6 +120,9 @@ def test_n_threads_applies_to_the_fit_and_is_restored(monkeypatch, input_file, t
     assert seen[-1] == before  # without the option torch's setting is left alone
     with pytest.raises(SystemExit):
         main(["fit", str(input_file), "--out", str(out), "--n-threads", "0"])
+    with torch_threads(None):  # None: leave the setting, but restore it after code that changes it
+        torch.set_num_threads(target)
+    assert torch.get_num_threads() == before
     for bad in (0, 1.5, True):
         with pytest.raises(ValueError, match="positive integer"), torch_threads(bad):
             pass

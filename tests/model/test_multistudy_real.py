@@ -87,3 +87,13 @@ def test_cellbench_shared_factors_transfer_cell_lines(cellbench_results):
     acc = _value(cellbench_results, "cellline_acc_celseq2_to_dropseq")
     assert acc >= REAL_TARGETS["cellline_acc_celseq2_to_dropseq"][1]
     assert acc > _value(cellbench_results, "cellline_acc_pca_reference")
+
+
+def test_cellbench_plate_added_as_a_query_keeps_the_cell_lines(data_env, tmp_path):
+    if not (data_env / "multistudy" / "cellbench_sc_mixology").is_dir():
+        pytest.skip("CellBench files not in the offline data copy")
+    df = run_multistudy_real(tmp_path, seeds=1, datasets=["cellbench_query"], verbose=False)
+    # the third plate's shared factors, from the query model, read by a classifier fitted on the reference's
+    assert _value(df, "cellline_acc_query_mapped") >= 0.95
+    assert _value(df, "n_active_reference_shared") >= 3
+    assert "load_query_data" in (tmp_path / "summary.md").read_text()

@@ -892,6 +892,26 @@ REAL_SETTINGS: dict[str, dict[str, Any]] = {
         "max_epochs": 300,
         "quick": {"max_epochs": 5, "n_hidden": 16, "n_genes": 300},
     },
+    # query mapping: the 5-line CEL-seq2 plates p1, p2 as the reference, p3 added later (load_query_data)
+    "cellbench_query": {
+        "n_genes": 1000,
+        "query_study": "p3",
+        "n_latent_shared": 8,
+        "n_latent_specific": 3,
+        "n_hidden": 32,
+        "n_layers": 1,
+        "gene_likelihood": "nb",
+        "lambda0": 10.0,
+        "lambda1": 1.0,
+        "dropout_rate": 0.1,
+        "w_init": 0.1,
+        "first_bias": False,
+        "encode_study": False,
+        "lr": 0.01,
+        "batch_size": 128,
+        "max_epochs": 150,
+        "quick": {"max_epochs": 5, "n_hidden": 16, "n_genes": 300},
+    },
 }
 
 #: Targets of the real-data checks: ``metric -> (comparison, threshold)``.
@@ -986,8 +1006,9 @@ def lognormalised_genes(adata: AnnData) -> np.ndarray:
     from anndata import AnnData as _AnnData
 
     tmp = _AnnData(X=adata.layers["counts"].copy())
-    sc.pp.normalize_total(tmp, target_sum=1e4)
-    sc.pp.log1p(tmp)
+    with torch_threads(None):  # scanpy's numba kernels can reset torch's thread count
+        sc.pp.normalize_total(tmp, target_sum=1e4)
+        sc.pp.log1p(tmp)
     x = tmp.X
     return np.asarray(x.toarray() if hasattr(x, "toarray") else x, dtype=np.float64)
 
@@ -1000,7 +1021,9 @@ def pca_reference(x: np.ndarray, n_comps: int = 20) -> np.ndarray:
     """
     import scanpy as sc
 
-    return np.asarray(sc.pp.pca(x, n_comps=min(n_comps, min(x.shape) - 1), random_state=0), dtype=np.float64)
+    with torch_threads(None):  # scanpy's numba kernels can reset torch's thread count
+        pcs = sc.pp.pca(x, n_comps=min(n_comps, min(x.shape) - 1), random_state=0)
+    return np.asarray(pcs, dtype=np.float64)
 
 
 def scvi_reference(adata: AnnData, study_key: str, settings: Mapping[str, Any], seed: int) -> np.ndarray:
@@ -1224,9 +1247,10 @@ def _cellbench_adata(n_genes: int) -> AnnData:
 
     adata = cellbench("3cl")
     adata = adata[:, np.asarray((adata.layers["counts"] > 0).sum(0)).ravel() >= 3].copy()
-    hvg = sc.pp.highly_variable_genes(
-        adata, layer="counts", flavor="seurat_v3", n_top_genes=n_genes, batch_key="technology", inplace=False
-    )
+    with torch_threads(None):  # numba's OpenMP layer resets torch's thread count
+        hvg = sc.pp.highly_variable_genes(
+            adata, layer="counts", flavor="seurat_v3", n_top_genes=n_genes, batch_key="technology", inplace=False
+        )
     keep = np.asarray(hvg["highly_variable"], dtype=bool)
     return adata[:, keep].copy()
 
@@ -1257,6 +1281,64 @@ def _cellbench_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, 
         },
     )
     return rows, {"factor_table": table, "n_genes": adata.n_vars, "n_cells": adata.n_obs}
+
+
+def _cellbench_plates_adata(n_genes: int) -> AnnData:
+    """CellBench's five cell lines on three CEL-seq2 plates, demuxlet doublets removed, ``n_genes`` HVGs."""
+    import scanpy as sc
+
+    from scsparse.data import cellbench
+
+    adata = cellbench("5cl")
+    adata = adata[adata.obs["demuxlet_cls"].astype(str) != "DBL"]
+    adata = adata[:, np.asarray((adata.layers["counts"] > 0).sum(0)).ravel() >= 3].copy()
+    with torch_threads(None):  # numba's OpenMP layer resets torch's thread count
+        hvg = sc.pp.highly_variable_genes(
+            adata, layer="counts", flavor="seurat_v3", n_top_genes=n_genes, batch_key="batch", inplace=False
+        )
+    return adata[:, np.asarray(hvg["highly_variable"], dtype=bool)].copy()
+
+
+def _cellbench_query_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Reference on two plates, the third added with ``load_query_data``, beside a joint fit of all three."""
+    from scsparse.model import MultiStudySparseVAE
+
+    adata = _cellbench_plates_adata(int(cfg["n_genes"]))
+    plate = adata.obs["batch"].astype(str).to_numpy()
+    line = adata.obs["cell_line"].astype(str).to_numpy()
+    is_query = plate == cfg["query_study"]
+    ref, query = adata[~is_query].copy(), adata[is_query].copy()
+    reference, secs = _fit_real(ref, "batch", cfg, seed)
+    t0 = time.perf_counter()
+    mapped = MultiStudySparseVAE.load_query_data(
+        query, reference, n_latent_specific=cfg["n_latent_specific"], seed=seed
+    )
+    _train(mapped, cfg)
+    secs += time.perf_counter() - t0
+    z = np.zeros((adata.n_obs, cfg["n_latent_shared"]))
+    z[~is_query] = reference.get_latent_representation(ref, kind="shared")
+    z[is_query] = mapped.get_latent_representation(query, kind="shared")
+    joint, _ = _fit_real(adata.copy(), "batch", cfg, seed)
+    z_joint = joint.get_latent_representation(kind="shared")
+    table = mapped.factor_table()
+    new_block = table["study"] == cfg["query_study"]
+    rows = _metric_rows(
+        "cellbench_query",
+        seed,
+        secs,
+        {
+            "cellline_acc_query_mapped": transfer_accuracy(z, line, ~is_query, is_query, seed),
+            "cellline_acc_joint_fit": transfer_accuracy(z_joint, line, ~is_query, is_query, seed),
+            "n_active_query_specific": float((new_block & table["active"]).sum()),
+            "n_active_reference_shared": float(((table["kind"] == "shared") & table["active"]).sum()),
+        },
+    )
+    return rows, {
+        "factor_table": table,
+        "n_genes": adata.n_vars,
+        "n_cells": adata.n_obs,
+        "n_query": int(is_query.sum()),
+    }
 
 
 def _target_cells(metric: str, value: float) -> tuple[str, Any]:
@@ -1320,7 +1402,7 @@ def _write_real_summary(
     quick: bool,
 ) -> Path:
     lines = [
-        "# Multi-study sparse VAE on real data: Kang et al. (2018) and CellBench",
+        "# Multi-study sparse VAE on real data: Kang et al. (2018) and CellBench (with query mapping)",
         "",
         "## Provenance",
         "",
@@ -1370,6 +1452,21 @@ def _write_real_summary(
             "components of the log-normalised counts and on the log-normalised counts themselves; "
             "`cellline_acc_scvi_reference` on `scvi.model.SCVI` with the technology as its batch covariate "
             "(same sizes and training)."
+        )
+    if "cellbench_query" in details:
+        c, d0 = cfgs["cellbench_query"], details["cellbench_query"][0]
+        lines.append(
+            f"- CellBench query mapping (`scsparse.data.cellbench('5cl')`, demuxlet doublets removed, "
+            f"{d0['n_cells']} cells on three CEL-seq2 plates; the {d0['n_genes']} most variable genes, seurat_v3 "
+            "with the plate as batch), study = plate: a reference `MultiStudySparseVAE` (settings as CellBench "
+            f"above, {c['max_epochs']} epochs) on plates other than {c['query_study']}, then "
+            f"`MultiStudySparseVAE.load_query_data` with the {d0['n_query']} cells of plate {c['query_study']} "
+            f"({c['n_latent_specific']} new specific factors; only the new parts train, same epochs). "
+            "`cellline_acc_query_mapped`: logistic regression on the shared factors of the reference cells "
+            f"(from the reference), accuracy on the {c['query_study']} cells' shared factors (from the query "
+            "model); `cellline_acc_joint_fit`: the same split on one model fitted on all three plates; "
+            "`n_active_query_specific`: active factors in the new block (the plates hold the same five lines, "
+            "so nothing is specific to one: ideally 0)."
         )
     lines += ["", "## Results (mean ± sd over seeds)", ""]
     if quick:
@@ -1430,6 +1527,9 @@ def _write_real_summary(
         d0 = details["kang"][0]
         lines += _confusion_section(d0["confusion"])
         lines += ["", "Factor table (seed 0):", "", _df_markdown(d0["factor_table"])]
+    if "cellbench_query" in details:
+        lines += ["", "CellBench query mapping, the query model's factor table (seed 0):", ""]
+        lines.append(_df_markdown(details["cellbench_query"][0]["factor_table"]))
     if "cellbench" in details:
         lines += ["", "CellBench factor table (seed 0):", ""]
         lines.append(_df_markdown(details["cellbench"][0]["factor_table"]))
@@ -1445,7 +1545,7 @@ def run_multistudy_real(
     seeds: int = 1,
     quick: bool = False,
     max_epochs: int | None = None,
-    datasets: Sequence[str] = ("kang", "cellbench"),
+    datasets: Sequence[str] = ("kang", "cellbench", "cellbench_query"),
     n_threads: int | None = 1,
     verbose: bool = True,
 ) -> pd.DataFrame:
@@ -1457,6 +1557,9 @@ def run_multistudy_real(
       accuracy >= 0.9 on stimulated cells).
     - CellBench (3 cell lines), study = technology: shared factors classify the cell line across
       technologies (trained on CEL-seq2, accuracy >= 0.95 on Drop-seq).
+    - CellBench query mapping (5 cell lines, study = CEL-seq2 plate): a reference on two plates, the third
+      added with :meth:`~scsparse.model.MultiStudySparseVAE.load_query_data`; the cell line is classified from
+      the query cells' shared factors by a classifier trained on the reference cells', beside a joint fit.
 
     Parameters
     ----------
@@ -1469,7 +1572,7 @@ def run_multistudy_real(
     max_epochs
         Epochs, overriding :data:`REAL_SETTINGS`.
     datasets
-        Any of ``"kang"`` and ``"cellbench"`` (CellBench needs the registry files, see
+        Any of ``"kang"``, ``"cellbench"`` and ``"cellbench_query"`` (CellBench needs the registry files, see
         :func:`scsparse.data.cellbench`).
     n_threads
         Torch intra-op threads while fitting; ``None`` leaves the setting alone.
@@ -1510,6 +1613,8 @@ def run_multistudy_real(
             for name in datasets:
                 if name == "kang":
                     new, detail = _kang_check(s, cfgs[name], quick)
+                elif name == "cellbench_query":
+                    new, detail = _cellbench_query_check(s, cfgs[name])
                 else:
                     new, detail = _cellbench_check(s, cfgs[name])
                 rows += new
