@@ -892,27 +892,10 @@ REAL_SETTINGS: dict[str, dict[str, Any]] = {
         "max_epochs": 300,
         "quick": {"max_epochs": 5, "n_hidden": 16, "n_genes": 300},
     },
-    # query mapping: the 5-line CEL-seq2 plates p1, p2 as the reference, p3 added later (load_query_data)
-    "cellbench_query": {
-        "n_genes": 1000,
-        "query_study": "p3",
-        "n_latent_shared": 8,
-        "n_latent_specific": 3,
-        "n_hidden": 32,
-        "n_layers": 1,
-        "gene_likelihood": "nb",
-        "lambda0": 10.0,
-        "lambda1": 1.0,
-        "dropout_rate": 0.1,
-        "w_init": 0.1,
-        "first_bias": False,
-        "encode_study": False,
-        "lr": 0.01,
-        "batch_size": 128,
-        "max_epochs": 150,
-        "quick": {"max_epochs": 5, "n_hidden": 16, "n_genes": 300},
-    },
 }
+# query mapping: the 5-line CEL-seq2 plates p1, p2 as the reference, p3 added later (load_query_data); the
+# CellBench settings with half its epochs
+REAL_SETTINGS["cellbench_query"] = {**REAL_SETTINGS["cellbench"], "query_study": "p3", "max_epochs": 150}
 
 #: Targets of the real-data checks: ``metric -> (comparison, threshold)``.
 REAL_TARGETS: dict[str, tuple[str, float]] = {
@@ -1241,18 +1224,22 @@ def _kang_check(seed: int, cfg: Mapping[str, Any], quick: bool) -> tuple[list[di
 
 
 def _cellbench_adata(n_genes: int) -> AnnData:
-    import scanpy as sc
-
+    """CellBench's three cell lines on CEL-seq2 and Drop-seq, ``n_genes`` HVGs (technology as batch)."""
     from scsparse.data import cellbench
 
-    adata = cellbench("3cl")
+    return _variable_genes(cellbench("3cl"), n_genes, "technology")
+
+
+def _variable_genes(adata: AnnData, n_genes: int, batch_key: str) -> AnnData:
+    """The ``n_genes`` most variable genes (seurat_v3 on the counts, per batch) among genes seen in >= 3 cells."""
+    import scanpy as sc
+
     adata = adata[:, np.asarray((adata.layers["counts"] > 0).sum(0)).ravel() >= 3].copy()
     with torch_threads(None):  # numba's OpenMP layer resets torch's thread count
         hvg = sc.pp.highly_variable_genes(
-            adata, layer="counts", flavor="seurat_v3", n_top_genes=n_genes, batch_key="technology", inplace=False
+            adata, layer="counts", flavor="seurat_v3", n_top_genes=n_genes, batch_key=batch_key, inplace=False
         )
-    keep = np.asarray(hvg["highly_variable"], dtype=bool)
-    return adata[:, keep].copy()
+    return adata[:, np.asarray(hvg["highly_variable"], dtype=bool)].copy()
 
 
 def _cellbench_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -1285,18 +1272,10 @@ def _cellbench_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, 
 
 def _cellbench_plates_adata(n_genes: int) -> AnnData:
     """CellBench's five cell lines on three CEL-seq2 plates, demuxlet doublets removed, ``n_genes`` HVGs."""
-    import scanpy as sc
-
     from scsparse.data import cellbench
 
     adata = cellbench("5cl")
-    adata = adata[adata.obs["demuxlet_cls"].astype(str) != "DBL"]
-    adata = adata[:, np.asarray((adata.layers["counts"] > 0).sum(0)).ravel() >= 3].copy()
-    with torch_threads(None):  # numba's OpenMP layer resets torch's thread count
-        hvg = sc.pp.highly_variable_genes(
-            adata, layer="counts", flavor="seurat_v3", n_top_genes=n_genes, batch_key="batch", inplace=False
-        )
-    return adata[:, np.asarray(hvg["highly_variable"], dtype=bool)].copy()
+    return _variable_genes(adata[adata.obs["demuxlet_cls"].astype(str) != "DBL"], n_genes, "batch")
 
 
 def _cellbench_query_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
