@@ -15,7 +15,7 @@ __all__ = ["copy_into_grown_", "restore_gradient_masks_", "train_only_"]
 
 
 @torch.no_grad()
-def copy_into_grown_(target: nn.Module, source_state: Mapping[str, torch.Tensor], skip: tuple[str, ...] = ()) -> None:
+def copy_into_grown_(target: nn.Module, source_state: Mapping[str, torch.Tensor]) -> None:
     """Copy a smaller network's state into ``target``, whose tensors are as large or larger, in place.
 
     An entry of the same shape is copied whole. A larger one receives the source in its leading block along
@@ -28,8 +28,6 @@ def copy_into_grown_(target: nn.Module, source_state: Mapping[str, torch.Tensor]
         The grown network (its own initialisation fills what the source lacks).
     source_state
         ``state_dict()`` of the smaller network.
-    skip
-        Names left as they are in ``target`` (e.g. buffers rebuilt by its constructor).
 
     Raises
     ------
@@ -44,18 +42,13 @@ def copy_into_grown_(target: nn.Module, source_state: Mapping[str, torch.Tensor]
     True
     """
     state = target.state_dict()
-    missing = sorted((set(state) ^ set(source_state)) - set(skip))
+    missing = sorted(set(state) ^ set(source_state))
     if missing:
         raise ValueError(f"The two networks do not have the same entries: {missing}.")
     for name, dst in state.items():
-        if name in skip:
-            continue
         src = source_state[name].to(device=dst.device, dtype=dst.dtype)
         if src.dim() != dst.dim() or any(s > d for s, d in zip(src.shape, dst.shape, strict=True)):
             raise ValueError(f"{name}: cannot copy shape {tuple(src.shape)} into {tuple(dst.shape)}.")
-        if src.dim() == 0:
-            dst.copy_(src)
-            continue
         dst[tuple(slice(0, n) for n in src.shape)] = src
 
 
