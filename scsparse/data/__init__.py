@@ -2,13 +2,13 @@
 
 - :func:`kang_pbmc` — embedded counts subset of Kang et al. (2018), no download needed;
 - :func:`load` / :func:`kang2018`, :func:`zeisel_subset`, :func:`zeisel_full`, :func:`pbmc3k`,
-  :func:`cellbench` — AnnData with raw integer counts in ``.layers["counts"]``;
+  :func:`cellbench`, :func:`pbmc_3batch` — AnnData with raw integer counts in ``.layers["counts"]``;
 - :func:`fetch`, :func:`registry`, :func:`list_datasets`, :func:`data_dir` — the file registry and local cache
   (``SCSPARSE_DATA_DIR``; ``SCSPARSE_OFFLINE=1`` disables downloads).
 """
 
 from ._embedded import kang_pbmc
-from ._loaders import cellbench, kang2018, load, pbmc3k, zeisel_full, zeisel_subset
+from ._loaders import cellbench, kang2018, load, pbmc3k, pbmc_3batch, zeisel_full, zeisel_subset
 from ._registry import (
     DataChecksumError,
     DataNotAvailableError,
@@ -35,6 +35,7 @@ __all__ = [
     "list_datasets",
     "load",
     "pbmc3k",
+    "pbmc_3batch",
     "registry",
     "simulate_eq9",
     "simulate_multistudy",

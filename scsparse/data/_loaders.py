@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from ._registry import fetch, registry
 
-__all__ = ["cellbench", "kang2018", "load", "pbmc3k", "zeisel_full", "zeisel_subset"]
+__all__ = ["cellbench", "kang2018", "load", "pbmc3k", "pbmc_3batch", "zeisel_full", "zeisel_subset"]
 
 #: Largest tolerated distance to the nearest integer when counts are recovered from log-normalised values.
 COUNT_RESIDUAL_TOL = 1e-2
@@ -450,6 +450,100 @@ def cellbench(design: str = "3cl") -> ad.AnnData:
     return _finish(x, obs, var, uns)
 
 
+# ------------------------------------------------------------------------------------------------ pbmc_3batch
+_P3 = "multistudy/pbmc_3batch_scWGParis/"
+#: (file, batch, chemistry) of the three 10x PBMC batches.
+_P3_BATCHES: list[tuple[str, str, str]] = [
+    ("1k_PBMC_v2_filt.rds", "3p_v2", "10x 3' v2"),
+    ("1k_PBMC_v3_filt.rds", "3p_v3", "10x 3' v3"),
+    ("5prime_PBMC_filt_1kcells.rds", "5p", "10x 5'"),
+]
+
+
+def _read_rds(path: Path) -> Any:
+    """Read an ``.rds`` file with :mod:`rdata` (S4 objects without a converter come back as namespaces)."""
+    import rdata
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Missing constructor for R class.*")
+        warnings.filterwarnings("ignore", category=UserWarning, module="rdata")
+        if hasattr(rdata, "read_rds"):
+            return rdata.read_rds(str(path))
+        parsed = rdata.parser.parse_file(str(path))  # rdata < 0.11
+        return rdata.conversion.convert(parsed)
+
+
+def _dgt_matrix(obj: Any) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """A Matrix ``dgTMatrix`` (genes x cells, triplets) as cells x genes CSR with its gene and cell names."""
+    n_genes, n_cells = (int(d) for d in _slot(obj, "Dim"))
+    dimnames = _slot(obj, "Dimnames")
+    genes, cells = (np.asarray(d).astype(str) for d in dimnames)
+    x = sp.coo_matrix(
+        (np.asarray(_slot(obj, "x"), dtype=np.float64), (np.asarray(_slot(obj, "j")), np.asarray(_slot(obj, "i")))),
+        shape=(n_cells, n_genes),
+    ).tocsr()
+    if len(genes) != n_genes or len(cells) != n_cells:
+        raise ValueError("pbmc_3batch: a matrix's names do not match its dimensions.")
+    return x, genes, cells
+
+
+def pbmc_3batch() -> ad.AnnData:
+    """Three 10x PBMC batches of different chemistries (3' v2, 3' v3, 5'), raw counts, no cell-type labels.
+
+    The scWGParis course's filtered matrices of three public 10x data sets: 1k PBMCs with 3' v2 (954 cells) and
+    3' v3 chemistry (906 cells), and 1000 cells of the 8k PBMC 5' data set. The batches were quantified against
+    different annotations, so only genes named in all three are kept; a symbol that names two genes in any batch
+    (10 or fewer per batch) is dropped, since it cannot be matched across batches. Cell names are prefixed with
+    the batch (barcodes repeat across runs).
+
+    Returns
+    -------
+    anndata.AnnData
+        2860 cells. ``obs``: ``batch`` (categorical ``3p_v2``, ``3p_v3``, ``5p``), ``chemistry`` (``10x 3' v2``
+        ...), ``n_counts``, ``n_genes`` and ``percent_mt`` (of the genes kept). ``var_names``: gene symbols.
+        No labels: the data are for batch and multi-study analyses (study = chemistry).
+
+    Examples
+    --------
+    >>> from scsparse.data import pbmc_3batch
+    >>> adata = pbmc_3batch()  # doctest: +SKIP
+    >>> adata.obs["batch"].value_counts().sort_index().to_dict()  # doctest: +SKIP
+    {'3p_v2': 954, '3p_v3': 906, '5p': 1000}
+    """
+    paths = fetch("pbmc_3batch", [f for f, _, _ in _P3_BATCHES])
+    mats, gene_lists, obs_parts = [], [], []
+    for file, batch, chemistry in _P3_BATCHES:
+        x, genes, cells = _dgt_matrix(_read_rds(paths[_P3 + file]))
+        mats.append(x)
+        gene_lists.append(genes)
+        part = pd.DataFrame(index=pd.Index([f"{batch}_{c}" for c in cells]))
+        part["batch"] = batch
+        part["chemistry"] = chemistry
+        obs_parts.append(part)
+    ambiguous = set().union(*(set(g[pd.Index(g).duplicated(keep=False)]) for g in gene_lists))
+    others = [set(g) for g in gene_lists[1:]]
+    common = [str(g) for g in gene_lists[0] if g not in ambiguous and all(g in other for other in others)]
+    blocks = []
+    for x, genes in zip(mats, gene_lists, strict=True):
+        position = {g: i for i, g in enumerate(genes) if g not in ambiguous}
+        blocks.append(x[:, [position[g] for g in common]])
+    counts = sp.vstack(blocks).tocsr()
+    obs = pd.concat(obs_parts)
+    for col in ("batch", "chemistry"):
+        obs[col] = _cat(obs[col], list(dict.fromkeys(obs[col])))
+    obs["n_counts"] = np.asarray(counts.sum(axis=1)).ravel()
+    obs["n_genes"] = np.asarray((counts > 0).sum(axis=1)).ravel().astype(np.int64)
+    mito = np.asarray([g.startswith("MT-") for g in common])
+    obs["percent_mt"] = 100 * np.asarray(counts[:, mito].sum(axis=1)).ravel() / np.maximum(obs["n_counts"], 1)
+    var = pd.DataFrame(index=pd.Index(common))
+    uns = _dataset_uns(
+        "pbmc_3batch",
+        f"Three 10x PBMC batches (scWGParis filtered matrices): {[b for _, b, _ in _P3_BATCHES]}; genes named "
+        f"in all three, symbols naming two genes in a batch dropped ({len(ambiguous)}); no cell-type labels.",
+    )
+    return _finish(counts, obs, var, uns)
+
+
 # ------------------------------------------------------------------------------------------------------ load
 def _kang_pbmc(**kwargs: Any) -> ad.AnnData:
     from ._embedded import kang_pbmc
@@ -464,6 +558,7 @@ _LOADERS: dict[str, Callable[..., ad.AnnData]] = {
     "zeisel_full": zeisel_full,
     "pbmc3k": pbmc3k,
     "cellbench": cellbench,
+    "pbmc_3batch": pbmc_3batch,
 }
 
 
@@ -474,8 +569,8 @@ def load(name: str, **kwargs: Any) -> ad.AnnData:
     ----------
     name
         ``"kang_pbmc"`` (the embedded demo subset, no files needed), ``"kang2018"``, ``"zeisel_subset"``,
-        ``"zeisel_full"``, ``"pbmc3k"`` or ``"cellbench"``. Other registry datasets (gene sets, benchmark
-        inputs) have no AnnData loader: get their files with :func:`fetch`.
+        ``"zeisel_full"``, ``"pbmc3k"``, ``"cellbench"`` or ``"pbmc_3batch"``. Other registry datasets (gene
+        sets, benchmark inputs) have no AnnData loader: get their files with :func:`fetch`.
     **kwargs
         Passed to the loader, e.g. ``design="5cl"`` for ``"cellbench"``.
 

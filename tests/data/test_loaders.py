@@ -5,6 +5,7 @@ from importlib import resources
 
 import anndata as ad
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 
@@ -120,6 +121,29 @@ def test_cellbench_5cl_via_load(shared_data):
     assert adata.obs["cell_line"].nunique() == 5
     with pytest.raises(ValueError, match="3cl"):
         sd.cellbench("4cl")
+
+
+def test_pbmc_3batch(shared_data):
+    adata = sd.load("pbmc_3batch")
+    _check_counts(adata)
+    assert adata.shape == (2860, 11205)
+    assert adata.obs["batch"].value_counts().sort_index().to_dict() == {"3p_v2": 954, "3p_v3": 906, "5p": 1000}
+    assert list(adata.obs["batch"].cat.categories) == ["3p_v2", "3p_v3", "5p"]
+    assert all(type(g) is str for g in adata.var_names[:5])
+    assert np.array_equal(adata.layers["counts"].sum(axis=1).A1, adata.obs["n_counts"].to_numpy())
+    # against the source triplets: every count of the 5' batch's CD3E cells lands in the right cell and gene
+    path = sd.fetch("pbmc_3batch")["multistudy/pbmc_3batch_scWGParis/5prime_PBMC_filt_1kcells.rds"]
+    obj = sd._loaders._read_rds(path)
+    genes = np.asarray(obj.Dimnames[0]).astype(str)
+    row = int(np.flatnonzero(genes == "CD3E")[0])
+    src = np.zeros(int(obj.Dim[1]))
+    take = np.asarray(obj.i) == row
+    np.add.at(src, np.asarray(obj.j)[take], np.asarray(obj.x)[take])
+    ours = adata[adata.obs["batch"] == "5p", "CD3E"].layers["counts"].toarray().ravel()
+    assert src.sum() > 0 and np.array_equal(ours, src)
+    # a symbol naming two genes in a batch cannot be matched across batches
+    dup = genes[pd.Index(genes).duplicated()]
+    assert len(dup) and not set(dup) & set(adata.var_names)
 
 
 def test_kang_pbmc_embedded():
