@@ -73,7 +73,11 @@ def _read_h5ad(path: Path):
 
 
 def _fit_figures(adata, key: str, folder: Path, seed: int) -> list[Path]:
-    """Heatmap and factor UMAP of a fit (UMAP computed on the active factors if ``X_umap`` is absent)."""
+    """Figures of a fit: loadings heatmap, factor UMAP and, for a multi-study fit, the shared/specific overview.
+
+    The UMAP is computed when the input has none, on the active factors (the active *shared* factors of a
+    multi-study fit, which place every study's cells in one space), stored as ``obsm[f"X_{key}_active"]``.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -86,25 +90,44 @@ def _fit_figures(adata, key: str, folder: Path, seed: int) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     uns = adata.uns[key]
     active = [str(f) for f in uns["active_factors"]]
+    multistudy = "shared_factors" in uns
+    written = []
+    if multistudy:
+        written.append(folder / "multistudy_overview.png")
+        ax = pl.multistudy_overview(adata, key=key, show=False, save=written[-1])
+        plt.close(ax.figure)
     if not active:
-        print(f"{PROG}: no active factor; no figures written (train longer with --max-epochs).", file=sys.stderr)
-        return []
-    written = [folder / "loadings_heatmap.png"]
-    ax = pl.loadings_heatmap(adata, key=key, show=False, save=written[0])
+        print(
+            f"{PROG}: no active factor; no loadings figures written (train longer with --max-epochs).", file=sys.stderr
+        )
+        return written
+    written.append(folder / "loadings_heatmap.png")
+    ax = pl.loadings_heatmap(adata, key=key, show=False, save=written[-1])
     plt.close(ax.figure)
     if "X_umap" not in adata.obsm:
-        names = [str(f) for f in uns["factor_names"]]
-        adata.obsm[f"X_{key}_active"] = np.asarray(adata.obsm[f"X_{key}"])[:, [names.index(f) for f in active]]
+        z, names = (
+            (adata.obsm[f"X_{key}_shared"], uns["shared_factors"])
+            if multistudy
+            else (adata.obsm[f"X_{key}"], uns["factor_names"])
+        )
+        names = [str(f) for f in names]
+        use = [names.index(f) for f in active if f in names]
+        if not use:
+            print(f"{PROG}: no active shared factor; no UMAP drawn.", file=sys.stderr)
+            return written
+        adata.obsm[f"X_{key}_active"] = np.asarray(z)[:, use]
         sc.pp.neighbors(adata, use_rep=f"X_{key}_active", random_state=seed)
         sc.tl.umap(adata, random_state=seed)
     written.append(folder / "factors_umap.png")
-    axes = pl.factor_embedding(adata, key=key, basis="umap", show=False, save=written[1])
+    axes = pl.factor_embedding(adata, key=key, basis="umap", show=False, save=written[-1])
     plt.close((axes[0] if isinstance(axes, list) else axes).figure)
     return written
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
     in_path, out_path = Path(args.input), Path(args.out)
+    if args.n_latent_specific is not None and args.study_key is None:
+        raise CLIError("--n-latent-specific needs --study-key (the obs column naming each cell's study).")
     if out_path.exists() and not args.overwrite:
         raise CLIError(f"output file {str(out_path)!r} exists; pass --overwrite to replace it.")
     if out_path.resolve() == in_path.resolve():
@@ -115,26 +138,31 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from scsparse import tl
 
     start = time.perf_counter()
-    tl.sparse_vae(
-        adata,
-        layer=args.layer,
-        batch_key=args.batch_key,
-        n_latent=args.n_latent,
-        gene_likelihood=args.gene_likelihood,
-        max_epochs=args.max_epochs,
-        seed=args.seed,
-        key_added=args.key_added,
-        overwrite=args.overwrite,
-    )
-    uns = adata.uns[args.key_added]
+    common = {
+        "layer": args.layer,
+        "batch_key": args.batch_key,
+        "gene_likelihood": args.gene_likelihood,
+        "max_epochs": args.max_epochs,
+        "seed": args.seed,
+        "overwrite": args.overwrite,
+    }
+    if args.study_key is None:
+        key = args.key_added or "sparsevae"
+        model = tl.sparse_vae(adata, n_latent=args.n_latent, key_added=key, **common)
+    else:
+        key = args.key_added or "mssvae"
+        if args.n_latent_specific is not None:
+            common["n_latent_specific"] = args.n_latent_specific
+        model = tl.multistudy_sparse_vae(adata, args.study_key, n_latent_shared=args.n_latent, key_added=key, **common)
+    uns = adata.uns[key]
     active = [str(f) for f in uns["active_factors"]]
-    figures = _fit_figures(adata, args.key_added, Path(args.figures), args.seed) if args.figures else []
+    figures = _fit_figures(adata, key, Path(args.figures), args.seed) if args.figures else []
     out_path.parent.mkdir(parents=True, exist_ok=True)
     adata.write_h5ad(out_path)
+    written = ", ".join(f"{attr}[{name!r}]" for attr, names in model.result_keys(key).items() for name in names)
     print(
-        f"{PROG} fit: {len(active)} active factor(s) of {args.n_latent} in {time.perf_counter() - start:.0f} s; "
-        f"wrote {out_path} (obsm['X_{args.key_added}'], varm['{args.key_added}_W'], "
-        f"varm['{args.key_added}_pip'], uns['{args.key_added}'])"
+        f"{PROG} fit: {len(active)} active factor(s) of {len(uns['factor_names'])} in "
+        f"{time.perf_counter() - start:.0f} s; wrote {out_path} ({written})"
         + (f" and {len(figures)} figure(s) in {args.figures}" if figures else "")
     )
     return 0
@@ -190,6 +218,31 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------- parser
+def _specific_factors(text: str) -> int | dict[str, int]:
+    """``--n-latent-specific``: one count for every study (``3``) or per study (``stim=3,ctrl=0``)."""
+    if "=" not in text:
+        try:
+            value = int(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"expected a number or STUDY=K pairs, got {text!r}") from exc
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}")
+        return value
+    counts: dict[str, int] = {}
+    for item in text.split(","):
+        study, sep, number = item.rpartition("=")
+        try:
+            value = int(number)
+        except ValueError:
+            value = -1
+        if not sep or not study or value < 0 or study in counts:
+            raise argparse.ArgumentTypeError(
+                f"expected STUDY=K pairs separated by commas (K >= 0, each study once), got {item!r} in {text!r}"
+            )
+        counts[study] = value
+    return counts
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -274,9 +327,12 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
 
     fit = sub.add_parser(
         "fit",
-        help="fit SparseVAE on an .h5ad file and write the results into a new .h5ad",
+        help="fit SparseVAE (or, with --study-key, MultiStudySparseVAE) on an .h5ad file; write a new .h5ad",
         description="Fit SparseVAE on IN.h5ad and write it with the results to OUT.h5ad: obsm['X_KEY'] "
-        "(factors), varm['KEY_W'] (loadings), varm['KEY_pip'] (inclusion probabilities), uns['KEY'].",
+        "(factors), varm['KEY_W'] (loadings), varm['KEY_pip'] (inclusion probabilities), uns['KEY']. With "
+        "--study-key, fit MultiStudySparseVAE (programmes shared by all studies plus each study's own): "
+        "obsm['X_KEY_shared'], obsm['X_KEY_specific'], varm['KEY_W_shared'], varm['KEY_pip_shared'], "
+        "varm['KEY_W_<study>'], varm['KEY_pip_<study>'], uns['KEY'] (with the factor table).",
     )
     fit.add_argument("input", metavar="IN.h5ad", help="input AnnData")
     fit.add_argument(
@@ -289,7 +345,22 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         type=_positive_int,
         default=20,
         metavar="K",
-        help="number of factors, an upper bound (default: %(default)s)",
+        help="number of factors, an upper bound; with --study-key the number of shared factors (default: %(default)s)",
+    )
+    fit.add_argument(
+        "--study-key",
+        default=None,
+        metavar="KEY",
+        help="obs column naming each cell's study (or condition): fit shared and study-specific programmes",
+    )
+    fit.add_argument(
+        "--n-latent-specific",
+        type=_specific_factors,
+        default=None,
+        metavar="K|STUDY=K,...",
+        help="specific factors per study with --study-key: one number for every study, or STUDY=K pairs "
+        "separated by commas, studies not named getting none (default: that of "
+        "scsparse.tl.multistudy_sparse_vae, 5)",
     )
     fit.add_argument(
         "--gene-likelihood",
@@ -306,7 +377,10 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
     )
     fit.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default: %(default)s)")
     fit.add_argument(
-        "--key-added", default="sparsevae", metavar="KEY", help="prefix of the keys (default: %(default)s)"
+        "--key-added",
+        default=None,
+        metavar="KEY",
+        help="prefix of the keys (default: sparsevae, or mssvae with --study-key)",
     )
     fit.add_argument(
         "--overwrite", action="store_true", help="replace an existing OUT file and existing results under --key-added"

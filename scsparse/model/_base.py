@@ -11,7 +11,7 @@ from anndata import AnnData
 from scsparse.nn import warn_no_active_factor
 
 from ._orientation import expression_factor_correlation, orientation_signs
-from ._results import check_keys_free, data_hash, h5ad_safe, package_versions
+from ._results import check_keys_free, data_hash, h5ad_safe, package_versions, sparse_vae_result_keys
 from ._validation import InvalidInputError, get_matrix
 
 __all__ = ["SparseFactorMixin"]
@@ -263,6 +263,26 @@ class SparseFactorMixin:
                 "AnnData the model was trained on, or subset it to the model's genes in the same order."
             )
 
+    def result_keys(self, key_added: str | None = None) -> dict[str, list[str]]:
+        """The AnnData keys :meth:`write_results` writes.
+
+        Parameters
+        ----------
+        key_added
+            Prefix of the keys (default: the model's, ``"sparsevae"`` or ``"mssvae"``).
+
+        Returns
+        -------
+        dict
+            Attribute name (``"obsm"``, ``"varm"``, ``"uns"``) -> list of keys.
+
+        Examples
+        --------
+        >>> model.result_keys("svae")
+        {'obsm': ['X_svae'], 'varm': ['svae_W', 'svae_pip'], 'uns': ['svae']}
+        """
+        return sparse_vae_result_keys(key_added or self._default_key)
+
     def write_results(
         self,
         adata: AnnData | None = None,
@@ -308,7 +328,7 @@ class SparseFactorMixin:
         key = key_added or self._default_key
         adata = self.adata if adata is None else adata
         self._check_same_genes(adata)
-        check_keys_free(adata, {"obsm": [f"X_{key}"], "varm": [f"{key}_W", f"{key}_pip"], "uns": [key]}, overwrite)
+        check_keys_free(adata, self.result_keys(key), overwrite)
         latent = self.get_latent_representation(adata, batch_size=batch_size)
         active = self.active_factors(pip_threshold)
         uns = {

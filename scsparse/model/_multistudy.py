@@ -15,16 +15,11 @@ from scvi.data.fields import CategoricalObsField, LayerField, NumericalObsField
 from scsparse.module import STUDY_KEY, MultiStudySparseVAEModule
 
 from ._query import check_query
-from ._results import check_keys_free
+from ._results import check_keys_free, multistudy_result_keys, study_key_name
 from ._sparsevae import SparseVAE
 from ._validation import InvalidInputError, check_anndata, check_batch_key, check_study_key
 
 __all__ = ["MultiStudySparseVAE"]
-
-
-def _safe_key(name: str) -> str:
-    """A study name usable inside an AnnData key."""
-    return "".join(c if (c.isalnum() or c in "-_.") else "_" for c in str(name))
 
 
 class MultiStudySparseVAE(SparseVAE):
@@ -393,6 +388,16 @@ class MultiStudySparseVAE(SparseVAE):
         # the encoder's default changed between versions, so record what this one has
         return {**super()._provenance(), "encoder_sees_study": bool(self.module.encode_study)}
 
+    def result_keys(self, key_added: str | None = None) -> dict[str, list[str]]:
+        """The AnnData keys :meth:`write_results` writes (one pair of ``varm`` keys per study).
+
+        Examples
+        --------
+        >>> model.result_keys()["varm"][:4]
+        ['mssvae_W_shared', 'mssvae_pip_shared', 'mssvae_W_control', 'mssvae_pip_control']
+        """
+        return multistudy_result_keys(key_added or self._default_key, self.studies)
+
     def write_results(
         self,
         adata: AnnData | None = None,
@@ -419,13 +424,8 @@ class MultiStudySparseVAE(SparseVAE):
         key = key_added or self._default_key
         adata = self.adata if adata is None else adata
         self._check_same_genes(adata)
-        study_keys = {s: _safe_key(s) for s in self.studies}
-        varm_keys = [f"{key}_W_shared", f"{key}_pip_shared"]
-        for s in study_keys.values():
-            varm_keys += [f"{key}_W_{s}", f"{key}_pip_{s}"]
-        check_keys_free(
-            adata, {"obsm": [f"X_{key}_shared", f"X_{key}_specific"], "varm": varm_keys, "uns": [key]}, overwrite
-        )
+        study_keys = {s: study_key_name(s) for s in self.studies}
+        check_keys_free(adata, self.result_keys(key), overwrite)
         z = self.get_latent_representation(adata, kind="all", batch_size=batch_size)
         k_s = self.module.n_latent_shared
         active = self.active_factors(pip_threshold)

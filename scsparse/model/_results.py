@@ -13,7 +13,15 @@ from scsparse._provenance import package_versions
 
 from ._validation import InvalidInputError, get_matrix, iter_row_chunks
 
-__all__ = ["check_keys_free", "data_hash", "h5ad_safe", "package_versions"]
+__all__ = [
+    "check_keys_free",
+    "data_hash",
+    "h5ad_safe",
+    "multistudy_result_keys",
+    "package_versions",
+    "sparse_vae_result_keys",
+    "study_key_name",
+]
 
 
 def data_hash(adata: AnnData, layer: str | None) -> str:
@@ -70,3 +78,24 @@ def check_keys_free(adata: AnnData, keys: dict[str, list[str]], overwrite: bool)
         raise InvalidInputError(
             f"{', '.join(taken)} already exist(s). Pass overwrite=True to replace them, or choose another key_added."
         )
+
+
+def sparse_vae_result_keys(key: str) -> dict[str, list[str]]:
+    """AnnData keys written by :meth:`SparseVAE.write_results <scsparse.model.SparseVAE.write_results>`."""
+    return {"obsm": [f"X_{key}"], "varm": [f"{key}_W", f"{key}_pip"], "uns": [key]}
+
+
+def study_key_name(study: str) -> str:
+    """A study name usable inside an AnnData key (characters other than letters, digits, ``-_.`` become ``_``)."""
+    return "".join(c if (c.isalnum() or c in "-_.") else "_" for c in str(study))
+
+
+def multistudy_result_keys(key: str, studies: list[str]) -> dict[str, list[str]]:
+    """AnnData keys written by :meth:`MultiStudySparseVAE.write_results
+    <scsparse.model.MultiStudySparseVAE.write_results>` for these studies.
+    """
+    varm = [f"{key}_W_shared", f"{key}_pip_shared"]
+    for study in studies:
+        name = study_key_name(study)
+        varm += [f"{key}_W_{name}", f"{key}_pip_{name}"]
+    return {"obsm": [f"X_{key}_shared", f"X_{key}_specific"], "varm": varm, "uns": [key]}

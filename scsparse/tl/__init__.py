@@ -2,6 +2,8 @@
 
 - :func:`sparse_vae` — fit a :class:`~scsparse.model.SparseVAE` and write factors, loadings and inclusion
   probabilities into the AnnData.
+- :func:`multistudy_sparse_vae` — fit a :class:`~scsparse.model.MultiStudySparseVAE` and write shared and
+  study-specific factors, masks and inclusion probabilities into the AnnData.
 - :func:`result_keys` — the keys a fit writes for a given ``key_added``.
 - :func:`top_genes` — tidy table of each factor's top genes, with ``p*``, anchor status and direction;
   :func:`factor_gene_correlation` — the data-defined direction of every gene in every factor.
@@ -21,7 +23,7 @@ from ._association import factor_association
 from ._diagnostics import BROAD_FRACTION, OVERLAP_FRACTION, factor_diagnostics
 from ._enrich import DEFAULT_N_TOP, bh_adjust, enrich
 from ._genesets import GENE_SET_LIBRARIES, GeneSetError, load_gene_sets, read_cellmarker, read_gmt, read_panglaodb
-from ._sparse_vae import result_keys, sparse_vae
+from ._sparse_vae import multistudy_sparse_vae, result_keys, sparse_vae
 from ._stability import stability
 from ._top_genes import factor_gene_correlation, top_genes
 
@@ -37,6 +39,7 @@ __all__ = [
     "factor_diagnostics",
     "factor_gene_correlation",
     "load_gene_sets",
+    "multistudy_sparse_vae",
     "read_cellmarker",
     "read_gmt",
     "read_panglaodb",

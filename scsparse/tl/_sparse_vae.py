@@ -1,24 +1,32 @@
-"""Scanpy-style one-call wrapper: set up, train and write a :class:`~scsparse.model.SparseVAE` into AnnData."""
+"""Scanpy-style one-call wrappers: set up, train and write a sparse VAE model's results into AnnData."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from anndata import AnnData
 
+from scsparse.model._results import multistudy_result_keys, sparse_vae_result_keys
+
 if TYPE_CHECKING:  # pragma: no cover
-    from scsparse.model import SparseVAE
+    from scsparse.model import MultiStudySparseVAE, SparseVAE
 
-__all__ = ["result_keys", "sparse_vae"]
+__all__ = ["multistudy_sparse_vae", "result_keys", "sparse_vae"]
+
+Likelihood = Literal["nb", "zinb", "poisson", "multinomial", "normal"]
 
 
-def result_keys(key: str) -> dict[str, list[str]]:
-    """The AnnData keys written by :meth:`~scsparse.model.SparseVAE.write_results` for ``key_added=key``.
+def result_keys(key: str, studies: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """The AnnData keys a fit writes for ``key_added=key``.
 
     Parameters
     ----------
     key
         The ``key_added`` prefix.
+    studies
+        For a :class:`~scsparse.model.MultiStudySparseVAE` fit, its studies (each has its own ``varm`` keys);
+        ``None`` for a :class:`~scsparse.model.SparseVAE` fit.
 
     Returns
     -------
@@ -29,8 +37,48 @@ def result_keys(key: str) -> dict[str, list[str]]:
     --------
     >>> result_keys("sparsevae")
     {'obsm': ['X_sparsevae'], 'varm': ['sparsevae_W', 'sparsevae_pip'], 'uns': ['sparsevae']}
+    >>> result_keys("mssvae", studies=["ctrl", "stim"])["obsm"]
+    ['X_mssvae_shared', 'X_mssvae_specific']
     """
-    return {"obsm": [f"X_{key}"], "varm": [f"{key}_W", f"{key}_pip"], "uns": [key]}
+    if studies is None:
+        return sparse_vae_result_keys(key)
+    return multistudy_result_keys(key, [str(s) for s in studies])
+
+
+def _fit_into(
+    adata: AnnData,
+    model_cls: type[SparseVAE],
+    setup_kwargs: dict[str, Any],
+    model_kwargs: dict[str, Any],
+    train_kwargs: dict[str, Any] | None,
+    max_epochs: int | None,
+    key_added: str,
+    overwrite: bool,
+    copy: bool,
+) -> Any:
+    """Set up, train and write a model on a copy of ``adata``; move only the result keys into the target."""
+    from scsparse.model import InvalidInputError
+    from scsparse.model._results import check_keys_free
+
+    if not isinstance(adata, AnnData):
+        raise InvalidInputError(f"Expected an AnnData object, got {type(adata).__name__}.")
+    train_kwargs = dict(train_kwargs or {})
+    if max_epochs is not None:
+        train_kwargs["max_epochs"] = int(max_epochs)
+
+    work = adata.copy()  # scvi-tools registers (and annotates) this copy, never the user's object
+    model_cls.setup_anndata(work, **setup_kwargs)
+    model = model_cls(work, **model_kwargs)
+    keys = model.result_keys(key_added)
+    check_keys_free(adata, keys, overwrite)  # fail before training, not after, when results could not be written
+    model.train(**train_kwargs)
+    model.write_results(work, key_added=key_added, overwrite=overwrite)
+
+    target = adata.copy() if copy else adata
+    for attr, names in keys.items():
+        for name in names:
+            getattr(target, attr)[name] = getattr(work, attr)[name]
+    return (target, model) if copy else model
 
 
 def sparse_vae(
@@ -39,7 +87,7 @@ def sparse_vae(
     layer: str | None = None,
     batch_key: str | None = None,
     n_latent: int = 20,
-    gene_likelihood: Literal["nb", "zinb", "poisson", "multinomial", "normal"] = "nb",
+    gene_likelihood: Likelihood = "nb",
     max_epochs: int | None = None,
     seed: int = 0,
     key_added: str = "sparsevae",
@@ -133,27 +181,139 @@ def sparse_vae(
 
     >>> result, model = scsparse.tl.sparse_vae(adata, layer="counts", max_epochs=10, key_added="svae", copy=True)
     """
-    from scsparse.model import InvalidInputError, SparseVAE
-    from scsparse.model._results import check_keys_free
+    from scsparse.model import SparseVAE
 
-    if not isinstance(adata, AnnData):
-        raise InvalidInputError(f"Expected an AnnData object, got {type(adata).__name__}.")
-    keys = result_keys(key_added)
-    # fail before training, not after, when the results would not be written
-    check_keys_free(adata, keys, overwrite)
+    return _fit_into(
+        adata,
+        SparseVAE,
+        {"layer": layer, "batch_key": batch_key},
+        {"n_latent": n_latent, "gene_likelihood": gene_likelihood, "seed": seed, **(model_kwargs or {})},
+        train_kwargs,
+        max_epochs,
+        key_added,
+        overwrite,
+        copy,
+    )
 
-    train_kwargs = dict(train_kwargs or {})
-    if max_epochs is not None:
-        train_kwargs["max_epochs"] = int(max_epochs)
 
-    work = adata.copy()  # scvi-tools registers (and annotates) this copy, never the user's object
-    SparseVAE.setup_anndata(work, layer=layer, batch_key=batch_key)
-    model = SparseVAE(work, n_latent=n_latent, gene_likelihood=gene_likelihood, seed=seed, **(model_kwargs or {}))
-    model.train(**train_kwargs)
-    model.write_results(work, key_added=key_added, overwrite=overwrite)
+def multistudy_sparse_vae(
+    adata: AnnData,
+    study_key: str,
+    *,
+    layer: str | None = None,
+    batch_key: str | None = None,
+    n_latent_shared: int = 10,
+    n_latent_specific: int | Mapping[str, int] = 5,
+    gene_likelihood: Likelihood = "nb",
+    max_epochs: int | None = None,
+    seed: int = 0,
+    key_added: str = "mssvae",
+    overwrite: bool = False,
+    copy: bool = False,
+    model_kwargs: dict[str, Any] | None = None,
+    train_kwargs: dict[str, Any] | None = None,
+) -> MultiStudySparseVAE | tuple[AnnData, MultiStudySparseVAE]:
+    """Fit shared and study-specific sparse programmes across studies and write them into ``adata``.
 
-    target = adata.copy() if copy else adata
-    for attr, names in keys.items():
-        for name in names:
-            getattr(target, attr)[name] = getattr(work, attr)[name]
-    return (target, model) if copy else model
+    One call for :meth:`MultiStudySparseVAE.setup_anndata <scsparse.model.MultiStudySparseVAE.setup_anndata>`,
+    :class:`~scsparse.model.MultiStudySparseVAE`, :meth:`~scsparse.model.MultiStudySparseVAE.train` and
+    :meth:`~scsparse.model.MultiStudySparseVAE.write_results`, run on a copy of ``adata`` as in
+    :func:`sparse_vae`: the only change to ``adata`` is the results written under ``key_added``.
+
+    Fields written (``key = key_added``; ``<study>`` is the study name with characters other than letters,
+    digits and ``-_.`` replaced by ``_``, see ``adata.uns[key]["study_keys"]``):
+
+    ``adata.obsm[f"X_{key}_shared"]``
+        Shared factors, cells x ``n_latent_shared``.
+    ``adata.obsm[f"X_{key}_specific"]``
+        Specific factors, cells x (sum of the studies' blocks): each cell's own study's block filled, zeros in
+        the other studies' blocks (column names in ``uns[key]["specific_factors"]``).
+    ``adata.varm[f"{key}_W_shared"]``, ``adata.varm[f"{key}_pip_shared"]``
+        The shared mask and its inclusion probabilities ``p*``, genes x ``n_latent_shared``.
+    ``adata.varm[f"{key}_W_<study>"]``, ``adata.varm[f"{key}_pip_<study>"]``
+        Each study's specific mask and ``p*``.
+    ``adata.uns[key]``
+        ``factor_table`` (one row per factor: block, study, active, number of genes, top genes), ``studies``,
+        ``factor_names``, ``shared_factors``, ``specific_factors``, ``active``, ``active_factors``, ``eta``,
+        ``top_genes``, ``anchor_genes``, ``factors_oriented``, hyper-parameters, seed, package versions and
+        the training data's hash.
+
+    The tools and plots of :mod:`scsparse.tl` and :mod:`scsparse.pl` read these results with ``key=key_added``.
+
+    Parameters
+    ----------
+    adata
+        Cells x genes AnnData with the same genes measured in every study. Not modified except for the fields
+        above (unless ``copy=True``).
+    study_key
+        Column of ``adata.obs`` naming each cell's study (or condition, cohort): at least two studies, at least
+        10 cells each, no missing labels.
+    layer
+        Layer with the data (raw counts for count likelihoods); ``None`` uses ``adata.X``.
+    batch_key
+        Column of ``adata.obs`` with a technical covariate; it enters the decoder outside the masks.
+    n_latent_shared
+        Number of shared factors (an upper bound: the prior switches unused ones off).
+    n_latent_specific
+        Number of specific factors per study: one int for every study, or a dict ``{study: K_m}`` (studies not
+        in it get none).
+    gene_likelihood
+        ``"nb"``, ``"zinb"``, ``"poisson"``, ``"multinomial"`` (counts) or ``"normal"`` (normalised data).
+    max_epochs
+        Training epochs; ``None`` uses scvi-tools' heuristic.
+    seed
+        Seed of the weights, the split and training; recorded in ``uns[key]["seed"]``.
+    key_added
+        Prefix of the keys written.
+    overwrite
+        Replace existing results under ``key_added``; without it the function raises
+        :class:`~scsparse.model.InvalidInputError` before training if any key exists.
+    copy
+        Write the results into a copy of ``adata`` and return it with the model.
+    model_kwargs
+        Further arguments of :class:`~scsparse.model.MultiStudySparseVAE` (``n_hidden``, ``lambda0``, ...).
+    train_kwargs
+        Further arguments of :meth:`~scsparse.model.MultiStudySparseVAE.train`.
+
+    Returns
+    -------
+    MultiStudySparseVAE or tuple of (AnnData, MultiStudySparseVAE)
+        The trained model; with ``copy=True`` also the new AnnData holding the results.
+
+    Raises
+    ------
+    scsparse.model.InvalidInputError
+        A missing or single-study ``study_key``, a study with too few cells, a missing layer or batch column,
+        non-count data for a count likelihood, or results already present without ``overwrite=True``.
+
+    Examples
+    --------
+    >>> import scsparse
+    >>> adata = scsparse.data.kang_pbmc()
+    >>> model = scsparse.tl.multistudy_sparse_vae(
+    ...     adata, "condition", layer="counts", n_latent_shared=10, n_latent_specific=3, max_epochs=10
+    ... )
+    >>> adata.obsm["X_mssvae_shared"].shape
+    (1975, 10)
+    >>> adata.uns["mssvae"]["factor_table"]  # shared and specific factors, active or not, top genes
+    >>> scsparse.pl.multistudy_overview(adata, key="mssvae")
+    """
+    from scsparse.model import MultiStudySparseVAE
+
+    return _fit_into(
+        adata,
+        MultiStudySparseVAE,
+        {"study_key": study_key, "layer": layer, "batch_key": batch_key},
+        {
+            "n_latent_shared": n_latent_shared,
+            "n_latent_specific": n_latent_specific,
+            "gene_likelihood": gene_likelihood,
+            "seed": seed,
+            **(model_kwargs or {}),
+        },
+        train_kwargs,
+        max_epochs,
+        key_added,
+        overwrite,
+        copy,
+    )

@@ -46,7 +46,8 @@ def test_version_and_help(capsys):
         main([])
     assert info.value.code == 2
     args = build_parser().parse_args(["fit", "a.h5ad", "--out", "b.h5ad"])
-    assert (args.n_latent, args.gene_likelihood, args.key_added, args.layer) == (20, "nb", "sparsevae", None)
+    assert (args.n_latent, args.gene_likelihood, args.key_added, args.layer) == (20, "nb", None, None)
+    assert args.study_key is None and args.n_latent_specific is None
 
 
 def test_fit_writes_results(input_file, tmp_path, capsys):
@@ -94,6 +95,72 @@ def test_fit_input_errors(input_file, tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
         main(["fit", str(input_file), "--out", str(out), "--gene-likelihood", "gamma"])
     assert info.value.code == 2
+
+
+def test_fit_multistudy(counts_factory, tmp_path, capsys):
+    adata = counts_factory(n_obs=150)
+    adata.obs["study"] = np.where(np.arange(150) < 80, "ctrl", "stim")
+    adata.obsm["X_umap"] = np.random.default_rng(0).normal(size=(150, 2))
+    path, out, figures = tmp_path / "in.h5ad", tmp_path / "out.h5ad", tmp_path / "figs"
+    adata.write_h5ad(path)
+    code = main(
+        [
+            "fit", str(path), "--out", str(out), "--layer", "counts", "--study-key", "study", "--n-latent", "3",
+            "--n-latent-specific", "stim=2", "--max-epochs", "2", "--figures", str(figures),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    back = ad.read_h5ad(out)
+    assert back.obsm["X_mssvae_shared"].shape == (150, 3) and back.obsm["X_mssvae_specific"].shape == (150, 2)
+    assert list(back.uns["mssvae"]["specific_factors"]) == ["stim_0", "stim_1"]
+    for name in ("mssvae_W_shared", "mssvae_pip_stim", "mssvae_W_ctrl"):
+        assert name in back.varm
+    printed = capsys.readouterr().out
+    assert "of 5 in" in printed and "varm['mssvae_pip_stim']" in printed
+    assert (figures / "multistudy_overview.png").stat().st_size > 1000
+    # option errors: one clean line, or argparse's usage error
+    assert main(["fit", str(path), "--out", str(tmp_path / "o2.h5ad"), "--n-latent-specific", "2"]) == 2
+    assert "--study-key" in capsys.readouterr().err
+    for bad in ("stim=x", "=2", "stim=1,stim=2", "-1"):
+        with pytest.raises(SystemExit):
+            main(
+                [
+                    "fit",
+                    str(path),
+                    "--out",
+                    str(tmp_path / "o2.h5ad"),
+                    "--study-key",
+                    "study",
+                    "--n-latent-specific",
+                    bad,
+                ]
+            )
+    args = build_parser().parse_args(["fit", "a", "--out", "b", "--n-latent-specific", "IFN-b stim=3,ctrl=0"])
+    assert args.n_latent_specific == {"IFN-b stim": 3, "ctrl": 0}
+
+
+def test_fit_figures_multistudy_umap_on_active_shared_factors(counts_factory, tmp_path):
+    from scsparse.cli import _fit_figures
+
+    adata = counts_factory(n_obs=150)
+    adata.obs["study"] = np.where(np.arange(150) < 80, "ctrl", "stim")
+    # W started deep in the slab: factors are active after a few epochs
+    scsparse.tl.multistudy_sparse_vae(
+        adata, "study", layer="counts", n_latent_shared=3, n_latent_specific=1, max_epochs=3,
+        model_kwargs={"n_hidden": 16, "decoder_kwargs": {"w_init": 1.0}}, train_kwargs={"enable_progress_bar": False},
+    )  # fmt: skip
+    uns = adata.uns["mssvae"]
+    shared_active = [f for f in uns["active_factors"] if f in set(uns["shared_factors"])]
+    assert shared_active
+    written = _fit_figures(adata, "mssvae", tmp_path, seed=0)
+    assert [w.name for w in written] == ["multistudy_overview.png", "loadings_heatmap.png", "factors_umap.png"]
+    assert all(w.stat().st_size > 1000 for w in written)
+    assert adata.obsm["X_mssvae_active"].shape == (150, len(shared_active))
+    names = list(uns["shared_factors"])
+    np.testing.assert_array_equal(
+        adata.obsm["X_mssvae_active"], adata.obsm["X_mssvae_shared"][:, [names.index(f) for f in shared_active]]
+    )
+    assert adata.obsm["X_umap"].shape == (150, 2)
 
 
 def test_n_threads_applies_to_the_fit_and_is_restored(monkeypatch, input_file, tmp_path, capsys):

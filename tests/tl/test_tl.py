@@ -95,3 +95,65 @@ def test_bad_input_fails_before_training(counts_factory):
     with pytest.raises(InvalidInputError):
         scsparse.tl.sparse_vae(np.ones((3, 3)))  # type: ignore[arg-type]
     assert scsparse.tl.result_keys("k") == {"obsm": ["X_k"], "varm": ["k_W", "k_pip"], "uns": ["k"]}
+
+
+def _fit_ms(adata, **kwargs):
+    kwargs.setdefault("max_epochs", 2)
+    return scsparse.tl.multistudy_sparse_vae(
+        adata, "study", n_latent_shared=3, model_kwargs=FAST, train_kwargs=TRAIN, **kwargs
+    )
+
+
+def _with_studies(counts_factory):
+    adata = counts_factory(n_obs=150)
+    adata.obs["study"] = np.where(np.arange(adata.n_obs) < 75, "ctrl", "IFN-b stim")
+    return adata
+
+
+def test_multistudy_writes_documented_keys_and_nothing_else(counts_factory):
+    adata = _with_studies(counts_factory)
+    before = _snapshot(adata)
+    model = _fit_ms(adata, layer="counts", n_latent_specific={"IFN-b stim": 2}, seed=2)
+    assert isinstance(model, scsparse.model.MultiStudySparseVAE) and model.adata is not adata
+
+    keys = scsparse.tl.result_keys("mssvae", studies=["IFN-b stim", "ctrl"])
+    assert keys == model.result_keys()
+    assert set(adata.obsm) - before["obsm"] == set(keys["obsm"])
+    assert set(adata.varm) - before["varm"] == set(keys["varm"])
+    assert set(adata.uns) - before["uns"] == {"mssvae"}
+    # the study name with a space and a dash: a key-safe version, recorded in uns
+    assert "mssvae_W_IFN-b_stim" in adata.varm and adata.uns["mssvae"]["study_keys"]["IFN-b stim"] == "IFN-b_stim"
+    assert adata.obsm["X_mssvae_shared"].shape == (150, 3)
+    specific = adata.obsm["X_mssvae_specific"]
+    assert specific.shape == (150, 2)
+    assert np.all(specific[(adata.obs["study"] == "ctrl").to_numpy()] == 0)  # ctrl has no specific block
+    assert adata.uns["mssvae"]["seed"] == 2
+    # downstream tools read it under its key
+    names = list(adata.uns["mssvae"]["factor_names"])
+    table = scsparse.tl.top_genes(adata, key="mssvae", factors=names, pip_threshold=0.0, direction=False)
+    assert len(table) and set(table["factor"]) <= set(adata.uns["mssvae"]["factor_names"])
+
+    assert not any(k.startswith("_scvi") for k in adata.uns)
+    assert not any(c.startswith("_scvi") for c in adata.obs.columns)
+    pd.testing.assert_frame_equal(adata.obs, before["obs"])
+    np.testing.assert_array_equal(adata.layers["counts"].toarray(), before["counts"])
+
+
+def test_multistudy_refuses_taken_keys_before_training(counts_factory, monkeypatch):
+    adata = _with_studies(counts_factory)
+    out, _ = _fit_ms(adata, layer="counts", copy=True)
+    assert "mssvae" not in adata.uns and "mssvae" in out.uns
+    adata.varm["mssvae_pip_ctrl"] = np.zeros((adata.n_vars, 1))
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained although the results could not be written")
+
+    monkeypatch.setattr(scsparse.model.MultiStudySparseVAE, "train", no_training)
+    with pytest.raises(InvalidInputError, match="mssvae_pip_ctrl"):
+        _fit_ms(adata, layer="counts")
+    np.testing.assert_array_equal(adata.varm["mssvae_pip_ctrl"], 0)
+    with pytest.raises(InvalidInputError, match="nope"):
+        scsparse.tl.multistudy_sparse_vae(adata, "nope", layer="counts")
+    one = adata[adata.obs["study"] == "ctrl"].copy()
+    with pytest.raises(InvalidInputError, match="two"):
+        scsparse.tl.multistudy_sparse_vae(one, "study", layer="counts")
