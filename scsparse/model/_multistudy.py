@@ -207,6 +207,12 @@ class MultiStudySparseVAE(SparseVAE):
                 "the reference's frozen weights. Leave plan_kwargs['weight_decay'] out."
             )
 
+    def _expected_training_warnings(self) -> list[str]:
+        if self.module.n_latent_frozen and self.module.freeze_reference_encoder:
+            # a query model's reference encoder is in eval mode on purpose; Lightning warns about it
+            return [r".*module\(s\) in eval mode.*"]
+        return []
+
     # ------------------------------------------------------------------ query mapping
     @classmethod
     def load_query_data(
