@@ -20,7 +20,7 @@ factors under their factor-table names, specific factors analysed within their o
 """
 
 from ._association import factor_association
-from ._diagnostics import BROAD_FRACTION, OVERLAP_FRACTION, factor_diagnostics
+from ._diagnostics import BROAD_FRACTION, OVERLAP_FRACTION, STUDY_SHIFT, factor_diagnostics
 from ._enrich import DEFAULT_N_TOP, bh_adjust, enrich
 from ._genesets import GENE_SET_LIBRARIES, GeneSetError, load_gene_sets, read_cellmarker, read_gmt, read_panglaodb
 from ._sparse_vae import multistudy_sparse_vae, result_keys, sparse_vae
@@ -33,6 +33,7 @@ __all__ = [
     "GENE_SET_LIBRARIES",
     "GeneSetError",
     "OVERLAP_FRACTION",
+    "STUDY_SHIFT",
     "bh_adjust",
     "enrich",
     "factor_association",

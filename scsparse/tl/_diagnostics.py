@@ -10,7 +10,7 @@ from anndata import AnnData
 
 from ._top_genes import _expression_source, _factor_names, _looks_like_counts, _read_results
 
-__all__ = ["BROAD_FRACTION", "OVERLAP_FRACTION", "factor_diagnostics", "jaccard_matrix"]
+__all__ = ["BROAD_FRACTION", "OVERLAP_FRACTION", "STUDY_SHIFT", "factor_diagnostics", "jaccard_matrix"]
 
 #: A programme holding more than this fraction of the model's genes (``p* > 0.5``) is called *broad*. On the
 #: embedded Kang data (demo settings, seeds 0-2) the sparse programmes held at most 11% of the genes and the
@@ -22,6 +22,11 @@ BROAD_FRACTION = 0.2
 #: embedded Kang data (demo settings) no pair of factors exceeded 0.18 (a small programme inside a broad catch-all
 #: column has a small Jaccard index: the broad flag covers that column).
 OVERLAP_FRACTION = 0.5
+#: A study-specific factor is *shifted* when its mean over its study's cells exceeds this many standard deviations
+#: (of the same cells): it is then nearly constant in its study, an offset of the whole study rather than variation
+#: among its cells. On three 10x PBMC chemistries as studies (``scsparse.data.pbmc_3batch``, no batch covariate)
+#: the specific factors that stayed active had |mean| / sd 6.4, 3.3, 3.0 and 0.8.
+STUDY_SHIFT = 2.0
 
 
 def _library_corr(res: dict, factor: str, k: int, log_library: np.ndarray | None) -> float:
@@ -36,6 +41,20 @@ def _library_corr(res: dict, factor: str, k: int, log_library: np.ndarray | None
     if z.size < 3 or np.ptp(z) <= 1e-12 or np.ptp(lib) <= 1e-12:
         return float("nan")
     return float(spearmanr(z, lib)[0])
+
+
+def _study_shift(res: dict, factor: str, k: int) -> float:
+    """Mean over standard deviation of a study-specific factor over its study's cells (NaN for shared factors)."""
+    cells = res["cell_masks"].get(factor)
+    if cells is None:
+        return float("nan")
+    z = np.asarray(res["Z"][np.asarray(cells, dtype=bool), k], dtype=np.float64)
+    if z.size < 3:
+        return float("nan")
+    mean, sd = float(z.mean()), float(z.std())
+    if sd > 1e-12:
+        return mean / sd
+    return float("nan") if abs(mean) <= 1e-12 else float(np.copysign(np.inf, mean))
 
 
 def jaccard_matrix(included: np.ndarray) -> np.ndarray:
@@ -119,9 +138,10 @@ def factor_diagnostics(
     pip_threshold: float | None = None,
     layer: str | None = None,
     overlap_fraction: float = OVERLAP_FRACTION,
+    study_shift: float = STUDY_SHIFT,
 ) -> pd.DataFrame:
-    """Flag factors that are hard to interpret: *broad* programmes without any enriched gene set, and factors
-    that *overlap* another one.
+    """Flag factors that are hard to interpret: *broad* programmes without any enriched gene set, factors that
+    *overlap* another one, and study-specific factors that are a *shift* of their whole study.
 
     A sparse programme holds a small fraction of the genes. A factor whose programme includes a large part of
     the model's genes (``n_genes / G > broad_fraction``, genes with ``p* > pip_threshold``) and for which no
@@ -135,7 +155,16 @@ def factor_diagnostics(
     duplicated one. This is how a poor optimum of the non-convex objective shows without ground truth; compare
     fits from other seeds (:func:`scsparse.model.select_best`, :func:`scsparse.tl.stability`) before reading the
     two factors as separate programmes. The activity correlation with the closest other factor is reported
-    too, but does not flag: programmes of the same cells co-vary in real data. Nothing about the model changes.
+    too, but does not flag: programmes of the same cells co-vary in real data.
+
+    For a multi-study fit, a study-specific factor whose mean over its study's cells exceeds ``study_shift`` standard
+    deviations is flagged ``shifted`` ("study offset"): it is nearly constant over that study, so it encodes how the
+    study differs from the others on its genes, not variation among the study's cells. The model has no other place
+    for such a difference: a shared factor cannot hold it, and without a batch covariate the decoder has no
+    per-study offset. When the studies are technical batches (chemistries, platforms, labs), that is a batch
+    effect: fit again with the study column also as ``batch_key``, which gives each study its own offset outside
+    the masks. When they are biological conditions, the shift can be the answer (a response present in every
+    treated cell). Nothing about the model changes.
 
     Parameters
     ----------
@@ -159,6 +188,8 @@ def factor_diagnostics(
     overlap_fraction
         Jaccard index of two programmes' genes above which the factors overlap. Only the factors diagnosed
         (``factors``) are compared with each other.
+    study_shift
+        Mean over standard deviation (within its study's cells) above which a study-specific factor is shifted.
 
     Returns
     -------
@@ -171,16 +202,18 @@ def factor_diagnostics(
         ``p_adj <= max_p_adj``), ``broad_unenriched`` (broad and not enriched), ``overlap_factor`` and
         ``gene_jaccard`` (the other factor with the most similar gene set, and the Jaccard index), ``corr_factor``
         and ``activity_corr`` (the other factor whose activity correlates most, and Pearson's r), ``overlaps``
-        (``gene_jaccard > overlap_fraction``) and ``diagnostic`` (a short text joining ``"broad"``,
-        ``"no gene set"`` and ``"overlaps <factor>"``, or ``"ok"``). ``table.attrs`` records ``broad_fraction``,
-        ``max_p_adj`` and ``overlap_fraction``.
+        (``gene_jaccard > overlap_fraction``), ``study_shift`` (mean over standard deviation of a study-specific
+        factor within its study's cells; NaN for other factors), ``shifted`` (``|study_shift| > study_shift``) and
+        ``diagnostic`` (a short text joining ``"broad"``, ``"no gene set"``, ``"overlaps <factor>"`` and ``"study
+        offset"``, or ``"ok"``). ``table.attrs`` records ``broad_fraction``, ``max_p_adj``, ``overlap_fraction``
+        and ``study_shift``.
 
     Raises
     ------
     KeyError
         No results under ``key``.
     ValueError
-        ``broad_fraction`` or ``overlap_fraction`` outside ``(0, 1]``.
+        ``broad_fraction`` or ``overlap_fraction`` outside ``(0, 1]``, or ``study_shift`` not positive.
 
     Examples
     --------
@@ -191,6 +224,8 @@ def factor_diagnostics(
     for name, value in (("broad_fraction", broad_fraction), ("overlap_fraction", overlap_fraction)):
         if not 0.0 < float(value) <= 1.0:
             raise ValueError(f"{name} must be in (0, 1], got {value!r}.")
+    if not float(study_shift) > 0.0:
+        raise ValueError(f"study_shift must be positive, got {study_shift!r}.")
     res = _read_results(adata, key)
     names = _factor_names(res, factors, key)
     thr = res["pip_threshold"] if pip_threshold is None else float(pip_threshold)
@@ -220,6 +255,7 @@ def factor_diagnostics(
             "library_size_corr": _library_corr(res, f, k, log_library),
             "enriched": pd.NA,
             **overlaps[f],
+            "study_shift": _study_shift(res, f, k),
         }
         if enrichment is not None:
             tested = enrichment[enrichment["factor"].astype(str) == f]
@@ -235,14 +271,28 @@ def factor_diagnostics(
     enriched = table["enriched"].astype("boolean")
     table["broad_unenriched"] = (table["broad"] & (enriched == False)).fillna(False).astype(bool)  # noqa: E712
     table["overlaps"] = table["gene_jaccard"] > overlap_fraction
-    text = np.where(table["broad"], "broad", "")
+    table["shifted"] = (table["study_shift"].abs() > study_shift).to_numpy(dtype=bool)
     no_set = (enriched == False).fillna(False).to_numpy(dtype=bool)  # noqa: E712
+    flags = zip(table["broad"], no_set, table["overlaps"], table["overlap_factor"], table["shifted"], strict=True)
     table["diagnostic"] = [
-        ", ".join(t for t in (b, "no gene set" if ns else "", f"overlaps {other}" if ov else "") if t) or "ok"
-        for b, ns, ov, other in zip(text, no_set, table["overlaps"], table["overlap_factor"], strict=True)
+        ", ".join(
+            t
+            for t in (
+                "broad" if b else "",
+                "no gene set" if ns else "",
+                f"overlaps {o}" if ov else "",
+                "study offset" if sh else "",
+            )
+            if t
+        )
+        or "ok"
+        for b, ns, ov, o, sh in flags
     ]
     table["enriched"] = enriched
     table.attrs.update(
-        broad_fraction=float(broad_fraction), max_p_adj=float(max_p_adj), overlap_fraction=float(overlap_fraction)
+        broad_fraction=float(broad_fraction),
+        max_p_adj=float(max_p_adj),
+        overlap_fraction=float(overlap_fraction),
+        study_shift=float(study_shift),
     )
     return table

@@ -155,3 +155,35 @@ def test_overlap_of_a_specific_factor_is_judged_on_its_own_study():
     within = np.corrcoef(shared[in_b, 0], spec[in_b])[0, 1]
     assert diag.loc["stim lab_0", "activity_corr"] == pytest.approx(within) and abs(within) < 0.3
     assert not diag["overlaps"].any()
+
+
+def test_a_specific_factor_constant_over_its_study_is_a_study_offset():
+    from test_tl_multistudy import KEY as MS_KEY
+    from test_tl_multistudy import planted_multistudy
+
+    adata = planted_multistudy()
+    in_b = (adata.obs["study"] == "stim lab").to_numpy()
+    spec = adata.obsm[f"X_{MS_KEY}_specific"].copy()
+    base = scsparse.tl.factor_diagnostics(adata, key=MS_KEY).set_index("factor")
+    z = spec[in_b, 1]
+    assert base.loc["stim lab_0", "study_shift"] == pytest.approx(z.mean() / z.std())
+    assert np.isnan(base.loc["shared_0", "study_shift"]) and not base.loc["shared_0", "shifted"]
+    # the specific factor moved to -1.5 in every cell of its study, with little spread: a study offset
+    spec[in_b, 1] = -1.5 + 0.2 * (z - z.mean()) / z.std()
+    adata.obsm[f"X_{MS_KEY}_specific"] = spec
+    diag = scsparse.tl.factor_diagnostics(adata, key=MS_KEY).set_index("factor")
+    assert diag.loc["stim lab_0", "study_shift"] == pytest.approx(-7.5)
+    assert diag.loc["stim lab_0", "shifted"] and "study offset" in diag.loc["stim lab_0", "diagnostic"]
+    assert diag.attrs["study_shift"] == scsparse.tl.STUDY_SHIFT
+    # the threshold decides
+    assert (
+        not scsparse.tl.factor_diagnostics(adata, key=MS_KEY, study_shift=8.0)
+        .set_index("factor")
+        .loc["stim lab_0", "shifted"]
+    )
+    with pytest.raises(ValueError, match="study_shift"):
+        scsparse.tl.factor_diagnostics(adata, key=MS_KEY, study_shift=0)
+    # a single-study fit has no study-specific factors
+    single = planted.planted_adata()
+    table = scsparse.tl.factor_diagnostics(single, key=KEY)
+    assert table["study_shift"].isna().all() and not table["shifted"].any()
