@@ -218,39 +218,34 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------- parser
-def _specific_factors(text: str) -> int | dict[str, int]:
-    """``--n-latent-specific``: one count for every study (``3``) or per study (``stim=3,ctrl=0``)."""
-    if "=" not in text:
-        try:
-            value = int(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(f"expected a number or STUDY=K pairs, got {text!r}") from exc
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}")
-        return value
-    counts: dict[str, int] = {}
-    for item in text.split(","):
-        study, sep, number = item.rpartition("=")
-        try:
-            value = int(number)
-        except ValueError:
-            value = -1
-        if not sep or not study or value < 0 or study in counts:
-            raise argparse.ArgumentTypeError(
-                f"expected STUDY=K pairs separated by commas (K >= 0, each study once), got {item!r} in {text!r}"
-            )
-        counts[study] = value
-    return counts
-
-
-def _positive_int(text: str) -> int:
+def _int_at_least(text: str, minimum: int) -> int:
+    what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
     try:
         value = int(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from exc
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from exc
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _int_at_least(text, 1)
+
+
+def _specific_factors(text: str) -> int | dict[str, int]:
+    """``--n-latent-specific``: one count for every study (``3``) or per study (``stim=3,ctrl=0``)."""
+    if "=" not in text:
+        return _int_at_least(text, 0)
+    counts: dict[str, int] = {}
+    for item in text.split(","):
+        study, sep, number = item.rpartition("=")
+        if not sep or not study or study in counts or not number.isdigit():
+            raise argparse.ArgumentTypeError(
+                f"expected STUDY=K pairs separated by commas (K >= 0, each study once), got {item!r} in {text!r}"
+            )
+        counts[study] = int(number)
+    return counts
 
 
 def _add_threads_argument(parser: argparse.ArgumentParser, default_text: str) -> None:

@@ -51,15 +51,20 @@ def _finish(counts: sp.spmatrix | np.ndarray, obs: pd.DataFrame, var: pd.DataFra
     return adata
 
 
-def _read_rda(path: Path) -> dict[str, Any]:
-    """Read an ``.rda`` file with :mod:`rdata` (S4 objects without a converter come back as namespaces)."""
+def _read_r(path: Path) -> Any:
+    """Read an ``.rda`` (a dict of its objects) or ``.rds`` file (its one object) with :mod:`rdata`.
+
+    S4 objects without a converter come back as namespaces.
+    """
     import rdata
 
+    rds = Path(path).suffix.lower() == ".rds"
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Missing constructor for R class.*")
         warnings.filterwarnings("ignore", category=UserWarning, module="rdata")
-        if hasattr(rdata, "read_rda"):
-            return rdata.read_rda(str(path))
+        reader = getattr(rdata, "read_rds" if rds else "read_rda", None)
+        if reader is not None:
+            return reader(str(path))
         parsed = rdata.parser.parse_file(str(path))  # rdata < 0.11
         return rdata.conversion.convert(parsed)
 
@@ -182,7 +187,7 @@ def zeisel_subset() -> ad.AnnData:
     {'pyramidal CA1': 939, 'interneurons': 290, 'endothelial-mural': 235}
     """
     path = fetch("zeisel_subset")["zeisel_descend_subset/zeisel.rda"]
-    z = _read_rda(path)["zeisel"]
+    z = _read_r(path)["zeisel"]
     mat = z["count.matrix.large"]  # genes x cells
     genes = _rnames(mat)
     cells = _strip_r_x(np.asarray(mat.coords[mat.dims[1]].values).astype(str))
@@ -242,7 +247,7 @@ def zeisel_full() -> ad.AnnData:
     names = sio.loadmat(paths[root + "zeisel_names.mat"])["zeisel_names"]
     level1 = _mat_strings(names[:, 0])
     level2 = _mat_strings(names[:, 1])
-    cortex = _read_rda(paths[root + "cortex_mrna.rda"])["cortex_mrna"]
+    cortex = _read_r(paths[root + "cortex_mrna.rda"])["cortex_mrna"]
     annot = cortex["annot"]
     if not (
         np.array_equal(annot["level1class"].astype(str).to_numpy(), level1)
@@ -328,7 +333,7 @@ def pbmc3k() -> ad.AnnData:
     983
     """
     paths = fetch("pbmc3k", ["getNC_pbmc_small.rda", "clustifyr_pbmc_meta.rda", "genes.tsv"])
-    obj = _read_rda(paths["pbmc3k/getNC_pbmc_small.rda"])["pbmc_small"]
+    obj = _read_r(paths["pbmc3k/getNC_pbmc_small.rda"])["pbmc_small"]
     rna = _slot(obj, "assays")["RNA"]
     layer = _slot(rna, "layers")["counts"]
     n_genes, n_cells = (int(d) for d in _slot(layer, "Dim"))
@@ -347,7 +352,7 @@ def pbmc3k() -> ad.AnnData:
         raise ValueError("pbmc3k: the Seurat object's names do not match its count matrix.")
     meta = _slot(obj, "meta.data")
     obs = pd.DataFrame(index=pd.Index(barcodes))
-    labels = _read_rda(paths["pbmc3k/clustifyr_pbmc_meta.rda"])["pbmc_meta"]
+    labels = _read_r(paths["pbmc3k/clustifyr_pbmc_meta.rda"])["pbmc_meta"]
     labels.index = labels.index.astype(str)
     key = pd.Index([b.removesuffix("-1") for b in barcodes])
     obs["cell_type"] = pd.Categorical(
@@ -460,19 +465,6 @@ _P3_BATCHES: list[tuple[str, str, str]] = [
 ]
 
 
-def _read_rds(path: Path) -> Any:
-    """Read an ``.rds`` file with :mod:`rdata` (S4 objects without a converter come back as namespaces)."""
-    import rdata
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*Missing constructor for R class.*")
-        warnings.filterwarnings("ignore", category=UserWarning, module="rdata")
-        if hasattr(rdata, "read_rds"):
-            return rdata.read_rds(str(path))
-        parsed = rdata.parser.parse_file(str(path))  # rdata < 0.11
-        return rdata.conversion.convert(parsed)
-
-
 def _dgt_matrix(obj: Any) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
     """A Matrix ``dgTMatrix`` (genes x cells, triplets) as cells x genes CSR with its gene and cell names."""
     n_genes, n_cells = (int(d) for d in _slot(obj, "Dim"))
@@ -513,7 +505,7 @@ def pbmc_3batch() -> ad.AnnData:
     paths = fetch("pbmc_3batch", [f for f, _, _ in _P3_BATCHES])
     mats, gene_lists, obs_parts = [], [], []
     for file, batch, chemistry in _P3_BATCHES:
-        x, genes, cells = _dgt_matrix(_read_rds(paths[_P3 + file]))
+        x, genes, cells = _dgt_matrix(_read_r(paths[_P3 + file]))
         mats.append(x)
         gene_lists.append(genes)
         part = pd.DataFrame(index=pd.Index([f"{batch}_{c}" for c in cells]))

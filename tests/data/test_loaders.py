@@ -133,7 +133,7 @@ def test_pbmc_3batch(shared_data):
     assert np.array_equal(adata.layers["counts"].sum(axis=1).A1, adata.obs["n_counts"].to_numpy())
     # against the source triplets: every count of the 5' batch's CD3E cells lands in the right cell and gene
     path = sd.fetch("pbmc_3batch")["multistudy/pbmc_3batch_scWGParis/5prime_PBMC_filt_1kcells.rds"]
-    obj = sd._loaders._read_rds(path)
+    obj = sd._loaders._read_r(path)
     genes = np.asarray(obj.Dimnames[0]).astype(str)
     row = int(np.flatnonzero(genes == "CD3E")[0])
     src = np.zeros(int(obj.Dim[1]))
