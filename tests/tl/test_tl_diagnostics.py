@@ -168,12 +168,12 @@ def test_a_specific_factor_constant_over_its_study_is_a_study_offset():
     z = spec[in_b, 1]
     assert base.loc["stim lab_0", "study_shift"] == pytest.approx(z.mean() / z.std())
     assert np.isnan(base.loc["shared_0", "study_shift"]) and not base.loc["shared_0", "shifted"]
-    # the specific factor moved to -1.5 in every cell of its study, with little spread: a study offset
+    # the specific factor moved to -1.5 in every cell of its study, with little spread: a study-wide shift
     spec[in_b, 1] = -1.5 + 0.2 * (z - z.mean()) / z.std()
     adata.obsm[f"X_{MS_KEY}_specific"] = spec
     diag = scsparse.tl.factor_diagnostics(adata, key=MS_KEY).set_index("factor")
     assert diag.loc["stim lab_0", "study_shift"] == pytest.approx(-7.5)
-    assert diag.loc["stim lab_0", "shifted"] and "study offset" in diag.loc["stim lab_0", "diagnostic"]
+    assert diag.loc["stim lab_0", "shifted"] and "study-wide shift" in diag.loc["stim lab_0", "diagnostic"]
     assert diag.attrs["study_shift"] == scsparse.tl.STUDY_SHIFT
     # the threshold decides
     assert (
