@@ -137,7 +137,10 @@ class MultiStudySparseVAE(SparseVAE):
         layer
             Layer with the data (raw counts for count likelihoods); ``None`` uses ``adata.X``.
         batch_key
-            Optional technical covariate entering the decoder outside the masks.
+            Optional technical covariate entering the decoder outside the masks. When the studies are technical
+            batches (chemistries, platforms), pass ``study_key``'s column here too, so that each study has its own
+            offset outside the masks; without it, what differs between studies on average goes into the
+            study-specific factors as a study-wide shift (:func:`scsparse.tl.factor_diagnostics`).
         size_factor_key
             Optional per-cell size factors.
         min_cells_per_study

@@ -251,7 +251,10 @@ def multistudy_sparse_vae(
     layer
         Layer with the data (raw counts for count likelihoods); ``None`` uses ``adata.X``.
     batch_key
-        Column of ``adata.obs`` with a technical covariate; it enters the decoder outside the masks.
+        Column of ``adata.obs`` with a technical covariate; it enters the decoder outside the masks. When the
+        studies are technical batches (chemistries, platforms), pass the study column here too: the model has no
+        per-study offset otherwise, and study-specific factors then take it up as a study-wide shift (flagged by
+        :func:`scsparse.tl.factor_diagnostics`).
     n_latent_shared
         Number of shared factors (an upper bound: the prior switches unused ones off).
     n_latent_specific
