@@ -105,3 +105,28 @@ def test_multistudy_ddp_two_cpu_ranks_identical_em_state(counts_factory, tmp_pat
     _assert_identical_and_returned(model, r0, r1)
     prior = model.module.prior
     torch.testing.assert_close(prior.eta, prior.eta_update(prior.p_star))
+
+
+@pytest.mark.slow
+def test_query_mapping_ddp_keeps_the_reference_and_ranks_identical(counts_factory, tmp_path):
+    from test_query import assert_reference_part_unchanged
+
+    adata = counts_factory(n_obs=360, n_vars=30)
+    adata.obs["study"] = np.asarray(["s1", "s2", "s3"])[np.arange(adata.n_obs) % 3]
+    ref = adata[adata.obs["study"] != "s3"].copy()
+    query = adata[adata.obs["study"] == "s3"].copy()
+    MultiStudySparseVAE.setup_anndata(ref, study_key="study", layer="counts")
+    reference = MultiStudySparseVAE(ref, n_latent_shared=3, n_latent_specific=2, n_hidden=16)
+    reference.train(max_epochs=40, batch_size=64, enable_progress_bar=False)
+    assert reference.active_factors()
+    ref_state = {k: v.detach().clone() for k, v in reference.module.state_dict().items()}
+
+    q = MultiStudySparseVAE.load_query_data(query, reference, n_latent_specific=2)
+    start_w = q.module.decoder.W.detach().clone()
+    q.train(max_epochs=3, batch_size=16, callbacks=[RankStateDump(str(tmp_path))], **DDP)
+    r0, r1 = _rank_states(tmp_path)
+    _assert_identical_and_returned(q, r0, r1)
+    # each rank and the model returned to this process: the reference part bit for bit, the new block trained
+    for state in (r0["state"], r1["state"], q.module.state_dict()):
+        assert_reference_part_unchanged({k: v.cpu() for k, v in state.items()}, ref_state)
+    assert not torch.equal(q.module.decoder.W.detach()[:, 7:], start_w[:, 7:])
