@@ -14,6 +14,7 @@ from scsparse.generic.benchmarks._multistudy import (
     _confusion_section,
     confusion_table,
     largest_confusion,
+    marker_labels,
     run_multistudy,
     run_multistudy_real,
     score_multistudy,
@@ -240,3 +241,17 @@ def test_score_matches_programmes_to_columns_that_select_genes():
     res = score_multistudy(data, fit)
     assert res["shared_fscore"] == pytest.approx(1.0) and res["shared_fn"] == 0
     assert res["n_active_shared"] == 5
+
+
+def test_marker_labels_pick_the_highest_scoring_set_and_skip_absent_genes():
+    import anndata as ad
+    import scipy.sparse as sp
+
+    counts = np.array([[20, 0, 0, 5], [0, 20, 1, 5], [15, 1, 0, 5], [0, 0, 20, 5]], dtype=np.float32)
+    adata = ad.AnnData(sp.csr_matrix(counts))
+    adata.var_names = ["CD3E", "MS4A1", "NKG7", "ACTB"]
+    adata.layers["counts"] = adata.X.copy()
+    markers = {"T": ["CD3E", "IL7R"], "B": ["MS4A1"], "NK": ["NKG7"], "absent": ["NOPE"]}
+    assert marker_labels(adata, markers).tolist() == ["T", "B", "T", "NK"]
+    with pytest.raises(ValueError, match="marker"):
+        marker_labels(adata, {"absent": ["NOPE"]})

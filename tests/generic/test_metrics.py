@@ -299,3 +299,22 @@ def test_support_validation_and_empty():
     assert empty.f1 == 1.0
     nothing = support_confusion(np.zeros((7, 3)), TRUTH)
     assert nothing.f1 == 0.0 and nothing.fn == int(TRUTH.sum())
+
+
+def test_neighbour_agreement_mixing_and_separation():
+    from scsparse.generic.metrics import neighbour_agreement, random_agreement
+
+    rng = np.random.default_rng(0)
+    x = np.vstack([rng.normal(0, 0.1, size=(50, 2)), rng.normal(10, 0.1, size=(50, 2))])
+    cluster = np.repeat(["a", "b"], 50)
+    mixed = np.tile(["u", "v"], 50)  # alternates within each cluster: spread at random over the neighbours
+    assert neighbour_agreement(x, cluster, n_neighbors=10) == 1.0
+    assert abs(neighbour_agreement(x, mixed, n_neighbors=10) - random_agreement(mixed)) < 0.1
+    assert random_agreement(mixed) == 0.5 and random_agreement(np.array(["a", "a", "a", "b"])) == 0.625
+    # a point never counts as its own neighbour, duplicates included
+    dup = np.zeros((4, 1))
+    assert neighbour_agreement(dup, np.array(["a", "b", "b", "b"]), n_neighbors=3) == (0 + 3 * (2 / 3)) / 4
+    with pytest.raises(ValueError, match="n_neighbors"):
+        neighbour_agreement(x, cluster, n_neighbors=100)
+    with pytest.raises(ValueError, match="one per point"):
+        neighbour_agreement(x, cluster[:10])

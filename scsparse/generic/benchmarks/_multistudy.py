@@ -20,7 +20,13 @@ import numpy as np
 import pandas as pd
 
 from scsparse.data._simulate_multistudy import MultiStudyData, simulate_multistudy
-from scsparse.generic.metrics import assign_by_correlation, estimated_support, factor_correlation
+from scsparse.generic.metrics import (
+    assign_by_correlation,
+    estimated_support,
+    factor_correlation,
+    neighbour_agreement,
+    random_agreement,
+)
 
 from ._common import (
     RESTART_SEED_STEP,
@@ -896,6 +902,40 @@ REAL_SETTINGS: dict[str, dict[str, Any]] = {
 # query mapping: the 5-line CEL-seq2 plates p1, p2 as the reference, p3 added later (load_query_data); the
 # CellBench settings with half its epochs
 REAL_SETTINGS["cellbench_query"] = {**REAL_SETTINGS["cellbench"], "query_study": "p3", "max_epochs": 150}
+# three 10x PBMC chemistries as studies, fitted as `scsparse fit --study-key batch` fits them (the package's
+# defaults: 128 hidden units, |W| started at 0.3), once with the study only and once with the study also as the
+# batch covariate
+REAL_SETTINGS["pbmc_3batch"] = {
+    "n_genes": 2000,
+    "n_latent_shared": 15,
+    "n_latent_specific": 3,
+    "n_hidden": 128,
+    "n_layers": 1,
+    "gene_likelihood": "nb",
+    "lambda0": 10.0,
+    "lambda1": 1.0,
+    "dropout_rate": 0.1,
+    "w_init": 0.3,
+    "first_bias": False,
+    "encode_study": False,
+    "lr": 0.01,
+    "batch_size": 128,
+    "max_epochs": 150,
+    "n_neighbors": 30,
+    "n_cells": None,
+    "quick": {"max_epochs": 3, "n_hidden": 16, "n_genes": 300, "n_cells": 600},
+}
+
+#: Marker genes of the PBMC types used to label the unannotated PBMC chemistries (:func:`marker_labels`).
+PBMC_MARKERS: dict[str, tuple[str, ...]] = {
+    "T": ("CD3E", "CD3D", "IL7R"),
+    "CD14 monocyte": ("CD14", "LYZ", "S100A8"),
+    "FCGR3A monocyte": ("FCGR3A", "MS4A7"),
+    "B": ("MS4A1", "CD79A", "CD79B"),
+    "NK": ("NKG7", "GNLY", "KLRD1"),
+    "DC": ("FCER1A", "CST3"),
+    "platelet": ("PPBP", "PF4"),
+}
 
 #: Targets of the real-data checks: ``metric -> (comparison, threshold)``.
 REAL_TARGETS: dict[str, tuple[str, float]] = {
@@ -916,11 +956,13 @@ def _real_cfg(name: str, quick: bool, max_epochs: int | None) -> dict[str, Any]:
     return cfg
 
 
-def _fit_real(adata: AnnData, study_key: str, cfg: Mapping[str, Any], seed: int) -> tuple[Any, float]:
+def _fit_real(
+    adata: AnnData, study_key: str, cfg: Mapping[str, Any], seed: int, batch_key: str | None = None
+) -> tuple[Any, float]:
     from scsparse.model import MultiStudySparseVAE
 
     t0 = time.perf_counter()
-    MultiStudySparseVAE.setup_anndata(adata, study_key=study_key, layer="counts")
+    MultiStudySparseVAE.setup_anndata(adata, study_key=study_key, layer="counts", batch_key=batch_key)
     model = MultiStudySparseVAE(
         adata,
         n_latent_shared=cfg["n_latent_shared"],
@@ -1320,6 +1362,92 @@ def _cellbench_query_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict
     }
 
 
+def marker_labels(adata: AnnData, markers: Mapping[str, Sequence[str]] = PBMC_MARKERS) -> np.ndarray:
+    """Each cell's marker set with the highest score: mean log-normalised expression, z-scored over the cells.
+
+    A crude label for data without annotation (``layers["counts"]``; marker genes absent from ``adata`` are
+    skipped, sets with none present are left out).
+
+    Examples
+    --------
+    >>> import anndata as ad, scipy.sparse as sp
+    >>> a = ad.AnnData(sp.csr_matrix(np.array([[9.0, 0, 1], [0, 9.0, 1], [8.0, 1, 1]])))
+    >>> a.var_names = ["CD3E", "MS4A1", "ACTB"]
+    >>> a.layers["counts"] = a.X.copy()
+    >>> marker_labels(a, {"T": ["CD3E"], "B": ["MS4A1"]}).tolist()
+    ['T', 'B', 'T']
+    """
+    x = lognormalised_genes(adata)
+    genes = list(map(str, adata.var_names))
+    names, scores = [], []
+    for name, set_genes in markers.items():
+        cols = [genes.index(g) for g in set_genes if g in genes]
+        if cols:
+            names.append(name)
+            scores.append(x[:, cols].mean(1))
+    if not names:
+        raise ValueError("None of the marker genes is in adata.var_names.")
+    z = np.column_stack(scores)
+    z = (z - z.mean(0)) / np.where(z.std(0) > 0, z.std(0), 1.0)
+    return np.asarray(names, dtype=object)[z.argmax(1)]
+
+
+def _pbmc_3batch_adata(n_genes: int, n_cells: int | None) -> tuple[AnnData, np.ndarray]:
+    """The three chemistries (``n_cells`` at random, all by default), ``n_genes`` HVGs, and marker labels."""
+    from scsparse.data import pbmc_3batch
+
+    adata = pbmc_3batch()
+    if n_cells is not None and n_cells < adata.n_obs:
+        keep = np.sort(np.random.default_rng(0).choice(adata.n_obs, int(n_cells), replace=False))
+        adata = adata[keep].copy()
+    labels = marker_labels(adata)  # on all genes: markers need not be among the variable ones
+    return _variable_genes(adata, n_genes, "batch"), labels
+
+
+def _pbmc_3batch_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The chemistries as studies, without and with the study as the batch covariate, beside PCA."""
+    from scsparse.tl import factor_diagnostics
+
+    adata, labels = _pbmc_3batch_adata(int(cfg["n_genes"]), cfg["n_cells"])
+    batch = adata.obs["batch"].astype(str).to_numpy()
+    k = int(cfg["n_neighbors"])
+    pca = pca_reference(lognormalised_genes(adata))
+    values: dict[str, float] = {
+        "random_same_batch_share": random_agreement(batch),
+        "pca_same_batch_share": neighbour_agreement(pca, batch, k),
+        "pca_marker_agreement": neighbour_agreement(pca, labels, k),
+    }
+    tables, seconds = {}, 0.0
+    for variant, batch_key in (("study", None), ("study_and_batch", "batch")):
+        model, secs = _fit_real(adata.copy(), "batch", cfg, seed, batch_key=batch_key)
+        seconds += secs
+        table = model.factor_table()
+        shared = table["kind"] == "shared"
+        active_shared = table.loc[shared & table["active"], "factor"].tolist()
+        z = model.get_latent_representation(kind="shared")
+        rep = z[:, [model.factor_names.index(f) for f in active_shared]] if active_shared else z
+        written = adata.copy()
+        model.write_results(written, key_added="ms")
+        diag = factor_diagnostics(written, key="ms") if len(model.active_factors()) else None
+        shifted = (
+            0 if diag is None else int((diag["shifted"] & diag["factor"].isin(table.loc[~shared, "factor"])).sum())
+        )
+        values.update(
+            {
+                f"{variant}_same_batch_share": neighbour_agreement(rep, batch, k),
+                f"{variant}_marker_agreement": neighbour_agreement(rep, labels, k),
+                f"{variant}_n_active_shared": float(len(active_shared)),
+                f"{variant}_n_active_specific": float((~shared & table["active"]).sum()),
+                f"{variant}_n_shifted_specific": float(shifted),
+            }
+        )
+        if diag is not None:
+            table = table.merge(diag[["factor", "study_shift"]], on="factor", how="left")
+        tables[variant] = table
+    rows = _metric_rows("pbmc_3batch", seed, seconds, values)
+    return rows, {"factor_tables": tables, "n_genes": adata.n_vars, "n_cells": adata.n_obs}
+
+
 def _target_cells(metric: str, value: float) -> tuple[str, Any]:
     if metric not in REAL_TARGETS:
         return "", math.nan
@@ -1381,7 +1509,7 @@ def _write_real_summary(
     quick: bool,
 ) -> Path:
     lines = [
-        "# Multi-study sparse VAE on real data: Kang et al. (2018) and CellBench (with query mapping)",
+        "# Multi-study sparse VAE on real data: Kang et al. (2018), CellBench (with query mapping), PBMC chemistries",
         "",
         "## Provenance",
         "",
@@ -1446,6 +1574,22 @@ def _write_real_summary(
             "model); `cellline_acc_joint_fit`: the same split on one model fitted on all three plates; "
             "`n_active_query_specific`: active factors in the new block (the plates hold the same five lines, "
             "so nothing is specific to one: ideally 0)."
+        )
+    if "pbmc_3batch" in details:
+        c, d0 = cfgs["pbmc_3batch"], details["pbmc_3batch"][0]
+        lines.append(
+            f"- PBMC chemistries (`scsparse.data.pbmc_3batch()`, {d0['n_cells']} cells: 10x 3' v2, 3' v3 and 5', "
+            f"no annotation; the {d0['n_genes']} most variable genes, seurat_v3 per chemistry), study = chemistry, "
+            f"fitted as `scsparse fit --study-key batch` does: `MultiStudySparseVAE(n_latent_shared="
+            f"{c['n_latent_shared']}, n_latent_specific={c['n_latent_specific']})`, NB, {c['n_hidden']} hidden "
+            f"units{_bias_words(c)}, initial |W| = {c['w_init']:g}, lr {c['lr']:g}, batch {c['batch_size']}, "
+            f"{c['max_epochs']} epochs; `study_*`: the study only, `study_and_batch_*`: the study column also as "
+            f"`batch_key`. `*_same_batch_share`: mean fraction of each cell's {c['n_neighbors']} nearest neighbours "
+            "(Euclidean, in the active shared factors) from its own chemistry (`random_same_batch_share`: perfectly "
+            "mixed; `pca_*`: 20 principal components of the log-normalised counts, no correction); "
+            "`*_marker_agreement`: the same for a marker label (each cell's highest z-scored marker set: "
+            f"{', '.join(PBMC_MARKERS)}); `*_n_shifted_specific`: active specific factors flagged as a study-wide "
+            "shift by `scsparse.tl.factor_diagnostics` (mean over sd within the study > 2). Descriptive, no target."
         )
     lines += ["", "## Results (mean ± sd over seeds)", ""]
     if quick:
@@ -1512,6 +1656,10 @@ def _write_real_summary(
     if "cellbench" in details:
         lines += ["", "CellBench factor table (seed 0):", ""]
         lines.append(_df_markdown(details["cellbench"][0]["factor_table"]))
+    if "pbmc_3batch" in details:
+        for variant, table in details["pbmc_3batch"][0]["factor_tables"].items():
+            lines += ["", f"PBMC chemistries, `{variant}` factor table (seed 0, with each factor's study shift):", ""]
+            lines.append(_df_markdown(table))
     lines.append("")
     path = out_dir / "summary.md"
     path.write_text("\n".join(lines), encoding="utf-8")
@@ -1524,11 +1672,11 @@ def run_multistudy_real(
     seeds: int = 1,
     quick: bool = False,
     max_epochs: int | None = None,
-    datasets: Sequence[str] = ("kang", "cellbench", "cellbench_query"),
+    datasets: Sequence[str] = ("kang", "cellbench", "cellbench_query", "pbmc_3batch"),
     n_threads: int | None = 1,
     verbose: bool = True,
 ) -> pd.DataFrame:
-    """Real-data checks of the multi-study sparse VAE (Kang PBMC and CellBench).
+    """Real-data checks of the multi-study sparse VAE (Kang PBMC, CellBench, PBMC chemistries).
 
     - Kang et al. (2018) PBMC, study = condition: the active stimulated-specific factors should be the
       interferon response (best Benjamini-Hochberg adjusted p of Hallmark IFN alpha/gamma < 1e-6) and the
@@ -1539,6 +1687,11 @@ def run_multistudy_real(
     - CellBench query mapping (5 cell lines, study = CEL-seq2 plate): a reference on two plates, the third
       added with :meth:`~scsparse.model.MultiStudySparseVAE.load_query_data`; the cell line is classified from
       the query cells' shared factors by a classifier trained on the reference cells', beside a joint fit.
+    - Three 10x PBMC chemistries (3' v2, 3' v3, 5'; no annotation), study = chemistry, fitted with the package's
+      defaults once with the study only and once with the study also as the batch covariate: batch mixing and
+      marker-label agreement among each cell's nearest neighbours in the active shared factors (beside PCA),
+      active factors, and specific factors that are a study-wide shift (:func:`scsparse.tl.factor_diagnostics`).
+      Descriptive, no target.
 
     Parameters
     ----------
@@ -1551,8 +1704,8 @@ def run_multistudy_real(
     max_epochs
         Epochs, overriding :data:`REAL_SETTINGS`.
     datasets
-        Any of ``"kang"``, ``"cellbench"`` and ``"cellbench_query"`` (CellBench needs the registry files, see
-        :func:`scsparse.data.cellbench`).
+        Any of ``"kang"``, ``"cellbench"``, ``"cellbench_query"`` and ``"pbmc_3batch"`` (CellBench and the PBMC
+        chemistries need the registry files, see :func:`scsparse.data.cellbench`, :func:`scsparse.data.pbmc_3batch`).
     n_threads
         Torch intra-op threads while fitting; ``None`` leaves the setting alone.
     verbose
@@ -1594,6 +1747,8 @@ def run_multistudy_real(
                     new, detail = _kang_check(s, cfgs[name], quick)
                 elif name == "cellbench_query":
                     new, detail = _cellbench_query_check(s, cfgs[name])
+                elif name == "pbmc_3batch":
+                    new, detail = _pbmc_3batch_check(s, cfgs[name])
                 else:
                     new, detail = _cellbench_check(s, cfgs[name])
                 rows += new

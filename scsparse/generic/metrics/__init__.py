@@ -10,7 +10,9 @@
   and the fold-in protocol for implicit feedback (Liang et al., 2018);
 - :func:`multi_information`, :func:`jaccard_consistency`, :func:`pairwise_jaccard_consistency`,
   :func:`posterior_collapse_rate`, :func:`feature_collapse_rate`, :func:`dictionary_collapse_rate` —
-  statistics of inferred codes (Fallah & Rozell, 2022).
+  statistics of inferred codes (Fallah & Rozell, 2022);
+- :func:`neighbour_agreement`, :func:`random_agreement` — how often a point's nearest neighbours share its label
+  (batch mixing, cell-type conservation).
 """
 
 from ._codes import (
@@ -25,6 +27,7 @@ from ._codes import (
 )
 from ._dci import DCIResult, dci_disentanglement, dci_from_importance
 from ._matching import assign_by_correlation, factor_correlation, match_factors
+from ._neighbours import neighbour_agreement, random_agreement
 from ._ranking import FoldInSplit, fold_in_evaluate, fold_in_split, ndcg_at_k, recall_at_r
 from ._support import SupportConfusion, estimated_support, support_confusion, support_fscore
 
@@ -37,6 +40,8 @@ __all__ = [
     "estimated_support",
     "factor_correlation",
     "match_factors",
+    "neighbour_agreement",
+    "random_agreement",
     "support_confusion",
     "support_fscore",
     # ranking (Liang et al. 2018)
