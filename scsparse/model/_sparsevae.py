@@ -34,6 +34,19 @@ from ._validation import (
 
 logger = logging.getLogger(__name__)
 
+
+def _reseed(seed: int, quiet: bool) -> None:
+    """Seed torch, numpy and Python through scvi-tools; ``quiet`` drops Lightning's "Seed set to" line."""
+    seed_logger = logging.getLogger("lightning.fabric.utilities.seed")
+    level = seed_logger.level
+    if quiet:
+        seed_logger.setLevel(logging.WARNING)
+    try:
+        settings.seed = seed
+    finally:
+        seed_logger.setLevel(level)
+
+
 __all__ = ["SparseVAE"]
 
 
@@ -311,8 +324,9 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         >>> model.train(max_epochs=100)
         >>> model.train(max_epochs=100, accelerator="gpu", devices=-1, strategy="ddp_find_unused_parameters_true")
         """
+        unchanged = seed is None or int(seed) == self.seed
         self.seed = self.seed if seed is None else int(seed)
-        settings.seed = self.seed
+        _reseed(self.seed, quiet=unchanged)  # the model's construction already reported this seed
         self.factors_oriented_ = False
         if max_epochs is None:
             max_epochs = get_max_epochs_heuristic(self.adata.n_obs)

@@ -298,3 +298,24 @@ def test_training_again_or_after_loading_runs_in_training_mode(tmp_path, counts_
     back.module.encoder.register_forward_pre_hook(record)
     back.train(max_epochs=1, enable_progress_bar=False)
     assert modes and all(modes)
+
+
+def test_the_seed_is_reported_once_unless_training_changes_it(counts_adata, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="lightning.fabric.utilities.seed")
+
+    def reports() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.getMessage().startswith("Seed set to")]
+
+    SparseVAE.setup_anndata(counts_adata, layer="counts")
+    model = SparseVAE(counts_adata, n_latent=3, n_hidden=8, seed=3)
+    model.train(max_epochs=1, enable_progress_bar=False)
+    assert reports() == ["Seed set to 3"]  # construction reports it; training reseeds quietly
+    first = model.get_latent_representation()
+    model.train(max_epochs=1, seed=5, enable_progress_bar=False)
+    assert reports() == ["Seed set to 3", "Seed set to 5"] and model.seed == 5
+    # the quiet reseed still seeds: the same seed gives the same fit
+    again = SparseVAE(counts_adata, n_latent=3, n_hidden=8, seed=3)
+    again.train(max_epochs=1, enable_progress_bar=False)
+    np.testing.assert_array_equal(again.get_latent_representation(), first)
