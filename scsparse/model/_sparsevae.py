@@ -32,6 +32,8 @@ from ._validation import (
     iter_row_chunks,
 )
 
+__all__ = ["SparseVAE"]
+
 logger = logging.getLogger(__name__)
 
 
@@ -45,9 +47,6 @@ def _reseed(seed: int, quiet: bool) -> None:
         settings.seed = seed
     finally:
         seed_logger.setLevel(level)
-
-
-__all__ = ["SparseVAE"]
 
 
 def _feature_variances(adata: AnnData, layer: str | None) -> np.ndarray:
