@@ -109,16 +109,9 @@ def test_multistudy_ddp_two_cpu_ranks_identical_em_state(counts_factory, tmp_pat
 
 @pytest.mark.slow
 def test_query_mapping_ddp_keeps_the_reference_and_ranks_identical(counts_factory, tmp_path):
-    from test_query import assert_reference_part_unchanged
+    from test_query import assert_reference_part_unchanged, trained_reference_and_query
 
-    adata = counts_factory(n_obs=360, n_vars=30)
-    adata.obs["study"] = np.asarray(["s1", "s2", "s3"])[np.arange(adata.n_obs) % 3]
-    ref = adata[adata.obs["study"] != "s3"].copy()
-    query = adata[adata.obs["study"] == "s3"].copy()
-    MultiStudySparseVAE.setup_anndata(ref, study_key="study", layer="counts")
-    reference = MultiStudySparseVAE(ref, n_latent_shared=3, n_latent_specific=2, n_hidden=16)
-    reference.train(max_epochs=40, batch_size=64, enable_progress_bar=False)
-    assert reference.active_factors()
+    _, query, reference = trained_reference_and_query(counts_factory)
     ref_state = {k: v.detach().clone() for k, v in reference.module.state_dict().items()}
 
     q = MultiStudySparseVAE.load_query_data(query, reference, n_latent_specific=2)

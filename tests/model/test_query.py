@@ -13,6 +13,11 @@ TRAIN = {"batch_size": 64, "enable_progress_bar": False}
 
 @pytest.fixture
 def ref_and_query(counts_factory):
+    return trained_reference_and_query(counts_factory)
+
+
+def trained_reference_and_query(counts_factory):
+    """Studies s1, s2 as a trained reference (with active factors), s3 as the query AnnData."""
     adata = counts_factory(n_obs=360, n_vars=30)
     adata.obs["study"] = np.asarray(["s1", "s2", "s3"])[np.arange(adata.n_obs) % 3]
     ref = adata[adata.obs["study"] != "s3"].copy()
