@@ -122,7 +122,7 @@ class SparseFactorMixin:
 
         Examples
         --------
-        >>> model.active_factors()
+        >>> model.active_factors()  # doctest: +SKIP
         ['factor_0', 'factor_3', 'factor_7']
         """
         mask = self.module.active_factor_mask(pip_threshold, min_genes).cpu().numpy()
@@ -278,7 +278,7 @@ class SparseFactorMixin:
 
         Examples
         --------
-        >>> model.result_keys("svae")
+        >>> model.result_keys("svae")  # doctest: +SKIP
         {'obsm': ['X_svae'], 'varm': ['svae_W', 'svae_pip'], 'uns': ['svae']}
         """
         return sparse_vae_result_keys(key_added or self._default_key)

@@ -402,7 +402,7 @@ class MultiStudySparseVAE(SparseVAE):
 
         Examples
         --------
-        >>> model.result_keys()["varm"][:4]
+        >>> model.result_keys()["varm"][:4]  # doctest: +SKIP
         ['mssvae_W_shared', 'mssvae_pip_shared', 'mssvae_W_control', 'mssvae_pip_control']
         """
         return multistudy_result_keys(key_added or self._default_key, self.studies)

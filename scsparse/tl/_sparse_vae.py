@@ -172,7 +172,7 @@ def sparse_vae(
     >>> import scsparse
     >>> adata = scsparse.data.kang_pbmc()
     >>> model = scsparse.tl.sparse_vae(adata, layer="counts", n_latent=20, max_epochs=10)
-    >>> adata.obsm["X_sparsevae"].shape
+    >>> adata.obsm["X_sparsevae"].shape  # doctest: +SKIP
     (1975, 20)
     >>> adata.uns["sparsevae"]["active_factors"]  # the factors the prior kept
     >>> adata.uns["sparsevae"]["top_genes"]["factor_0"]  # if factor_0 is active
@@ -296,7 +296,7 @@ def multistudy_sparse_vae(
     >>> model = scsparse.tl.multistudy_sparse_vae(
     ...     adata, "condition", layer="counts", n_latent_shared=10, n_latent_specific=3, max_epochs=10
     ... )
-    >>> adata.obsm["X_mssvae_shared"].shape
+    >>> adata.obsm["X_mssvae_shared"].shape  # doctest: +SKIP
     (1975, 10)
     >>> adata.uns["mssvae"]["factor_table"]  # shared and specific factors, active or not, top genes
     >>> scsparse.pl.multistudy_overview(adata, key="mssvae")

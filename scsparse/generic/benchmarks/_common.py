@@ -144,8 +144,8 @@ def no_active_factor_note(n_active: pd.Series | Sequence[float], method: str = "
 
     Examples
     --------
-    >>> no_active_factor_note([0.0, 3.0])[0][:60]
-    '- SparseVAE ended with **no active factor** in 1 of 2 fits (e'
+    >>> no_active_factor_note([0.0, 3.0])[0][:59]
+    '- SparseVAE ended with **no active factor** in 1 of 2 fits '
     >>> no_active_factor_note([2.0])
     []
     """

@@ -143,8 +143,8 @@ def quantile_normalise(X: np.ndarray) -> np.ndarray:
     array([[1.5, 5.5, 3.5],
            [1.5, 3.5, 5.5]])
     >>> quantile_normalise(np.array([[0.0, 0.0, 2.0], [1.0, 3.0, 5.0]]))
-    array([[0.25, 0.25, 3.5 ],
-           [0.5 , 2.  , 3.5 ]])
+    array([[1. , 1. , 3.5],
+           [0.5, 1.5, 3.5]])
     """
     x = np.asarray(X, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 1:
