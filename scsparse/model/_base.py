@@ -11,6 +11,7 @@ from anndata import AnnData
 from scsparse.nn import warn_no_active_factor
 
 from ._orientation import expression_factor_correlation, orientation_signs
+from ._ranking import rank_genes
 from ._results import check_keys_free, data_hash, h5ad_safe, package_versions, sparse_vae_result_keys
 from ._validation import InvalidInputError, get_matrix
 
@@ -215,23 +216,24 @@ class SparseFactorMixin:
         with at least two anchors is identified up to a coordinate-wise transform. Genes are sorted by
         decreasing ``|w_jk|``.
         """
-        included = self.get_inclusion_probabilities() > pip_threshold
-        anchors = included[included.sum(1) == 1]
-        weights = self.get_loadings().abs()
-        out = {}
-        for factor in self.active_factors(pip_threshold):
-            genes = anchors.index[anchors[factor]]
-            out[factor] = list(weights.loc[genes, factor].sort_values(ascending=False).index)
-        return out
+        W, P = self._all_loadings()
+        anchor = (P > pip_threshold).sum(1).to_numpy() == 1
+        return {
+            f: list(W.index[rank_genes(W[f].to_numpy(), P[f].to_numpy(), pip_threshold, among=anchor)])
+            for f in self.active_factors(pip_threshold)
+        }
 
     def get_top_genes(self, n_top: int = 10, pip_threshold: float = 0.5) -> dict[str, list[str]]:
         """Top genes of each active factor by ``|w_jk|`` among genes with ``p*_jk > pip_threshold``."""
-        W = self.get_loadings().abs()
-        P = self.get_inclusion_probabilities()
+        W, P = self._all_loadings()
         return {
-            f: list(W.loc[P[f] > pip_threshold, f].sort_values(ascending=False).index[:n_top])
+            f: list(W.index[rank_genes(W[f].to_numpy(), P[f].to_numpy(), pip_threshold, n_top)])
             for f in self.active_factors(pip_threshold)
         }
+
+    def _all_loadings(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """``W`` and ``p*`` of every factor (genes x factors), whatever blocks a model splits them into."""
+        return SparseFactorMixin.get_loadings(self), SparseFactorMixin.get_inclusion_probabilities(self)
 
     # ------------------------------------------------------------------ provenance and export
     def _provenance(self) -> dict[str, Any]:

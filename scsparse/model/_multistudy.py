@@ -329,27 +329,6 @@ class MultiStudySparseVAE(SparseVAE):
         """``p*`` of ``W_shared`` (``study=None``) or of a study's specific mask."""
         return super().get_inclusion_probabilities().iloc[:, self._columns(study)]
 
-    def _all_loadings(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        return SparseVAE.get_loadings(self), SparseVAE.get_inclusion_probabilities(self)
-
-    def get_top_genes(self, n_top: int = 10, pip_threshold: float = 0.5) -> dict[str, list[str]]:
-        """Top genes by ``|w|`` among genes with ``p* > pip_threshold``, for every active factor."""
-        W, P = self._all_loadings()
-        return {
-            f: list(W.loc[P[f] > pip_threshold, f].abs().sort_values(ascending=False).index[:n_top])
-            for f in self.active_factors(pip_threshold)
-        }
-
-    def get_anchor_genes(self, pip_threshold: float = 0.5) -> dict[str, list[str]]:
-        """Genes included in exactly one factor (shared or specific), per active factor."""
-        W, P = self._all_loadings()
-        included = P > pip_threshold
-        anchors = included[included.sum(1) == 1]
-        return {
-            f: list(W.loc[anchors.index[anchors[f]], f].abs().sort_values(ascending=False).index)
-            for f in self.active_factors(pip_threshold)
-        }
-
     def factor_table(self, n_top: int = 10, pip_threshold: float = 0.5) -> pd.DataFrame:
         """One row per factor: kind (shared/specific), study, active, eta, number of genes, top genes."""
         _, P = self._all_loadings()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ._ranking import rank_genes
 from ._validation import iter_row_chunks
 
 __all__ = ["expression_factor_correlation", "orientation_signs"]
@@ -148,12 +149,10 @@ def orientation_signs(
     if n_top is not None and int(n_top) < 1:
         raise ValueError(f"n_top must be a positive number of genes or None, got {n_top}.")
     absw = np.abs(np.asarray(W, dtype=np.float64))
-    weight = np.where(np.asarray(pip) > pip_threshold, absw, 0.0)
-    if n_top is not None and int(n_top) < weight.shape[0]:
-        # keep the n_top largest weights of each column (stable order: ties go to the earlier gene)
-        order = np.argsort(-weight, axis=0, kind="stable")[: int(n_top)]
-        top = np.zeros_like(weight, dtype=bool)
-        np.put_along_axis(top, order, True, axis=0)
-        weight = np.where(top, weight, 0.0)
+    pip = np.asarray(pip)
+    weight = np.zeros_like(absw)
+    for k in range(absw.shape[1]):
+        top = rank_genes(absw[:, k], pip[:, k], pip_threshold, n_top)  # the genes the factor is reported by
+        weight[top, k] = absw[top, k]
     score = (weight * np.asarray(corr, dtype=np.float64)).sum(0)
     return np.where(score < 0, -1.0, 1.0)

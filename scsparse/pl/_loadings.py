@@ -12,6 +12,8 @@ from anndata import AnnData
 from matplotlib.axes import Axes
 from matplotlib.colors import TwoSlopeNorm
 
+from scsparse.model._ranking import rank_genes
+
 __all__ = ["loadings_heatmap"]
 
 
@@ -252,10 +254,7 @@ def top_genes_per_factor(
     out = {}
     for f in factors:
         k = res["factor_names"].index(f)
-        absw = np.abs(res["W"][:, k])
-        keep = np.flatnonzero(res["pip"][:, k] > thr)
-        order = keep[np.argsort(-absw[keep], kind="stable")]
-        out[f] = list(genes[order[:n_top_genes]])
+        out[f] = list(genes[rank_genes(res["W"][:, k], res["pip"][:, k], thr, n_top_genes)])
     return out
 
 

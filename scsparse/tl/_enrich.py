@@ -12,6 +12,8 @@ import pandas as pd
 import scipy.sparse as sp
 from anndata import AnnData
 
+from scsparse.model._ranking import rank_genes
+
 from ._genesets import GeneSetError, library_name, load_gene_sets
 from ._top_genes import _factor_names, _read_results, factor_gene_correlation
 
@@ -124,8 +126,7 @@ def _select_programme(
 ) -> tuple[np.ndarray, str]:  # fmt: skip
     """Indices of one programme's genes in one direction, and the rule used (see :func:`enrich`)."""
     included = pip > pip_threshold
-    cand = np.flatnonzero(included & (sign == want))
-    order = cand[np.argsort(-absw[cand], kind="stable")]
+    order = rank_genes(absw, pip, pip_threshold, among=sign == want)
     if n_top is not None:
         return order[: int(n_top)], f"top {int(n_top)} by |w| among p* > {pip_threshold:g}"
     n_included = int(included.sum())

@@ -43,6 +43,7 @@ import scipy.sparse as sp
 from anndata import AnnData
 
 from scsparse.model._orientation import expression_factor_correlation
+from scsparse.model._ranking import rank_genes
 
 __all__ = ["factor_gene_correlation", "top_genes"]
 
@@ -219,8 +220,7 @@ def top_genes(
     for f in names:
         k = res["factor_names"].index(f)
         absw = np.abs(res["W"][:, k])
-        keep = np.flatnonzero(included[:, k])
-        order = keep[np.argsort(-absw[keep], kind="stable")][: int(n_top)]
+        order = rank_genes(absw, res["pip"][:, k], pip_threshold, int(n_top))
         for rank, j in enumerate(order, start=1):
             row = {
                 "factor": f,

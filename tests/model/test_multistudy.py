@@ -96,6 +96,14 @@ def test_save_load_round_trip(tmp_path, studies_adata):
     np.testing.assert_array_equal(model.get_latent_representation(), loaded.get_latent_representation())
 
 
+def test_load_rejects_mismatched_anndata(tmp_path, studies_adata):
+    adata = studies_adata()
+    fit(adata, epochs=1).save(tmp_path / "m", overwrite=True)
+    other = adata[:, ::-1].copy()  # the same genes in another order
+    with pytest.raises(InvalidInputError, match="does not match the saved model"):
+        MultiStudySparseVAE.load(tmp_path / "m", adata=other)
+
+
 def test_loading_a_model_saved_with_the_old_encoder_default_says_so(tmp_path, studies_adata):
     adata = studies_adata()
     model = fit(adata, epochs=1, encode_study=True)
