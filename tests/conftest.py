@@ -31,6 +31,31 @@ def _quiet():
         pass
 
 
+def _require_shared() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"offline data copy not found at {SHARED_DATA} (expected ../shared/data beside the repo)")
+    return SHARED_DATA
+
+
+@pytest.fixture
+def shared_data(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point SCSPARSE_DATA_DIR at the offline data copy (skip if absent); downloads disabled."""
+    root = _require_shared()
+    monkeypatch.setenv("SCSPARSE_DATA_DIR", str(root))
+    monkeypatch.setenv("SCSPARSE_OFFLINE", "1")
+    return root
+
+
+@pytest.fixture(scope="module")
+def shared_data_module() -> Path:
+    """Module-scoped variant of :func:`shared_data` for fixtures that load a data set once per module."""
+    root = _require_shared()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SCSPARSE_DATA_DIR", str(root))
+        mp.setenv("SCSPARSE_OFFLINE", "1")
+        yield root
+
+
 def make_counts(n_obs: int = 200, n_vars: int = 40, n_latent: int = 3, seed: int = 0) -> ad.AnnData:
     """Counts from a sparse factor model: each gene driven by one of ``n_latent`` programmes."""
     rng = np.random.default_rng(seed)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,18 +9,6 @@ import pytest
 from scsparse.generic.benchmarks import BENCHMARKS
 from scsparse.generic.benchmarks._fmnist import RESULT_COLUMNS, active_fraction, heldout_elbo, run_fmnist
 from scsparse.generic.models import VAE, VSC
-
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
-
-@pytest.fixture
-def shared_data(monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point SCSPARSE_DATA_DIR at the offline data copy (skip if absent); downloads disabled."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"offline data copy not found at {SHARED_DATA}")
-    monkeypatch.setenv("SCSPARSE_DATA_DIR", str(SHARED_DATA))
-    monkeypatch.setenv("SCSPARSE_OFFLINE", "1")
-    return SHARED_DATA
 
 
 @pytest.fixture(scope="module")

@@ -11,18 +11,6 @@ import pytest
 from scsparse.generic.benchmarks import run
 from scsparse.generic.benchmarks._mocap import RESULT_COLUMNS, prepare_mocap, run_mocap, top_joints
 
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
-
-@pytest.fixture
-def shared_data(monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point SCSPARSE_DATA_DIR at the offline data copy (skip if absent); downloads disabled."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"offline data copy not found at {SHARED_DATA} (expected ../shared/data beside the repo)")
-    monkeypatch.setenv("SCSPARSE_DATA_DIR", str(SHARED_DATA))
-    monkeypatch.setenv("SCSPARSE_OFFLINE", "1")
-    return SHARED_DATA
-
 
 def test_top_joints_orders_factors_and_joints_by_group_norm() -> None:
     L = np.array([[0.0, 2.0, 0.0], [1.0, 0.5, 0.0], [3.0, 0.0, 0.0], [0.2, 0.1, 0.0]])

@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
 from scsparse.generic.benchmarks._smiley import RESULT_COLUMNS, attribute_correlation, run_smiley
-
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
-
-@pytest.fixture
-def shared_data(monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point SCSPARSE_DATA_DIR at the offline data copy (skip if absent); downloads disabled."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"offline data copy not found at {SHARED_DATA}")
-    monkeypatch.setenv("SCSPARSE_DATA_DIR", str(SHARED_DATA))
-    monkeypatch.setenv("SCSPARSE_OFFLINE", "1")
-    return SHARED_DATA
 
 
 def test_attribute_correlation_finds_the_best_dimension_whatever_its_sign_and_position():

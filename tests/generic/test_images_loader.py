@@ -3,25 +3,12 @@
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from scsparse.generic.datasets import fashion_mnist, olshausen_images, sample_patches, smiley
 from scsparse.generic.datasets._images import read_hips_header, read_idx
-
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
-
-@pytest.fixture
-def shared_data(monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point SCSPARSE_DATA_DIR at the offline data copy (skip if absent); downloads disabled."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"offline data copy not found at {SHARED_DATA}")
-    monkeypatch.setenv("SCSPARSE_DATA_DIR", str(SHARED_DATA))
-    monkeypatch.setenv("SCSPARSE_OFFLINE", "1")
-    return SHARED_DATA
 
 
 def test_olshausen_images_shape_and_scale(shared_data):

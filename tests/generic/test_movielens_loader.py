@@ -10,8 +10,6 @@ import pytest
 
 from scsparse.generic.datasets import MovieLensData, binarise_ratings, load_movielens, read_movielens
 
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
 # user -> {movie: rating}; users 1-3 have > 3 ratings, user 4 has 3 (dropped with min_user_ratings=3).
 RATINGS = {
     1: {10: 5.0, 20: 4.0, 30: 1.0, 40: 2.0},
@@ -122,14 +120,6 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="userId"):
         read_movielens(tmp_path)
 
-
-@pytest.fixture
-def shared_data(monkeypatch: pytest.MonkeyPatch) -> Path:
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"offline data copy not found at {SHARED_DATA}")
-    monkeypatch.setenv("SCSPARSE_DATA_DIR", str(SHARED_DATA))
-    monkeypatch.setenv("SCSPARSE_OFFLINE", "1")
-    return SHARED_DATA
 
 
 @pytest.mark.parametrize(("name", "n_users"), [("movielens_small", 579), ("ml-100k", 910)])

@@ -18,18 +18,13 @@ from scsparse.generic.datasets import (
 )
 from scsparse.generic.datasets._text import tokenize
 
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
 
 @pytest.fixture
-def shared_data(monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point SCSPARSE_DATA_DIR at the offline data copy (skip if absent); downloads disabled."""
-    if not (SHARED_DATA / "text_neurips_abstracts").is_dir():
-        pytest.skip(f"offline data copy not found at {SHARED_DATA} (expected ../shared/data beside the repo)")
-    monkeypatch.setenv("SCSPARSE_DATA_DIR", str(SHARED_DATA))
-    monkeypatch.setenv("SCSPARSE_OFFLINE", "1")
-    return SHARED_DATA
-
+def shared_data(shared_data: Path) -> Path:
+    """The conftest's data copy, skipping where it lacks the abstracts."""
+    if not (shared_data / "text_neurips_abstracts").is_dir():
+        pytest.skip(f"text_neurips_abstracts not found in {shared_data}")
+    return shared_data
 
 def _write_peerread(root: Path) -> None:
     """A small PeerRead-style tree: review files with a top-level abstract and parsed PDFs with metadata."""

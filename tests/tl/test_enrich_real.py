@@ -9,15 +9,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import anndata as ad
 import pandas as pd
 import pytest
 
 import scsparse
-
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 #: PanglaoDB cell types that mark each Zeisel class.
 ZEISEL_MARKER_TERMS = {
@@ -26,16 +22,6 @@ ZEISEL_MARKER_TERMS = {
     "pyramidal CA1": {"Pyramidal cells", "Neurons", "Glutaminergic neurons"},
 }
 
-
-@pytest.fixture(scope="module")
-def shared_data_module():
-    """SCSPARSE_DATA_DIR at the offline data copy (skip if absent); downloads disabled."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"offline data copy not found at {SHARED_DATA} (expected ../shared/data beside the repo)")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SCSPARSE_DATA_DIR", str(SHARED_DATA))
-        mp.setenv("SCSPARSE_OFFLINE", "1")
-        yield SHARED_DATA
 
 
 def _fit(adata, n_latent: int, max_epochs: int) -> None:
