@@ -18,6 +18,7 @@ from ._spike_slab import (
     relaxed_spike_slab_sample,
     shifted_soft_threshold,
     spike_slab_kl,
+    straight_through_spike_slab_sample,
     straight_through_threshold,
     threshold_zero_probability,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "make_activation",
     "one_hot_covariates",
     "relaxed_spike_slab_sample",
+    "straight_through_spike_slab_sample",
     "shifted_soft_threshold",
     "slab_threshold",
     "spike_slab_kl",

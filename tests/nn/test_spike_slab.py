@@ -16,6 +16,7 @@ from scsparse.nn._spike_slab import (
     shifted_soft_threshold,
     spike_slab_kl,
     spike_slab_log_prob,
+    straight_through_spike_slab_sample,
     straight_through_threshold,
     threshold_for_nonzero_fraction,
     threshold_zero_probability,
@@ -222,6 +223,38 @@ def test_relaxed_sample_tends_to_exact_zeros_for_small_gamma_and_large_c():
     z = relaxed_spike_slab_sample(mu, lv, torch.full((n,), 1 - 1e-6), c=1e4)
     assert float((z == 0).float().mean()) < 1e-3
 
+
+
+def test_straight_through_spike_slab_is_exact_forward_and_relaxed_backward():
+    n = 100_000
+    mu = torch.full((n,), 2.0, requires_grad=True)
+    gamma = torch.full((n,), 0.3, requires_grad=True)
+    torch.manual_seed(4)
+    z = straight_through_spike_slab_sample(mu, torch.full((n,), -200.0), gamma, tau=0.5)
+    selector = (z != 0).float()
+    # forward: exact zeros and exact slab values (no relaxation), with P(z != 0) = gamma
+    assert set(torch.unique(z.detach()).tolist()) <= {0.0, 2.0}
+    assert float(selector.mean()) == pytest.approx(0.3, abs=0.01)
+    # same draw as the exact sampler's distribution: an independent exact sample agrees in mean
+    exact = relaxed_spike_slab_sample(mu.detach(), torch.full((n,), -200.0), gamma.detach(), c=math.inf)
+    assert float(exact.mean()) == pytest.approx(float(z.detach().mean()), abs=0.02)
+    z.sum().backward()
+    # backward: d z / d mu is the selector; d z / d gamma > 0 through the Gumbel-softmax relaxation
+    torch.testing.assert_close(mu.grad, selector)
+    assert bool((gamma.grad >= 0).all()) and float((gamma.grad > 0).float().mean()) > 0.99  # 0: saturated noise
+
+
+def test_straight_through_spike_slab_gradient_sharpens_with_lower_temperature():
+    gamma = torch.full((50_000,), 0.3, requires_grad=True)
+    grads = []
+    for tau in (1.0, 0.5):
+        gamma.grad = None
+        torch.manual_seed(5)
+        z = straight_through_spike_slab_sample(torch.ones(50_000), torch.full((50_000,), -30.0), gamma, tau=tau)
+        z.sum().backward()
+        grads.append(gamma.grad.clone())
+    # the relaxed selector's slope at the logit is 1/tau: lower temperature concentrates the gradient
+    assert float(grads[1].max()) > float(grads[0].max())
 
 def test_spike_slab_log_prob_hand_values():
     lp = spike_slab_log_prob(torch.tensor([0.0, 1.0]), torch.zeros(2), torch.zeros(2), torch.tensor([0.2, 0.2]))
