@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -472,13 +472,34 @@ def _encoder_optimiser(
     return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda step: _one_cycle(step, n_steps))
 
 
-def _fit_fista(train: torch.Tensor, cfg: dict[str, Any], epochs: int, seed: int, device: torch.device) -> torch.Tensor:
+#: Called after each epoch with (epochs done, epochs).
+Progress = Callable[[int, int], None] | None
+
+
+def _progress_printer(method: str, seed: int, start: float) -> Callable[[int, int], None]:
+    """Print a line at every tenth of a fit of 50 epochs or more (runs of the paper's length take hours)."""
+
+    def report(done: int, total: int) -> None:
+        if total >= 50 and done < total and done % (total // 10) == 0:
+            elapsed = time.perf_counter() - start
+            print(
+                f"[patches] {method} seed={seed}: epoch {done}/{total}, {elapsed / 60:.1f} min, "
+                f"about {elapsed * (total - done) / done / 60:.0f} min to go",
+                flush=True,
+            )
+
+    return report
+
+
+def _fit_fista(
+    train: torch.Tensor, cfg: dict[str, Any], epochs: int, seed: int, device: torch.device, progress: Progress = None
+) -> torch.Tensor:
     """Dictionary learning with FISTA codes; returns the dictionary ``A``."""
     gen = torch.Generator().manual_seed(seed)
     A = init_dictionary(train.shape[1], cfg["n_atoms"], gen).to(device)
     n_steps = epochs * math.ceil(train.shape[0] / cfg["batch_size"])
     lr, step = cfg["lr_dictionary"], 0
-    for _ in range(epochs):
+    for epoch in range(epochs):
         for idx in _batches(train.shape[0], cfg["batch_size"], gen, device):
             x = train[idx]
             # the paper's lambda warm-up: x 0.1, + 1e-4 per step (1 after 9,000 of its 240,000 steps)
@@ -487,11 +508,19 @@ def _fit_fista(train: torch.Tensor, cfg: dict[str, Any], epochs: int, seed: int,
             dictionary_step(A, x, z, lr, cfg["kappa_fista"])
             step += 1
         lr *= cfg["lr_decay"]
+        if progress is not None:
+            progress(epoch + 1, epochs)
     return A
 
 
 def _fit_variational(
-    train: torch.Tensor, prior: str, cfg: dict[str, Any], epochs: int, seed: int, device: torch.device
+    train: torch.Tensor,
+    prior: str,
+    cfg: dict[str, Any],
+    epochs: int,
+    seed: int,
+    device: torch.device,
+    progress: Progress = None,
 ) -> LinearSparseCodingVAE:
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
@@ -510,7 +539,7 @@ def _fit_variational(
     opt, sched = _encoder_optimiser(model, cfg, n_steps)
     lr, step = cfg["lr_dictionary"], 0
     model.train()
-    for _ in range(epochs):
+    for epoch in range(epochs):
         for idx in _batches(train.shape[0], cfg["batch_size"], gen, device):
             paper_step = _paper_fraction(step, n_steps)
             if prior == "spike_slab":  # app. D: slab from 0 after 1,500 steps, + 2e-4 per step; tau x 0.9995 to 0.5
@@ -527,6 +556,8 @@ def _fit_variational(
             dictionary_step(model.A, x, z, lr, cfg["kappa_vi"])
             step += 1
         lr *= cfg["lr_decay"]
+        if progress is not None:
+            progress(epoch + 1, epochs)
     model.omega, model.tau = 1.0, SPIKE_TAU_MIN
     model.eval()
     return model
@@ -828,13 +859,14 @@ def run_patches(
         for seed in range(int(seeds)):
             for method in methods:
                 start = time.perf_counter()
+                progress = _progress_printer(method, seed, start) if verbose else None
                 if method == "fista":
-                    A = _fit_fista(train, cfg, epochs, seed, dev)
+                    A = _fit_fista(train, cfg, epochs, seed, dev, progress)
                     z = torch.cat([fista(val[i : i + 2000], A, cfg["lambda_l1"], max(cfg["fista_iters"], 200))
                                    for i in range(0, val.shape[0], 2000)])  # fmt: skip
                     kl = None
                 else:
-                    model = _fit_variational(train, method, cfg, epochs, seed, dev)
+                    model = _fit_variational(train, method, cfg, epochs, seed, dev, progress)
                     A = model.A.detach()
                     torch.manual_seed(10_000 + seed)
                     z, kl = _encode_val(model, val, cfg["n_samples"])
