@@ -192,6 +192,7 @@ def test_long_fits_report_progress_at_every_tenth(tmp_path, capsys):
                 methods=["fista"], verbose=True)  # fmt: skip
     assert "epoch " not in capsys.readouterr().out  # short runs stay quiet
 
+
 def test_claims_name_missed_targets_and_collapse():
     from scsparse.generic.benchmarks._patches import _claims
 
@@ -206,6 +207,8 @@ def test_claims_name_missed_targets_and_collapse():
     text = "\n".join(_claims(pd.DataFrame(rows), "reduced training"))
     assert text.count("**not met**") == 2 and "feature collapse: thresholded_laplace 90%" in text
     assert "reduced training" in text
+    one = "\n".join(_claims(pd.DataFrame(rows[2:3])))  # a run of one prior has no order to compare
+    assert "Ordering of the variational methods by validation loss: **not assessed**" in one
 
 
 def test_run_patches_rejects_bad_options(tmp_path):
