@@ -198,16 +198,12 @@ def relaxed_spike_slab_sample(
     >>> abs(float((z != 0).float().mean()) - 0.1) < 0.03
     True
     """
-    shape = torch.Size(sample_shape) + torch.broadcast_shapes(mu.shape, log_var.shape, gamma.shape)
-    eps = torch.randn(shape, dtype=mu.dtype, device=mu.device)
-    u = torch.rand(shape, dtype=mu.dtype, device=mu.device)
-    slab = mu + torch.exp(0.5 * log_var) * eps
+    slab, u = _slab_and_uniform(mu, log_var, gamma, sample_shape)
     if math.isinf(c):
         spike = (u >= 1.0 - gamma).to(mu.dtype)
     else:
         spike = torch.sigmoid(c * (u - 1.0 + gamma))
     return slab * spike
-
 
 
 def straight_through_spike_slab_sample(
@@ -227,17 +223,15 @@ def straight_through_spike_slab_sample(
 
     Parameters
     ----------
-    mu, log_var, gamma
-        Slab mean and log-variance, spike (non-zero) probability; broadcastable.
+    mu, log_var, gamma, sample_shape
+        As in :func:`relaxed_spike_slab_sample`.
     tau
         Temperature of the relaxation the gradient follows.
-    sample_shape
-        Leading sample dimensions.
 
     Returns
     -------
     torch.Tensor
-        Shape ``sample_shape + broadcast shape``.
+        A sample of the shape :func:`relaxed_spike_slab_sample` returns.
 
     Examples
     --------
@@ -251,13 +245,22 @@ def straight_through_spike_slab_sample(
     >>> bool((gamma.grad > 0).all())
     True
     """
-    shape = torch.Size(sample_shape) + torch.broadcast_shapes(mu.shape, log_var.shape, gamma.shape)
-    eps = torch.randn(shape, dtype=mu.dtype, device=mu.device)
-    u = torch.rand(shape, dtype=mu.dtype, device=mu.device).clamp(1e-7, 1.0 - 1e-7)
+    slab, u = _slab_and_uniform(mu, log_var, gamma, sample_shape)
+    u = u.clamp(1e-7, 1.0 - 1e-7)
     logits = torch.log(gamma) - torch.log1p(-gamma) + torch.log(u) - torch.log1p(-u)
     soft = torch.sigmoid(logits / tau)
     hard = (logits > 0).to(mu.dtype)
-    return (mu + torch.exp(0.5 * log_var) * eps) * (hard + (soft - soft.detach()))  # forward: exactly hard
+    return slab * (hard + (soft - soft.detach()))  # forward: exactly hard
+
+
+def _slab_and_uniform(
+    mu: torch.Tensor, log_var: torch.Tensor, gamma: torch.Tensor, sample_shape: torch.Size | tuple[int, ...]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A reparameterised slab draw ``mu + sigma eps`` and the uniform noise ``u`` of the selector."""
+    shape = torch.Size(sample_shape) + torch.broadcast_shapes(mu.shape, log_var.shape, gamma.shape)
+    eps = torch.randn(shape, dtype=mu.dtype, device=mu.device)
+    u = torch.rand(shape, dtype=mu.dtype, device=mu.device)
+    return mu + torch.exp(0.5 * log_var) * eps, u
 
 def spike_slab_log_prob(z: torch.Tensor, mu: torch.Tensor, log_var: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
     """Element-wise log-density of a spike-and-slab distribution at exact samples ``z``.
