@@ -59,6 +59,7 @@ class MultiStudySparseVAE(SparseVAE):
     """
 
     _module_cls = MultiStudySparseVAEModule
+    _managed_module_kwargs = SparseVAE._managed_module_kwargs | {"n_latent"}
     _default_key = "mssvae"
 
     def __init__(
@@ -78,6 +79,7 @@ class MultiStudySparseVAE(SparseVAE):
         **module_kwargs: Any,
     ) -> None:
         super(SparseVAE, self).__init__(adata)
+        self._check_module_kwargs(module_kwargs)
         studies = self.studies
         if isinstance(n_latent_specific, Mapping):
             unknown = sorted(set(map(str, n_latent_specific)) - set(studies))

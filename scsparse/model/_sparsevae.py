@@ -19,15 +19,17 @@ from scvi.model._utils import get_max_epochs_heuristic, use_distributed_sampler
 from scvi.model.base import BaseModelClass, UnsupervisedTrainingMixin, VAEMixin
 
 from scsparse.module import COUNT_LIKELIHOODS, SparseVAEModule
-from scsparse.nn import calibrate_inverse_gamma, flush_denormals
+from scsparse.nn import MaskedDecoder, calibrate_inverse_gamma, flush_denormals
 from scsparse.train import SparseVAETrainingPlan
 
 from ._base import SparseFactorMixin
 from ._validation import (
     InvalidInputError,
+    accepted_keywords,
     check_anndata,
     check_batch_key,
     check_counts,
+    check_keywords,
     get_matrix,
     iter_row_chunks,
 )
@@ -120,6 +122,8 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
 
     _module_cls = SparseVAEModule
     _training_plan_cls = SparseVAETrainingPlan
+    #: Module arguments the model sets itself (from the AnnData or its own arguments), not options.
+    _managed_module_kwargs = frozenset({"adata", "registry", "n_input", "n_batch", "sigma_prior_xi"})
     _default_key = "sparsevae"
 
     def __init__(
@@ -139,6 +143,7 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         **module_kwargs: Any,
     ) -> None:
         super().__init__(adata)
+        self._check_module_kwargs(module_kwargs)
         sigma_prior_xi = self._check_data_and_seed(gene_likelihood, seed)
         self.module = self._module_cls(
             n_input=self.summary_stats.n_vars,
@@ -164,6 +169,20 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
             f"n_batch={self.summary_stats.n_batch}"
         )
         self.init_params_ = self._get_init_params(locals())
+
+    def _check_module_kwargs(self, module_kwargs: dict[str, Any]) -> None:
+        """Refuse a misspelt option before the data are checked, naming the closest option of the model."""
+        owner = f"{type(self).__name__}()"
+        accepted = accepted_keywords(type(self)) | accepted_keywords(self._module_cls)
+        decoder_only = accepted_keywords(MaskedDecoder) - accepted - {"n_input", "n_output"}
+        for_decoder = sorted(decoder_only & set(module_kwargs))
+        if for_decoder:
+            example = ", ".join(f"{k!r}: {module_kwargs[k]!r}" for k in for_decoder)
+            raise TypeError(
+                f"{owner}: {', '.join(for_decoder)} {'is an option' if len(for_decoder) == 1 else 'are options'} "
+                f"of the decoder; pass decoder_kwargs={{{example}}} instead."
+            )
+        check_keywords(owner, module_kwargs, accepted - self._managed_module_kwargs)
 
     def _check_data_and_seed(self, gene_likelihood: str, seed: int) -> float:
         """Check the registered data suit the likelihood, fix the seed, and calibrate the variance prior.

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -12,9 +14,11 @@ from anndata import AnnData
 
 __all__ = [
     "InvalidInputError",
+    "accepted_keywords",
     "check_anndata",
     "check_batch_key",
     "check_counts",
+    "check_keywords",
     "check_study_key",
     "chunk_rows_for",
     "iter_row_chunks",
@@ -27,6 +31,44 @@ _CHUNK_ELEMENTS = 2**24  # about 64 MB of float32 per dense block: bounded memor
 
 class InvalidInputError(ValueError):
     """The AnnData given to a scsparse model cannot be used as it is; the message says how to fix it."""
+
+
+def accepted_keywords(cls: type) -> set[str]:
+    """Keyword arguments ``cls(...)`` accepts, following ``**kwargs`` that ``__init__`` passes to its bases."""
+    names: set[str] = set()
+    for base in inspect.getmro(cls):
+        init = base.__dict__.get("__init__")
+        if init is None:
+            continue
+        params = inspect.signature(init).parameters.values()
+        names |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            break
+    return names - {"self"}
+
+
+def check_keywords(owner: str, given: Iterable[str], accepted: set[str]) -> None:
+    """Refuse keyword arguments that nothing accepts, naming the closest accepted ones.
+
+    Examples
+    --------
+    >>> check_keywords("SparseVAE", ["n_latent"], {"n_latent", "n_hidden"})
+    >>> check_keywords("SparseVAE", ["n_latents"], {"n_latent", "n_hidden"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: SparseVAE got an unexpected keyword argument 'n_latents' (did you mean 'n_latent'?). Accepted: ...
+    """
+    unknown = [k for k in given if k not in accepted]
+    if not unknown:
+        return
+    parts = []
+    for k in unknown:
+        close = difflib.get_close_matches(k, sorted(accepted), n=1)
+        parts.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    noun = "argument" if len(unknown) == 1 else "arguments"
+    raise TypeError(
+        f"{owner} got an unexpected keyword {noun} {', '.join(parts)}. Accepted: {', '.join(sorted(accepted))}."
+    )
 
 
 def _where(layer: str | None) -> str:
