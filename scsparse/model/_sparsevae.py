@@ -123,7 +123,7 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
     _module_cls = SparseVAEModule
     _training_plan_cls = SparseVAETrainingPlan
     #: Module arguments the model sets itself (from the AnnData or its own arguments), not options.
-    _managed_module_kwargs = frozenset({"adata", "registry", "n_input", "n_batch", "sigma_prior_xi"})
+    _managed_module_kwargs = frozenset({"adata", "n_input", "n_batch", "sigma_prior_xi"})
     _default_key = "sparsevae"
 
     def __init__(
@@ -173,7 +173,8 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
     def _check_module_kwargs(self, module_kwargs: dict[str, Any]) -> None:
         """Refuse a misspelt option before the data are checked, naming the closest option of the model."""
         owner = f"{type(self).__name__}()"
-        accepted = accepted_keywords(type(self)) | accepted_keywords(self._module_cls)
+        # the model's own arguments (its **module_kwargs go to the module, not to scvi-tools' base classes)
+        accepted = accepted_keywords(type(self), follow_var_keyword=False) | accepted_keywords(self._module_cls)
         decoder_only = accepted_keywords(MaskedDecoder) - accepted - {"n_input", "n_output"}
         for_decoder = sorted(decoder_only & set(module_kwargs))
         if for_decoder:

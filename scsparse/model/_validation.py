@@ -33,8 +33,12 @@ class InvalidInputError(ValueError):
     """The AnnData given to a scsparse model cannot be used as it is; the message says how to fix it."""
 
 
-def accepted_keywords(cls: type) -> set[str]:
-    """Keyword arguments ``cls(...)`` accepts, following ``**kwargs`` that ``__init__`` passes to its bases."""
+def accepted_keywords(cls: type, follow_var_keyword: bool = True) -> set[str]:
+    """Keyword arguments ``cls(...)`` accepts, following ``**kwargs`` that ``__init__`` passes to its bases.
+
+    ``follow_var_keyword=False`` reads the first ``__init__`` only (a model whose ``**kwargs`` go to its module,
+    not to its bases).
+    """
     names: set[str] = set()
     for base in inspect.getmro(cls):
         init = base.__dict__.get("__init__")
@@ -42,7 +46,7 @@ def accepted_keywords(cls: type) -> set[str]:
             continue
         params = inspect.signature(init).parameters.values()
         names |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-        if not any(p.kind is p.VAR_KEYWORD for p in params):
+        if not follow_var_keyword or not any(p.kind is p.VAR_KEYWORD for p in params):
             break
     return names - {"self"}
 
