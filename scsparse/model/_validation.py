@@ -20,6 +20,7 @@ __all__ = [
     "check_counts",
     "check_keywords",
     "check_study_key",
+    "check_unique_gene_names",
     "chunk_rows_for",
     "iter_row_chunks",
     "get_matrix",
@@ -199,7 +200,7 @@ def _values(block) -> np.ndarray:
 
 
 def check_anndata(adata: AnnData, layer: str | None) -> None:
-    """Shape, missing layer, NaN/inf and all-zero genes.
+    """Shape, unique gene names, missing layer, NaN/inf and all-zero genes.
 
     Raises
     ------
@@ -213,6 +214,7 @@ def check_anndata(adata: AnnData, layer: str | None) -> None:
             f"The AnnData is empty ({adata.n_obs} cells x {adata.n_vars} genes). Check the filtering "
             "steps that produced it; a model needs at least one cell and one gene."
         )
+    check_unique_gene_names(adata)
     matrix = get_matrix(adata, layer)
     _check_backed_storage(adata, layer, matrix)
     gene_abs_sum = np.zeros(adata.n_vars)
@@ -239,6 +241,36 @@ def check_anndata(adata: AnnData, layer: str | None) -> None:
             "`adata = adata[:, adata.X.sum(0).A1 > 0].copy()` or "
             "`scanpy.pp.filter_genes(adata, min_cells=1)`."
         )
+
+
+def check_unique_gene_names(adata: AnnData) -> None:
+    """Refuse repeated ``adata.var_names``: loadings, top genes and enrichment name a gene by its name.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the repeated genes and how to make the names unique.
+
+    Examples
+    --------
+    >>> import anndata, numpy as np
+    >>> adata = anndata.AnnData(np.ones((2, 3)))
+    >>> adata.var_names = ["CD3E", "MT-ND1", "CD3E"]
+    >>> check_unique_gene_names(adata)
+    Traceback (most recent call last):
+    ...
+    scsparse.model._validation.InvalidInputError: 1 gene name(s) occur more than once in adata.var_names ...
+    """
+    if adata.var_names.is_unique:
+        return
+    counts = adata.var_names.value_counts()
+    repeated = counts[counts > 1]
+    shown = ", ".join(f"{name!r} x{n}" for name, n in repeated.head(5).items())
+    raise InvalidInputError(
+        f"{repeated.size} gene name(s) occur more than once in adata.var_names (e.g. {shown}). Loadings, top "
+        "genes and gene-set enrichment name each gene by its name, so every name must be unique: call "
+        "`adata.var_names_make_unique()` (appends -1, -2, ...) or keep one column per gene first."
+    )
 
 
 def check_counts(adata: AnnData, layer: str | None, likelihood: str) -> None:

@@ -132,6 +132,13 @@ def test_one_study_only(studies_adata):
         MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
 
 
+def test_repeated_gene_names(studies_adata):
+    adata = studies_adata()
+    adata.var_names = [adata.var_names[0], *adata.var_names[:-1]]
+    with pytest.raises(InvalidInputError, match="occur more than once in adata.var_names"):
+        MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
+
+
 def test_missing_study_labels(studies_adata):
     adata = studies_adata()
     adata.obs["study"] = adata.obs["study"].astype(object)

@@ -177,6 +177,17 @@ def test_empty_anndata(shape):
         SparseVAE.setup_anndata(adata)
 
 
+def test_repeated_gene_names(counts_factory):
+    adata = counts_factory()
+    adata.var_names = ["gene0", *adata.var_names[1:6], "gene0", "gene3", *adata.var_names[8:]]
+    message = r"2 gene name\(s\) occur more than once.*'gene0' x2.*var_names_make_unique"
+    with pytest.raises(InvalidInputError, match=message):
+        SparseVAE.setup_anndata(adata, layer="counts")
+    assert adata.uns.get("_scvi_uuid") is None  # refused before anything was registered
+    adata.var_names_make_unique()
+    SparseVAE.setup_anndata(adata, layer="counts")
+
+
 def test_all_zero_genes(counts_factory):
     adata = counts_factory()
     dense = adata.layers["counts"].toarray()
