@@ -44,6 +44,7 @@ GENE_SETS = "hallmark_human"
 ENRICHMENT_FIGURE = "enrichment_dotplot.png"
 ENRICHMENT_TABLE = "enrichment.csv"
 HISTORY_FIGURE = "training_history.png"
+RESPONSE_FIGURE = "factor_responses.png"
 
 
 def _say(msg: str, verbose: bool) -> None:
@@ -336,6 +337,12 @@ def write_report(path: Path, adata, summary: dict[str, Any], table: pd.DataFrame
         "- `umap_celltype_condition.png`: the UMAP coloured by cell type and condition",
         f"- `{HISTORY_FIGURE}`: negative ELBO and number of active factors per epoch",
     ]
+    if summary.get("response_figure"):
+        lines.append(
+            f"- `{RESPONSE_FIGURE}`: decoded expression of the 6 genes of each active factor's programme (p* > 0.5) "
+            "that change most along it (`model.get_factor_response()`: the factor set to quantiles of its values "
+            "in 500 cells, the rest of each cell kept)"
+        )
     if summary.get("enrichment") is not None:
         lines += [
             f"- `{ENRICHMENT_TABLE}`: the full enrichment table (also in `uns['{key}_enrichment']` of `result.h5ad`)",
@@ -661,6 +668,14 @@ def run_demo(
     plt.close(ax_list[0].figure)
     figures.append(out / HISTORY_FIGURE)
 
+    response_figure = bool(active)
+    if response_figure:
+        axes = pl.factor_response(
+            model.get_factor_response(seed=seed), n_genes=6, show=False, save=out / RESPONSE_FIGURE
+        )
+        plt.close(axes[0].figure)
+        figures.append(out / RESPONSE_FIGURE)
+
     _say(f"interpretation: gene-set enrichment ({GENE_SETS}) and associations with condition and cell type", verbose)
     for column in ("condition", "cell_type"):
         tl.factor_association(adata, column, key=KEY, factors=shown)
@@ -684,6 +699,7 @@ def run_demo(
         "result": result_path,
         "report": out / "report.md",
         "figures": figures,
+        "response_figure": response_figure,
         "active_factors": active,
         "heldout_nll": nll,
         "n_heldout": n_heldout,

@@ -78,7 +78,7 @@ def counts_adata() -> ad.AnnData:
     return make_counts()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def counts_factory():
     """The :func:`make_counts` factory, for tests that need several or differently sized AnnData."""
     return make_counts

@@ -23,6 +23,7 @@ from scsparse.nn import MaskedDecoder, calibrate_inverse_gamma, flush_denormals
 from scsparse.train import SparseVAETrainingPlan
 
 from ._base import SparseFactorMixin
+from ._response import FactorResponse, factor_response
 from ._validation import (
     InvalidInputError,
     accepted_keywords,
@@ -440,6 +441,68 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
             return values
         obs_names = adata.obs_names if indices is None else adata.obs_names[np.asarray(indices)]
         return pd.DataFrame(values, index=obs_names, columns=adata.var_names)
+
+    def get_factor_response(
+        self,
+        factors: Sequence[str | int] | str | int | None = None,
+        *,
+        n_steps: int = 9,
+        span: tuple[float, float] = (0.02, 0.98),
+        indices: Sequence[int] | None = None,
+        n_cells: int | None = 500,
+        library_size: float = 1e4,
+        batch_size: int | None = None,
+        seed: int = 0,
+    ) -> FactorResponse:
+        """How each gene's decoded expression changes along each factor (latent traversals averaged over cells).
+
+        ``W`` and ``p*`` say which genes a factor drives; the decoder is nonlinear, so whether a gene goes up or
+        down with the factor, and how, is the decoder's. For each factor, its value is set in turn to each of
+        ``n_steps`` quantiles of its posterior means (from ``span[0]`` to ``span[1]``), every other factor, the
+        batch and the library of each cell kept at their own values, and the decoded expression is averaged over
+        the cells (a partial-dependence curve per gene). Genes with ``w_jk = 0`` have the same decoder output
+        along factor ``k``'s traversal (for count likelihoods their normalised expression still shifts slightly,
+        as all genes' expression sums to one). Cells are streamed in minibatches; the result holds
+        ``n_factors x n_steps x n_genes`` numbers.
+
+        Parameters
+        ----------
+        factors
+            Names or positions of the factors to traverse; ``None``: the active factors.
+        n_steps
+            Number of values per traversal (at least 2: the two ends).
+        span
+            Quantiles of the factor's posterior means at the two ends of the traversal.
+        indices
+            Cells of the model's AnnData to average over (default: all); a multi-study model's study-specific
+            factors use only the cells of their study among them.
+        n_cells
+            At most this many of those cells per factor, drawn with ``seed`` (``None``: all of them).
+        library_size
+            For count likelihoods, expression is reported as counts per ``library_size`` (``rho * library_size``);
+            ignored for ``"normal"``, where the decoder mean is reported.
+        batch_size
+            Minibatch size (default: scvi-tools' ``settings.batch_size``).
+        seed
+            Seed of the draw of cells.
+
+        Returns
+        -------
+        FactorResponse
+            ``grid`` (factors x steps), ``expression`` (factors x steps x genes), ``n_cells``, ``unit``;
+            ``.curve(factor)`` gives one traversal as a steps x genes DataFrame and ``.effects()`` the log2 fold
+            change from the low to the high end (genes x factors; the difference for ``"normal"``).
+
+        Examples
+        --------
+        >>> response = model.get_factor_response()
+        >>> response.effects()["factor_3"].sort_values().tail(10)  # the genes that rise most with factor 3
+        >>> scsparse.pl.factor_response(response, "factor_3", save="factor_3.png")
+        """
+        return factor_response(
+            self, factors, n_steps=n_steps, span=span, indices=indices, n_cells=n_cells,
+            library_size=library_size, batch_size=batch_size, seed=seed,
+        )  # fmt: skip
 
     def get_heldout_nll(
         self, adata: AnnData | None = None, indices: Sequence[int] | None = None, n_mc_samples: int = 100

@@ -262,6 +262,7 @@ def _slab_and_uniform(
     u = torch.rand(shape, dtype=mu.dtype, device=mu.device)
     return mu + torch.exp(0.5 * log_var) * eps, u
 
+
 def spike_slab_log_prob(z: torch.Tensor, mu: torch.Tensor, log_var: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
     """Element-wise log-density of a spike-and-slab distribution at exact samples ``z``.
 

@@ -5,6 +5,8 @@
 - :func:`factor_embedding` — each factor's activity on a UMAP (or any other embedding);
 - :func:`factor_activity` — each factor's activity by group (violins or boxes);
 - :func:`enrichment_dotplot` — gene-set enrichment of the programmes (from :func:`scsparse.tl.enrich`);
+- :func:`factor_response` — decoded expression of a factor's genes along its traversal (from
+  ``model.get_factor_response()``);
 - :func:`training_history` — ELBO and number of active factors over the epochs;
 - :func:`multistudy_overview` — shared vs study-specific factors of a multi-study fit;
 - :func:`stability` — reproducibility of each factor across seeds (from :func:`scsparse.tl.stability`).
@@ -19,6 +21,7 @@ from ._enrichment import enrichment_dotplot, top_genes
 from ._history import training_history
 from ._loadings import MissingResultsError, loadings_heatmap, top_genes_per_factor
 from ._multistudy import multistudy_overview
+from ._response import factor_response
 from ._stability import stability
 
 __all__ = [
@@ -26,6 +29,7 @@ __all__ = [
     "enrichment_dotplot",
     "factor_activity",
     "factor_embedding",
+    "factor_response",
     "loadings_heatmap",
     "multistudy_overview",
     "stability",

@@ -12,6 +12,7 @@ from anndata import AnnData
 from matplotlib.axes import Axes
 from matplotlib.colors import TwoSlopeNorm
 
+from scsparse.model._factors import resolve_factors
 from scsparse.model._ranking import rank_genes
 
 __all__ = ["loadings_heatmap"]
@@ -166,27 +167,10 @@ def _results(adata: AnnData, key: str) -> dict[str, Any]:
 
 def _resolve_factors(res: dict[str, Any], factors: Sequence[str | int] | str | int | None, key: str) -> list[str]:
     """Factor names from names or indices; ``None`` gives the active factors (error if there are none)."""
-    names = res["factor_names"]
-    if factors is None:
-        if not res["active_factors"]:
-            raise ValueError(
-                f"No active factor in adata.uns[{key!r}] (no gene has p* > {res['pip_threshold']}): the model may "
-                "need more epochs. Pass factors=[...] (names or indices) to plot inactive factors anyway."
-            )
-        return list(res["active_factors"])
-    if isinstance(factors, str | int | np.integer):
-        factors = [factors]
-    out = []
-    for f in factors:
-        if isinstance(f, int | np.integer):
-            if not 0 <= int(f) < len(names):
-                raise ValueError(f"Factor index {f} out of range: there are {len(names)} factors.")
-            out.append(names[int(f)])
-        elif str(f) in names:
-            out.append(str(f))
-        else:
-            raise ValueError(f"Unknown factor {f!r}; factors are {names[0]} ... {names[-1]} (or integer indices).")
-    return out
+    return resolve_factors(
+        res["factor_names"], res["active_factors"], factors, source=f"adata.uns[{key!r}]",
+        pip_threshold=res["pip_threshold"],
+    )  # fmt: skip
 
 
 def _finish(fig: plt.Figure, show: bool | None, save: str | PathLike[str] | None) -> bool:

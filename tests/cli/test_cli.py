@@ -283,6 +283,8 @@ def test_demo(monkeypatch, tmp_path, capsys):
     assert back.uns["sparsevae"]["data_hash"] in report
     # interpretation: direction, gene sets (Hallmark ships with the package), associations
     assert (out / "training_history.png").stat().st_size > 1000
+    responses = out / "factor_responses.png"  # traversals of the active factors
+    assert responses.exists() == bool(len(back.uns["sparsevae"]["active_factors"])) == ("factor_responses" in report)
     assert "## What each factor is" in report and "genes up with it" in report
     assert "Factor-condition and factor-cell-type associations" in report
     assert {"sparsevae_association_condition", "sparsevae_association_cell_type"} <= set(back.uns)
