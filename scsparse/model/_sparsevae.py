@@ -408,6 +408,8 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         library_size: float | Literal["latent"] = 1.0,
         batch_size: int | None = None,
         return_numpy: bool = False,
+        gene_list: Sequence[str] | None = None,
+        transform_batch: str | None = None,
     ) -> pd.DataFrame | np.ndarray:
         """Denoised expression from the decoder, computed in minibatches.
 
@@ -415,11 +417,36 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         proportions; ``"latent"`` uses each cell's observed library size); for ``"normal"`` the decoder
         mean. ``z`` is the posterior mean when ``n_samples == 1``, otherwise the average over samples.
 
+        Parameters
+        ----------
+        adata, indices
+            Cells (default: all cells of the model's AnnData).
+        n_samples
+            Posterior samples of ``z`` per cell (1: the posterior mean).
+        library_size
+            Scale of the count likelihoods' expression (see above).
+        batch_size
+            Minibatch size (default: scvi-tools' ``settings.batch_size``).
+        return_numpy
+            Return an array instead of a DataFrame.
+        gene_list
+            Only these genes (columns are kept per minibatch, so the result is cells x ``len(gene_list)``).
+        transform_batch
+            Decode every cell as if it came from this category of the model's ``batch_key`` (its factors are
+            still inferred from its own batch): expression with the batch effect removed.
+
         Returns
         -------
         Cells x genes DataFrame (or array with ``return_numpy=True``).
+
+        Examples
+        --------
+        >>> expr = model.get_normalized_expression(gene_list=["IFIT1", "ISG15"], library_size=1e4)
+        >>> corrected = model.get_normalized_expression(transform_batch="ctrl", library_size=1e4)
         """
         adata = self._validate_anndata(adata)
+        columns = self._gene_columns(gene_list)
+        batch_code = self._batch_code(transform_batch)
         loader = self._make_data_loader(adata=adata, indices=indices, batch_size=batch_size)
         module: SparseVAEModule = self.module
         out = []
@@ -428,6 +455,11 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
             z = inf["qz"].loc if n_samples == 1 else inf["qz"].sample((n_samples,))
             if inf.get("latent_mask") is not None:  # multi-study: only the cell's own blocks
                 z = z * inf["latent_mask"]
+            if batch_code is not None:
+                tensors = {
+                    **tensors,
+                    REGISTRY_KEYS.BATCH_KEY: torch.full_like(tensors[REGISTRY_KEYS.BATCH_KEY], batch_code),
+                }
             gen = module.generative(**module._get_generative_input(tensors, {**inf, "z": z}))
             if module.gene_likelihood in COUNT_LIKELIHOODS:
                 value = gen["rho"] * (inf["library"] if library_size == "latent" else float(library_size))
@@ -435,12 +467,47 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
                 value = gen["logits"]
             if n_samples > 1:
                 value = value.mean(0)
+            value = value if columns is None else value[:, torch.as_tensor(columns, device=value.device)]
             out.append(value.cpu().numpy())
         values = np.concatenate(out, axis=0)
         if return_numpy:
             return values
         obs_names = adata.obs_names if indices is None else adata.obs_names[np.asarray(indices)]
-        return pd.DataFrame(values, index=obs_names, columns=adata.var_names)
+        genes = adata.var_names if columns is None else adata.var_names[columns]
+        return pd.DataFrame(values, index=obs_names, columns=genes)
+
+    def _gene_columns(self, gene_list: Sequence[str] | None) -> np.ndarray | None:
+        """Positions of ``gene_list`` among the model's genes (``None``: all genes)."""
+        if gene_list is None:
+            return None
+        genes = [gene_list] if isinstance(gene_list, str) else [str(g) for g in gene_list]
+        names = pd.Index(self.adata.var_names)
+        missing = [g for g in genes if g not in names]
+        if missing or not genes:
+            raise InvalidInputError(
+                f"gene_list must name genes of the model; not found: {missing[:5]}"
+                + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+                + ". Use names from adata.var_names."
+            )
+        return names.get_indexer(genes)
+
+    def _batch_code(self, transform_batch: str | None) -> int | None:
+        """The code of a category of the registered ``batch_key`` (``None`` when not transforming)."""
+        if transform_batch is None:
+            return None
+        state = self.adata_manager.get_state_registry(REGISTRY_KEYS.BATCH_KEY)
+        categories = [str(c) for c in state.categorical_mapping]
+        if state.original_key == "_scvi_batch" or self.module.n_batch <= 1:
+            raise InvalidInputError(
+                "transform_batch needs a batch covariate: set up the AnnData with batch_key=... "
+                "(e.g. SparseVAE.setup_anndata(adata, layer='counts', batch_key='sample')) and train again."
+            )
+        if str(transform_batch) not in categories:
+            raise InvalidInputError(
+                f"transform_batch={transform_batch!r} is not a category of adata.obs[{state.original_key!r}] "
+                f"(categories: {categories})."
+            )
+        return categories.index(str(transform_batch))
 
     def get_factor_response(
         self,

@@ -35,6 +35,30 @@ def test_each_likelihood_trains_and_gives_finite_results(likelihood, counts_fact
         np.testing.assert_allclose(expr.sum(1), 1.0, rtol=1e-4)
 
 
+def test_normalized_expression_of_some_genes_and_in_one_batch(counts_factory):
+    plain = fit(counts_factory(n_obs=120, n_vars=30))
+    full = plain.get_normalized_expression(library_size=1e4)
+    some = plain.get_normalized_expression(library_size=1e4, gene_list=["gene7", "gene2"])
+    assert list(some.columns) == ["gene7", "gene2"]
+    np.testing.assert_allclose(some.to_numpy(), full[["gene7", "gene2"]].to_numpy(), rtol=1e-6)
+    with pytest.raises(InvalidInputError, match=r"not found: \['CD3E'\]"):
+        plain.get_normalized_expression(gene_list=["gene1", "CD3E"])
+    with pytest.raises(InvalidInputError, match="transform_batch needs a batch covariate"):
+        plain.get_normalized_expression(transform_batch="a")
+
+    adata = counts_factory(n_obs=120, n_vars=30)
+    SparseVAE.setup_anndata(adata, layer="counts", batch_key="batch")
+    model = SparseVAE(adata, seed=0, **SMALL)
+    model.train(max_epochs=2, batch_size=64, enable_progress_bar=False)
+    own = model.get_normalized_expression(return_numpy=True)
+    as_a = model.get_normalized_expression(transform_batch="a", return_numpy=True)
+    in_a = (adata.obs["batch"] == "a").to_numpy()
+    np.testing.assert_allclose(as_a[in_a], own[in_a], rtol=1e-6)  # batch-a cells are decoded as before
+    assert np.abs(as_a[~in_a] - own[~in_a]).max() > 1e-6  # batch-b cells are decoded as if in batch a
+    with pytest.raises(InvalidInputError, match=r"'c' is not a category of adata.obs\['batch'\].*\['a', 'b'\]"):
+        model.get_normalized_expression(transform_batch="c")
+
+
 def test_results_tables_and_em_state(counts_adata):
     model = fit(counts_adata, epochs=3)
     W, P = model.get_loadings(), model.get_inclusion_probabilities()
