@@ -72,8 +72,9 @@ def _read_h5ad(path: Path):
         raise CLIError(f"could not read {str(path)!r} as an .h5ad file ({type(exc).__name__}: {exc}).") from exc
 
 
-def _fit_figures(adata, key: str, folder: Path, seed: int) -> list[Path]:
-    """Figures of a fit: loadings heatmap, factor UMAP and, for a multi-study fit, the shared/specific overview.
+def _fit_figures(adata, key: str, folder: Path, seed: int, model=None) -> list[Path]:
+    """Figures of a fit: loadings heatmap, factor UMAP, with the model the traversals of the active factors
+    (``factor_responses.png``) and, for a multi-study fit, the shared/specific overview.
 
     The UMAP is computed when the input has none, on the active factors (the active *shared* factors of a
     multi-study fit, which place every study's cells in one space), stored as ``obsm[f"X_{key}_active"]``.
@@ -121,6 +122,10 @@ def _fit_figures(adata, key: str, folder: Path, seed: int) -> list[Path]:
     written.append(folder / "factors_umap.png")
     axes = pl.factor_embedding(adata, key=key, basis="umap", show=False, save=written[-1])
     plt.close((axes[0] if isinstance(axes, list) else axes).figure)
+    if model is not None:
+        written.append(folder / "factor_responses.png")
+        axes = pl.factor_response(model.get_factor_response(seed=seed), n_genes=6, show=False, save=written[-1])
+        plt.close(axes[0].figure)
     return written
 
 
@@ -156,7 +161,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         model = tl.multistudy_sparse_vae(adata, args.study_key, n_latent_shared=args.n_latent, key_added=key, **common)
     uns = adata.uns[key]
     active = [str(f) for f in uns["active_factors"]]
-    figures = _fit_figures(adata, key, Path(args.figures), args.seed) if args.figures else []
+    figures = _fit_figures(adata, key, Path(args.figures), args.seed, model) if args.figures else []
     out_path.parent.mkdir(parents=True, exist_ok=True)
     adata.write_h5ad(out_path)
     written = ", ".join(f"{attr}[{name!r}]" for attr, names in model.result_keys(key).items() for name in names)
@@ -384,8 +389,8 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         "--figures",
         default=None,
         metavar="DIR",
-        help="also write loadings_heatmap.png and factors_umap.png into DIR (computes a UMAP on the "
-        "active factors when the input has none)",
+        help="also write loadings_heatmap.png, factors_umap.png and factor_responses.png (the genes that change "
+        "most along each active factor) into DIR (computes a UMAP on the active factors when the input has none)",
     )
     _add_threads_argument(fit, "one per core")
     fit.set_defaults(handler=_cmd_fit)

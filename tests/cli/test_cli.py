@@ -69,6 +69,7 @@ def test_fit_writes_results(input_file, tmp_path, capsys):
     if len(back.uns["svae"]["active_factors"]):
         assert (figures / "loadings_heatmap.png").stat().st_size > 1000
         assert (figures / "factors_umap.png").stat().st_size > 1000
+        assert (figures / "factor_responses.png").stat().st_size > 1000
 
 
 def test_fit_input_errors(input_file, tmp_path, capsys):
@@ -145,14 +146,14 @@ def test_fit_figures_multistudy_umap_on_active_shared_factors(counts_factory, tm
     adata = counts_factory(n_obs=150)
     adata.obs["study"] = np.where(np.arange(150) < 80, "ctrl", "stim")
     # W started deep in the slab: factors are active after a few epochs
-    scsparse.tl.multistudy_sparse_vae(
+    model = scsparse.tl.multistudy_sparse_vae(
         adata, "study", layer="counts", n_latent_shared=3, n_latent_specific=1, max_epochs=3,
         model_kwargs={"n_hidden": 16, "decoder_kwargs": {"w_init": 1.0}}, train_kwargs={"enable_progress_bar": False},
     )  # fmt: skip
     uns = adata.uns["mssvae"]
     shared_active = [f for f in uns["active_factors"] if f in set(uns["shared_factors"])]
     assert shared_active
-    written = _fit_figures(adata, "mssvae", tmp_path, seed=0)
+    written = _fit_figures(adata, "mssvae", tmp_path, seed=0)  # without the model: no traversals
     assert [w.name for w in written] == ["multistudy_overview.png", "loadings_heatmap.png", "factors_umap.png"]
     assert all(w.stat().st_size > 1000 for w in written)
     assert adata.obsm["X_mssvae_active"].shape == (150, len(shared_active))
@@ -161,6 +162,8 @@ def test_fit_figures_multistudy_umap_on_active_shared_factors(counts_factory, tm
         adata.obsm["X_mssvae_active"], adata.obsm["X_mssvae_shared"][:, [names.index(f) for f in shared_active]]
     )
     assert adata.obsm["X_umap"].shape == (150, 2)
+    with_model = _fit_figures(adata, "mssvae", tmp_path / "with_model", seed=0, model=model)
+    assert with_model[-1].name == "factor_responses.png" and with_model[-1].stat().st_size > 1000
 
 
 def test_n_threads_applies_to_the_fit_and_is_restored(monkeypatch, input_file, tmp_path, capsys):
