@@ -367,6 +367,8 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
             "devices": devices if isinstance(devices, int) else str(devices),
             "strategy": strategy if isinstance(strategy, str) else type(strategy).__name__,
             "orient": bool(orient),
+            # float sums depend on the number of threads: the same seed gives the same fit with the same count
+            "torch_threads": int(torch.get_num_threads()),
         }
         # scvi-tools leaves the module in evaluation mode after a fit or a load, and Lightning (>= 2.2) trains
         # in the mode it finds: without this a second train() call, or training a loaded model, would run with

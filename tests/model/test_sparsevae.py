@@ -127,6 +127,7 @@ def test_write_results_keys_h5ad_and_no_silent_overwrite(tmp_path, counts_adata)
     for key in ("active", "eta", "seed", "versions", "data_hash", "params", "factor_names"):
         assert key in uns
     assert uns["seed"] == 0 and len(uns["data_hash"]) == 64
+    assert uns["train_params"]["torch_threads"] == torch.get_num_threads()  # float sums depend on it
     counts_adata.write_h5ad(tmp_path / "r.h5ad")
     back = ad.read_h5ad(tmp_path / "r.h5ad")
     np.testing.assert_array_equal(back.varm["sv_pip"], counts_adata.varm["sv_pip"])
