@@ -27,7 +27,7 @@ __all__ = ["FactorResponse", "factor_response"]
 LOG2FC_EPS = 1e-9
 
 
-@dataclass
+@dataclass(repr=False)
 class FactorResponse:
     """Decoded expression along traversals of factors (from :meth:`scsparse.model.SparseVAE.get_factor_response`).
 
@@ -54,6 +54,15 @@ class FactorResponse:
     n_cells: pd.Series
     unit: str
     pip: pd.DataFrame
+
+    def __repr__(self) -> str:
+        k, steps, genes = self.expression.shape
+        cells = sorted(set(int(n) for n in self.n_cells))
+        per = f"{cells[0]}" if len(cells) == 1 else f"{cells[0]}-{cells[-1]}"
+        return (
+            f"FactorResponse: {k} factor(s) x {steps} steps x {genes} genes ({self.unit}), {per} cells per factor; "
+            ".effects(), .top_genes(factor), .curve(factor)"
+        )
 
     @property
     def factors(self) -> list[str]:

@@ -35,6 +35,7 @@ def test_grid_expression_and_effects_agree(trained):
     model, adata = trained
     response = model.get_factor_response(n_steps=5)
     assert isinstance(response, FactorResponse)
+    assert repr(response).startswith(f"FactorResponse: {len(response.factors)} factor(s) x 5 steps x 30 genes")
     assert response.factors == model.active_factors()
     k = len(response.factors)
     assert response.expression.shape == (k, 5, adata.n_vars) and np.isfinite(response.expression).all()
