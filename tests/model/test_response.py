@@ -83,6 +83,10 @@ def test_genes_outside_a_factor_do_not_see_it(counts_factory):
     effect = response.effects()["factor_1"]
     assert np.abs(effect.iloc[:10]).max() < 1e-5
     assert np.abs(effect.iloc[10:]).max() > 1e-3
+    assert response.unit == "decoder mean"
+    ax = scsparse.pl.factor_response(response, "factor_1", n_genes=3, show=False)  # a decoder mean: linear axis
+    assert ax.get_yscale() == "linear" and len(ax.get_lines()) == 3
+    plt.close("all")
     # for counts, a single cell's untouched genes all move by the same factor: the softmax's normaliser
     counts_model = fit(counts_factory(n_obs=120, n_vars=20))
     with torch.no_grad():
