@@ -46,6 +46,9 @@ class FactorResponse:
         ``"normal"``.
     pip
         Genes x traversed factors: the inclusion probabilities ``p*`` of the model that was traversed.
+    model_factors
+        All the model's factor names, in order: an integer ``factor`` is a position among them, as everywhere in
+        scsparse (``1`` is the model's second factor, traversed or not).
     """
 
     grid: pd.DataFrame
@@ -54,6 +57,7 @@ class FactorResponse:
     n_cells: pd.Series
     unit: str
     pip: pd.DataFrame
+    model_factors: list[str]
 
     def __repr__(self) -> str:
         k, steps, genes = self.expression.shape
@@ -70,18 +74,17 @@ class FactorResponse:
         return list(self.grid.index)
 
     def factor_name(self, factor: str | int) -> str:
-        """The name of a traversed factor given by name or by position among the traversed factors."""
+        """The name of a traversed factor given by its name or its position among the model's factors."""
         return self.factors[self._row(factor)]
 
     def _row(self, factor: str | int) -> int:
-        names = self.factors
-        if isinstance(factor, (int, np.integer)) and not isinstance(factor, bool):
-            if not 0 <= int(factor) < len(names):
-                raise InvalidInputError(f"Factor position {factor} is out of range: {len(names)} factors traversed.")
-            return int(factor)
-        if factor not in names:
-            raise InvalidInputError(f"Factor {factor!r} was not traversed; traversed factors: {names}.")
-        return names.index(factor)
+        (name,) = resolve_factors(self.model_factors, self.factors, [factor], source="the model")
+        if name not in self.factors:
+            raise InvalidInputError(
+                f"Factor {name!r} was not traversed; traversed factors: {self.factors}. Pass it to "
+                "get_factor_response(factors=...)."
+            )
+        return self.factors.index(name)
 
     def curve(self, factor: str | int) -> pd.DataFrame:
         """One factor's traversal: steps x genes, indexed by the factor's value at each step.
@@ -121,7 +124,7 @@ class FactorResponse:
         Parameters
         ----------
         factor
-            Name or position of a traversed factor.
+            Name or position (among the model's factors) of a traversed factor.
         n_top
             Number of genes (``None``: all that pass ``pip_threshold``).
         pip_threshold
@@ -233,6 +236,7 @@ def factor_response(
         n_cells=pd.Series(counts, index=chosen, name="n_cells"),
         unit=unit,
         pip=model._all_loadings()[1].loc[:, chosen].copy(),
+        model_factors=names,
     )
 
 

@@ -87,7 +87,8 @@ def factor_response(
     response
         The result of :meth:`scsparse.model.SparseVAE.get_factor_response`.
     factors
-        Names or positions (among the traversed factors) of the factors to draw; ``None``: all traversed factors.
+        Names or positions (among the model's factors) of traversed factors to draw; ``None``: all traversed
+        factors.
     genes
         Genes to draw in every panel; default: per factor the ``n_genes`` genes of its programme (``p* >
         pip_threshold``) with the largest change from end to end (:meth:`~scsparse.model.FactorResponse.top_genes`),

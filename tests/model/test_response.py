@@ -137,6 +137,11 @@ def test_bad_options_are_named(trained, counts_factory):
     response = model.get_factor_response(factors=[0, 1], n_steps=3)
     with pytest.raises(InvalidInputError, match="was not traversed"):
         response.curve("factor_4")
+    with pytest.raises(InvalidInputError, match="'factor_4' was not traversed"):
+        response.curve(4)  # positions are the model's, as for every factors= argument
+    assert response.factor_name(1) == "factor_1"
+    with pytest.raises(InvalidInputError, match="out of range"):
+        response.curve(5)
     untrained_data = counts_factory(n_obs=60, n_vars=10)
     SparseVAE.setup_anndata(untrained_data, layer="counts")
     with pytest.raises(InvalidInputError, match="not trained"):
