@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scsparse.module import COUNT_LIKELIHOODS
+
 from ._factors import resolve_factors
 from ._validation import InvalidInputError
 
@@ -44,6 +46,9 @@ class FactorResponse:
     unit
         What ``expression`` is: ``"counts per <library_size>"`` for count likelihoods, ``"decoder mean"`` for
         ``"normal"``.
+    gene_likelihood
+        The traversed model's likelihood; for count likelihoods (:attr:`is_counts`) :meth:`effects` are log2 fold
+        changes, for ``"normal"`` differences.
     pip
         Genes x traversed factors: the inclusion probabilities ``p*`` of the model that was traversed.
     model_factors
@@ -56,6 +61,7 @@ class FactorResponse:
     genes: pd.Index
     n_cells: pd.Series
     unit: str
+    gene_likelihood: str
     pip: pd.DataFrame
     model_factors: list[str]
 
@@ -67,6 +73,11 @@ class FactorResponse:
             f"FactorResponse: {k} factor(s) x {steps} steps x {genes} genes ({self.unit}), {per} cells per factor; "
             ".effects(), .top_genes(factor), .curve(factor)"
         )
+
+    @property
+    def is_counts(self) -> bool:
+        """Whether ``expression`` is normalised counts (a count likelihood) rather than decoder means."""
+        return self.gene_likelihood in COUNT_LIKELIHOODS
 
     @property
     def factors(self) -> list[str]:
@@ -112,10 +123,10 @@ class FactorResponse:
         >>> effects["factor_3"].sort_values().tail(10)  # the genes that rise most with factor 3
         """
         low, high = self.expression[:, 0, :], self.expression[:, -1, :]
-        if self.unit == "decoder mean":
-            change = high - low
-        else:
+        if self.is_counts:
             change = np.log2(high + LOG2FC_EPS) - np.log2(low + LOG2FC_EPS)
+        else:
+            change = high - low
         return pd.DataFrame(change.T, index=self.genes, columns=self.factors)
 
     def top_genes(self, factor: str | int, n_top: int | None = 10, pip_threshold: float | None = 0.5) -> pd.DataFrame:
@@ -186,8 +197,6 @@ def factor_response(
     """
     import torch
 
-    from scsparse.module import COUNT_LIKELIHOODS
-
     if not model.is_trained_:
         raise InvalidInputError("The model is not trained yet: call model.train() first.")
     _check_options(n_steps, span, n_cells, float(library_size))
@@ -235,6 +244,7 @@ def factor_response(
         genes=pd.Index(adata.var_names),
         n_cells=pd.Series(counts, index=chosen, name="n_cells"),
         unit=unit,
+        gene_likelihood=module.gene_likelihood,
         pip=model._all_loadings()[1].loc[:, chosen].copy(),
         model_factors=names,
     )

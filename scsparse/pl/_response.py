@@ -53,7 +53,7 @@ def _draw(
         else:
             color, i_down = falling(0.85 * i_down / n_down), i_down + 1
         ax.plot(x, curve[gene].to_numpy(), marker="o", markersize=2.5, linewidth=1.3, color=color, label=gene)
-    if log if log is not None else response.unit != "decoder mean":
+    if log if log is not None else response.is_counts:
         ax.set_yscale("log")
     ax.set_xlabel(f"{name} (value set in every cell)", fontsize=8)
     ax.set_ylabel(f"mean decoded expression\n({response.unit})", fontsize=8)

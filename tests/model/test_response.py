@@ -47,6 +47,7 @@ def test_grid_expression_and_effects_agree(trained):
         assert response.grid.loc[name].iloc[0] == pytest.approx(lo, abs=1e-5)
         assert response.grid.loc[name].iloc[-1] == pytest.approx(hi, abs=1e-5)
     assert (response.n_cells == adata.n_obs).all() and response.unit == "counts per 10000"
+    assert response.is_counts
     # every step's mean expression is a distribution over genes times the library size
     np.testing.assert_allclose(response.expression.sum(-1), 1e4, rtol=1e-4)
     curve = response.curve(response.factors[0])
@@ -83,7 +84,7 @@ def test_genes_outside_a_factor_do_not_see_it(counts_factory):
     effect = response.effects()["factor_1"]
     assert np.abs(effect.iloc[:10]).max() < 1e-5
     assert np.abs(effect.iloc[10:]).max() > 1e-3
-    assert response.unit == "decoder mean"
+    assert response.unit == "decoder mean" and response.gene_likelihood == "normal" and not response.is_counts
     ax = scsparse.pl.factor_response(response, "factor_1", n_genes=3, show=False)  # a decoder mean: linear axis
     assert ax.get_yscale() == "linear" and len(ax.get_lines()) == 3
     plt.close("all")
