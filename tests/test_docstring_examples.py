@@ -201,7 +201,10 @@ def test_the_sketch_checker_catches_a_stale_call():
     test = doctest.DocTestParser().get_doctest(
         ">>> m = scsparse.model.SparseVAE(adata, n_latent=3)\n>>> m.active_factors(pip=0.5)\n"
         ">>> scsparse.tl.top_genes(adata, n_tops=5)\n>>> scsparse.tl.nope(adata)\n",
-        {}, "stale", None, 0,
+        {},
+        "stale",
+        None,
+        0,
     )
     checker = _SketchChecker(test)
     for example in test.examples:

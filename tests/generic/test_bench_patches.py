@@ -181,7 +181,6 @@ def test_run_patches_quick_writes_table_and_claims(tmp_path):
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "results.csv"), df, check_dtype=False)
 
 
-
 def test_long_fits_report_progress_at_every_tenth(tmp_path, capsys):
     images = np.random.default_rng(0).normal(size=(2, 64, 64)).astype(np.float32)
     run_patches(tmp_path, seeds=1, quick=True, max_epochs=50, n_train=200, n_val=50, images=images,

@@ -121,7 +121,6 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
         read_movielens(tmp_path)
 
 
-
 @pytest.mark.parametrize(("name", "n_users"), [("movielens_small", 579), ("ml-100k", 910)])
 def test_real_files(shared_data: Path, name: str, n_users: int) -> None:
     data = load_movielens(name, n_movies=100)

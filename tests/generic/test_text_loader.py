@@ -26,6 +26,7 @@ def shared_data(shared_data: Path) -> Path:
         pytest.skip(f"text_neurips_abstracts not found in {shared_data}")
     return shared_data
 
+
 def _write_peerread(root: Path) -> None:
     """A small PeerRead-style tree: review files with a top-level abstract and parsed PDFs with metadata."""
     reviews = root / "iclr_2017" / "train" / "reviews"

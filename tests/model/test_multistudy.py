@@ -117,7 +117,6 @@ def test_loading_a_model_saved_with_the_old_encoder_default_says_so(tmp_path, st
         MultiStudySparseVAE.load(tmp_path / "old", adata=adata)
 
 
-
 def test_misspelt_option_is_named(studies_adata):
     adata = studies_adata()
     MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
@@ -125,6 +124,7 @@ def test_misspelt_option_is_named(studies_adata):
         MultiStudySparseVAE(adata, encode_studies=True)
     with pytest.raises(TypeError, match="'n_latent' "):  # the model sums its blocks itself
         MultiStudySparseVAE(adata, n_latent=5)
+
 
 def test_one_study_only(studies_adata):
     adata = studies_adata(labels=("only",))

@@ -106,7 +106,6 @@ def test_load_rejects_mismatched_anndata(tmp_path, counts_adata):
         SparseVAE.load(tmp_path / "m", adata=other)
 
 
-
 def test_misspelt_or_misplaced_options_are_named_before_anything_runs(counts_adata):
     SparseVAE.setup_anndata(counts_adata, layer="counts")
     with pytest.raises(TypeError, match=r"'n_latents' \(did you mean 'n_latent'\?\)"):
@@ -117,6 +116,7 @@ def test_misspelt_or_misplaced_options_are_named_before_anything_runs(counts_ada
         SparseVAE(counts_adata, n_batch=2)
     model = SparseVAE(counts_adata, n_latent=3, decoder_kwargs={"w_init": 0.1}, n_hidden_encoder=8)
     assert model.module.n_latent == 3
+
 
 def test_write_results_keys_h5ad_and_no_silent_overwrite(tmp_path, counts_adata):
     model = fit(counts_adata)

@@ -224,7 +224,6 @@ def test_relaxed_sample_tends_to_exact_zeros_for_small_gamma_and_large_c():
     assert float((z == 0).float().mean()) < 1e-3
 
 
-
 def test_straight_through_spike_slab_is_exact_forward_and_relaxed_backward():
     n = 100_000
     mu = torch.full((n,), 2.0, requires_grad=True)
@@ -255,6 +254,7 @@ def test_straight_through_spike_slab_gradient_sharpens_with_lower_temperature():
         grads.append(gamma.grad.clone())
     # the relaxed selector's slope at the logit is 1/tau: lower temperature concentrates the gradient
     assert float(grads[1].max()) > float(grads[0].max())
+
 
 def test_spike_slab_log_prob_hand_values():
     lp = spike_slab_log_prob(torch.tensor([0.0, 1.0]), torch.zeros(2), torch.zeros(2), torch.tensor([0.2, 0.2]))

@@ -23,7 +23,6 @@ ZEISEL_MARKER_TERMS = {
 }
 
 
-
 def _fit(adata, n_latent: int, max_epochs: int) -> None:
     from scsparse._demo import DEFAULT_LR, DEFAULT_N_HIDDEN
 
