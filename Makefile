@@ -28,6 +28,7 @@ install: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check scsparse tests
+	$(BIN)/ruff format --check scsparse tests
 	$(BIN)/python -m pytest -q
 	$(BIN)/scsparse bench all --quick --out bench_out/quick $(BENCH_DATA_FLAG)
 
@@ -46,6 +47,7 @@ bench-synthetic: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check scsparse tests
+	$(BIN)/ruff format --check scsparse tests
 
 clean:
 	rm -rf scsparse_demo bench_out .pytest_cache
