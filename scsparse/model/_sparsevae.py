@@ -31,6 +31,7 @@ from ._validation import (
     check_batch_key,
     check_counts,
     check_keywords,
+    did_you_mean,
     get_matrix,
     iter_row_chunks,
 )
@@ -242,8 +243,8 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         check_batch_key(adata, batch_key)
         if size_factor_key is not None and size_factor_key not in adata.obs.columns:
             raise InvalidInputError(
-                f"size_factor_key={size_factor_key!r} is not a column of adata.obs "
-                f"(columns: {list(adata.obs.columns)})."
+                f"size_factor_key={size_factor_key!r} is not a column of adata.obs"
+                f"{did_you_mean(size_factor_key, adata.obs.columns)} (columns: {list(adata.obs.columns)})."
             )
         fields = [
             LayerField(REGISTRY_KEYS.X_KEY, layer, is_count_data=False),

@@ -68,12 +68,25 @@ def check_keywords(owner: str, given: Iterable[str], accepted: set[str]) -> None
         return
     parts = []
     for k in unknown:
-        close = difflib.get_close_matches(k, sorted(accepted), n=1)
-        parts.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        parts.append(f"{k!r}{did_you_mean(k, sorted(accepted))}")
     noun = "argument" if len(unknown) == 1 else "arguments"
     raise TypeError(
         f"{owner} got an unexpected keyword {noun} {', '.join(parts)}. Accepted: {', '.join(sorted(accepted))}."
     )
+
+
+def did_you_mean(key: str, options: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` naming the closest of ``options`` to a mistyped ``key``, or ``""``.
+
+    Examples
+    --------
+    >>> did_you_mean("cnts", ["counts", "spliced"])
+    " (did you mean 'counts'?)"
+    >>> did_you_mean("zzz", ["counts"])
+    ''
+    """
+    close = difflib.get_close_matches(str(key), [str(o) for o in options], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _where(layer: str | None) -> str:
@@ -114,7 +127,8 @@ def get_matrix(adata: AnnData, layer: str | None):
         return adata.X
     if layer not in list(adata.layers.keys()):  # keys(): also for scvi-tools' AnnCollection adapter
         raise InvalidInputError(
-            f"Layer {layer!r} not found in adata.layers (available: {list(adata.layers.keys())}). "
+            f"Layer {layer!r} not found in adata.layers{did_you_mean(layer, adata.layers.keys())} (available: "
+            f"{list(adata.layers.keys())}). "
             "Pass layer=None to use adata.X, or store the raw counts first, e.g. "
             f"adata.layers[{layer!r}] = adata.X.copy() before normalising."
         )
@@ -306,7 +320,8 @@ def check_counts(adata: AnnData, layer: str | None, likelihood: str) -> None:
 def _check_obs_column(adata: AnnData, key: str, role: str, argument: str) -> pd.Series:
     if key not in adata.obs.columns:
         raise InvalidInputError(
-            f"{argument}={key!r} is not a column of adata.obs (columns: {list(adata.obs.columns)})."
+            f"{argument}={key!r} is not a column of adata.obs{did_you_mean(key, adata.obs.columns)} "
+            f"(columns: {list(adata.obs.columns)})."
         )
     column = adata.obs[key]
     n_missing = int(column.isna().sum())

@@ -12,6 +12,8 @@ import pandas as pd
 from anndata import AnnData
 from matplotlib.axes import Axes
 
+from scsparse.model._validation import did_you_mean
+
 from ._loadings import MissingResultsError, _finish, _resolve_factors, _results
 
 __all__ = ["factor_activity"]
@@ -83,7 +85,10 @@ def factor_activity(
     res = _results(adata, key)
     names = _resolve_factors(res, factors, key)
     if groupby not in adata.obs.columns:
-        raise MissingResultsError(f"groupby={groupby!r} is not a column of adata.obs ({list(adata.obs.columns)}).")
+        raise MissingResultsError(
+            f"groupby={groupby!r} is not a column of adata.obs{did_you_mean(groupby, adata.obs.columns)} "
+            f"({list(adata.obs.columns)})."
+        )
     labels = adata.obs[groupby]
     if order is None:
         if isinstance(labels.dtype, pd.CategoricalDtype):

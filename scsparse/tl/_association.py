@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 from anndata import AnnData
 
+from scsparse.model._validation import did_you_mean
+
 from ._enrich import bh_adjust
 from ._top_genes import _factor_names, _read_results
 
@@ -89,7 +91,10 @@ def factor_association(
     res = _read_results(adata, key)
     names = _factor_names(res, factors, key)
     if groupby not in adata.obs.columns:
-        raise KeyError(f"groupby={groupby!r} is not a column of adata.obs (columns: {list(adata.obs.columns)}).")
+        raise KeyError(
+            f"groupby={groupby!r} is not a column of adata.obs{did_you_mean(groupby, adata.obs.columns)} "
+            f"(columns: {list(adata.obs.columns)})."
+        )
     labels = adata.obs[groupby]
     groups = (
         [str(g) for g in labels.cat.categories if (labels == g).any()]

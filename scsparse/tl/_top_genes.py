@@ -44,6 +44,7 @@ from anndata import AnnData
 
 from scsparse.model._orientation import expression_factor_correlation
 from scsparse.model._ranking import rank_genes
+from scsparse.model._validation import did_you_mean
 
 __all__ = ["factor_gene_correlation", "top_genes"]
 
@@ -83,7 +84,10 @@ def _expression_source(adata: AnnData, layer: str | None, setup_layer: str | Non
         layer = setup_layer
     if layer is not None:
         if layer not in adata.layers:
-            raise KeyError(f"Layer {layer!r} not found in adata.layers (available: {list(adata.layers)}).")
+            raise KeyError(
+                f"Layer {layer!r} not found in adata.layers{did_you_mean(layer, adata.layers)} "
+                f"(available: {list(adata.layers)})."
+            )
         return adata.layers[layer], layer
     return adata.X, "X"
 

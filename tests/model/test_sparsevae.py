@@ -163,8 +163,11 @@ def test_batch_covariate_is_outside_the_mask(counts_adata):
 # ---------------------------------------------------------------------- bad input
 def test_missing_layer(counts_factory):
     adata = counts_factory()
-    with pytest.raises(InvalidInputError, match="Layer 'raw' not found.*available"):
+    with pytest.raises(InvalidInputError, match="Layer 'raw' not found.*available") as err:
         SparseVAE.setup_anndata(adata, layer="raw")
+    assert "did you mean" not in str(err.value)  # nothing close to 'raw'
+    with pytest.raises(InvalidInputError, match=r"Layer 'count' not found in adata.layers \(did you mean 'counts'\?\)"):
+        SparseVAE.setup_anndata(adata, layer="count")
 
 
 def test_non_integer_counts_with_count_likelihood(counts_factory):
@@ -240,6 +243,8 @@ def test_batch_key_with_missing_values_or_absent(counts_factory):
         SparseVAE.setup_anndata(adata, layer="counts", batch_key="batch")
     with pytest.raises(InvalidInputError, match="not a column of adata.obs"):
         SparseVAE.setup_anndata(adata, layer="counts", batch_key="donor")
+    with pytest.raises(InvalidInputError, match=r"'batches' is not a column of adata.obs \(did you mean 'batch'\?\)"):
+        SparseVAE.setup_anndata(adata, layer="counts", batch_key="batches")
 
 
 def test_write_results_into_anndata_with_other_genes(counts_adata):

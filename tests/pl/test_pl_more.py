@@ -107,6 +107,8 @@ def test_factor_activity(tmp_path, kind):
     assert scsparse.pl.factor_activity(adata, "group", key=KEY, factors=[0], ax=ax, show=False) is ax
     with pytest.raises(KeyError):
         scsparse.pl.factor_activity(adata, "nope", key=KEY, show=False)
+    with pytest.raises(KeyError, match=r"did you mean 'group'\?"):
+        scsparse.pl.factor_activity(adata, "Group", key=KEY, show=False)
 
 
 def _history(validation: bool) -> dict[str, pd.DataFrame]:

@@ -86,6 +86,8 @@ def test_factor_association_values():
     assert list(table[table.factor == "factor_0"].group) == ["high", "mid", "low"]
     with pytest.raises(KeyError, match="nope"):
         scsparse.tl.factor_association(adata, "nope", key=KEY)
+    with pytest.raises(KeyError, match=r"'groups' is not a column of adata.obs \(did you mean 'group'\?\)"):
+        scsparse.tl.factor_association(adata, "groups", key=KEY)
     adata.obs["one"] = "x"
     with pytest.raises(ValueError, match="at least two"):
         scsparse.tl.factor_association(adata, "one", key=KEY)
