@@ -160,6 +160,8 @@ def test_run_zeisel_every_method_on_the_same_split(tmp_path):
         assert text in summary, text
     assert "SparseVAE held-out accuracy >= 0.95" in summary and "at least the VAE's" in summary
     assert "1 epochs (the paper: 100)" in summary
+    # the counts setting fits the package's decoder, and the summary says which one that is
+    assert "the package's decoder (first layer with a bias, its columns of norm 0.5)" in summary
     assert (tmp_path / "zeisel_accuracy.png").stat().st_size > 10_000
 
 

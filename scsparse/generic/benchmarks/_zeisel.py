@@ -476,6 +476,17 @@ def _fit_scvi_model(model: Any, train_kwargs: dict[str, Any], x_test: np.ndarray
     return f_train, f_test
 
 
+def _package_decoder_words() -> str:
+    """How the package's default decoder (which the counts setting fits) treats its first layer."""
+    from scsparse.module import DECODER_DEFAULTS
+    from scsparse.nn import MaskedDecoder
+
+    probe = MaskedDecoder(n_latent=1, n_output=1, n_hidden=1, **DECODER_DEFAULTS)
+    if probe.first_bias is None:
+        return "first layer without a bias"
+    return f"first layer with a bias, its columns of norm {probe.first_norm:g}"
+
+
 def _fit_sparsevae_nb(
     x_train: np.ndarray, x_test: np.ndarray, epochs: int, seed: int, s: dict[str, Any]
 ) -> FactorOutput:
@@ -705,7 +716,8 @@ def _write_summary(
         f"gene, p = {s['oivae_p']}, lambda = {s['oivae_lambda']:g}; NMF: K = {s['n_latent']}, scikit-learn with "
         "the paper's alpha = 1 translated to current scikit-learn (alpha_W = 1 / n_genes, whose penalty is "
         "scaled by n_genes); Frobenius loss on the normalised matrix, generalised KL (Poisson) on counts. "
-        "Counts: `SparseVAE (NB, scvi-tools)` = `scsparse.model.SparseVAE(gene_likelihood='nb')`; `scVI (NB)` = "
+        "Counts: `SparseVAE (NB, scvi-tools)` = `scsparse.model.SparseVAE(gene_likelihood='nb')` with the "
+        f"package's decoder ({_package_decoder_words()}); `scVI (NB)` = "
         "`scvi.model.SCVI` with the same sizes, dropout 0.1 and the same KL warm-up (a quarter of the epochs).",
         "- Active factors: SparseVAE, factors with p* > 0.5 for at least one gene; OI-VAE, factors with a "
         f"non-zero group column; VSC, dimensions with spike probability > 0.5 in at least "
