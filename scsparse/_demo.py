@@ -606,7 +606,6 @@ def run_demo(
     from scsparse import data, pl, tl
 
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")
-    warnings.filterwarnings("ignore", message=".*smaller than the logging interval.*")
     start = time.perf_counter()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -213,10 +213,11 @@ class MultiStudySparseVAE(SparseVAE):
             )
 
     def _expected_training_warnings(self) -> list[str]:
+        expected = super()._expected_training_warnings()
         if self.module.n_latent_frozen and self.module.freeze_reference_encoder:
             # a query model's reference encoder is in eval mode on purpose; Lightning warns about it
-            return [r".*module\(s\) in eval mode.*"]
-        return []
+            expected.append(r".*module\(s\) in eval mode.*")
+        return expected
 
     # ------------------------------------------------------------------ query mapping
     @classmethod

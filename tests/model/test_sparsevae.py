@@ -328,6 +328,19 @@ def test_default_decoder_selects_weak_programmes():
     assert (f_score.max(0) > 0.8).sum() >= 3, f_score.max(0)
 
 
+def test_small_data_train_without_the_logging_interval_warning(counts_factory):
+    """Fewer minibatches than Lightning's logging interval is normal here (the history is per epoch): not warned."""
+    adata = counts_factory(n_obs=120, n_vars=20)
+    SparseVAE.setup_anndata(adata, layer="counts")
+    model = SparseVAE(adata, n_latent=3, n_hidden=8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.train(max_epochs=2, batch_size=64, enable_progress_bar=False)  # 2 minibatches per epoch
+    messages = [str(w.message) for w in caught]
+    assert not [m for m in messages if "logging interval" in m], messages
+    assert len(model.history["train_loss"]) == 2  # the history is per epoch
+
+
 def test_training_again_or_after_loading_runs_in_training_mode(tmp_path, counts_factory):
     """scvi-tools leaves the module in eval mode after a fit or load; Lightning trains in the mode it finds."""
     adata = counts_factory(n_obs=120, n_vars=20)
