@@ -107,6 +107,31 @@ def test_quick_pipeline_on_toy_data(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     _assert_tables_well_formed(summary)
 
 
+def test_runs_on_a_movielens_folder_of_ones_own(tmp_path: Path) -> None:
+    """A path in ``datasets`` is read as an unpacked MovieLens folder (how a user runs the paper's ML-25M)."""
+    toy = _toy_data(n_movies=24)
+    folder = tmp_path / "ml-mine"
+    folder.mkdir()
+    users, movies = np.nonzero(np.ones_like(toy.X))  # every user rated every movie: 24 > 20 ratings each
+    ratings = np.where(toy.X[users, movies] > 0, 5.0, 1.0)
+    pd.DataFrame({"userId": users + 1, "movieId": movies + 1, "rating": ratings, "timestamp": 0}).to_csv(
+        folder / "ratings.csv", index=False
+    )
+    pd.DataFrame({"movieId": np.arange(24) + 1, "title": [f"Film {j}" for j in range(24)], "genres": "Drama"}).to_csv(
+        folder / "movies.csv", index=False
+    )
+    df = ml.run_movielens(
+        tmp_path / "out", datasets=[str(folder)], seeds=1, quick=True, n_movies=16, methods=["NMF"], verbose=False
+    )
+    assert df["dataset"].unique().tolist() == ["ml-mine"]
+    assert (df["n_train"] + df["n_test"] == 90).all()
+    summary = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
+    assert "`ml-mine`: 90 users x 16 movies" in summary and "folders given by path" in summary
+    assert "stand-ins" not in summary
+    with pytest.raises(ValueError, match="neither a registry name .* nor an existing folder"):
+        ml.run_movielens(tmp_path / "out2", datasets=[str(tmp_path / "ml-25m")], quick=True, verbose=False)
+
+
 def _assert_tables_well_formed(markdown: str) -> None:
     """Every row of every markdown table has as many cells as its header (no stray '|' in a cell)."""
     header_bars = None

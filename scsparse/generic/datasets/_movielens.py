@@ -269,16 +269,19 @@ def load_movielens(
     threshold: float = DEFAULT_THRESHOLD,
     min_positives: int = 1,
 ) -> MovieLensData:
-    """Load a registry MovieLens data set as a binary users x movies matrix.
+    """Load a MovieLens data set as a binary users x movies matrix.
 
-    The files come from :func:`scsparse.data.fetch` (offline cache first, verified by sha256), are read
-    by :func:`read_movielens` and filtered by :func:`binarise_ratings`.
+    Registry data sets come from :func:`scsparse.data.fetch` (offline cache first, verified by sha256); a
+    folder of your own (e.g. the unpacked ML-25M of the paper, which the registry does not ship) is read as it
+    is. Either is read by :func:`read_movielens` and filtered by :func:`binarise_ratings`.
 
     Parameters
     ----------
     name
         ``"movielens_small"`` (ml-latest-small; also ``"ml-latest-small"``, ``"small"``) or
-        ``"movielens_100k"`` (ml-100k; also ``"ml-100k"``, ``"100k"``).
+        ``"movielens_100k"`` (ml-100k; also ``"ml-100k"``, ``"100k"``), or the path of an unpacked MovieLens
+        folder in either layout (``ratings.csv`` + ``movies.csv``, or ``u.data`` + ``u.item``); the data set
+        is then named after the folder.
     n_movies, min_user_ratings, threshold, min_positives
         See :func:`binarise_ratings`.
 
@@ -290,7 +293,7 @@ def load_movielens(
     Raises
     ------
     ValueError
-        For an unknown ``name``.
+        For a ``name`` that is neither a registry name nor an existing folder.
     scsparse.data.DataNotAvailableError
         The files are neither cached nor downloadable.
 
@@ -300,13 +303,21 @@ def load_movielens(
     >>> data = load_movielens("movielens_100k")  # doctest: +SKIP
     >>> data.X.shape  # doctest: +SKIP
     (910, 100)
+    >>> paper = load_movielens("/data/ml-25m", n_movies=300)  # your own copy of the paper's data  # doctest: +SKIP
     """
-    if name not in MOVIELENS_DATASETS:
-        raise ValueError(f"Unknown MovieLens data set {name!r}; choose one of {sorted(MOVIELENS_DATASETS)}.")
-    reg_name = MOVIELENS_DATASETS[name]
-    wanted = _CSV_FILES if reg_name == "movielens_small" else _ML100K_FILES
-    paths = fetch(reg_name, list(wanted))
-    folder = next(iter(paths.values())).parent
+    if name in MOVIELENS_DATASETS:
+        reg_name = MOVIELENS_DATASETS[name]
+        wanted = _CSV_FILES if reg_name == "movielens_small" else _ML100K_FILES
+        paths = fetch(reg_name, list(wanted))
+        folder = next(iter(paths.values())).parent
+    elif Path(name).is_dir():
+        folder = Path(name)
+        reg_name = folder.resolve().name
+    else:
+        raise ValueError(
+            f"Unknown MovieLens data set {name!r}: neither a registry name ({', '.join(sorted(MOVIELENS_DATASETS))}) "
+            "nor an existing folder. Pass the path of an unpacked MovieLens folder (e.g. ml-25m) to use your own copy."
+        )
     ratings, titles = read_movielens(folder)
     return binarise_ratings(
         ratings,
