@@ -186,6 +186,26 @@ def test_runner_scores_methods_and_states_targets(tmp_path):
     assert pd.read_csv(tmp_path / "beta_selection.csv").empty
 
 
+def test_a_run_split_over_first_seeds_adds_up_to_the_whole(tmp_path):
+    """seeds=1 then seeds=2, first_seed=1 give the same rows as seeds=3 in one run."""
+    opts = {"rho": [0.2], "max_epochs": 1, "methods": _runner_methods(), "verbose": False}
+    whole = run_synthetic(tmp_path / "whole", seeds=3, **opts)
+    parts = [
+        run_synthetic(tmp_path / "a", seeds=1, **opts),
+        run_synthetic(tmp_path / "b", seeds=2, first_seed=1, **opts),
+    ]
+    joined = pd.concat(parts, ignore_index=True)
+    assert joined["seed"].tolist() == whole["seed"].tolist() == [0, 0, 1, 1, 2, 2]
+    cols = ["method", "seed", "rho", "w_fscore", "dci", "heldout_nll", "heldout_mse"]
+    pd.testing.assert_frame_equal(joined[cols], whole[cols])
+    assert "datasets (seeds) 1..2 per rho" in (tmp_path / "b" / "summary.md").read_text()
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="first_seed must be a non-negative integer"):
+            run_synthetic(tmp_path / "c", seeds=1, first_seed=bad, **opts)
+    with pytest.raises(ValueError, match="below 10000"):
+        run_synthetic(tmp_path / "c", seeds=2, first_seed=9_999, **opts)
+
+
 def test_targets_not_met_are_explained():
     rows = []
     for s in range(3):

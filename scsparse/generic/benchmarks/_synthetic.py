@@ -914,6 +914,7 @@ def _write_summary(
     *,
     rhos: Sequence[float],
     seeds: int,
+    first_seed: int,
     quick: bool,
     n_obs: int,
     n_latent: int,
@@ -953,8 +954,9 @@ def _write_summary(
         "correlation rho, x = (z1, 2 z1, 3 z1^2, 4 z2, 5 z2, 6 sin z2, 7 z1 z2) + N(0, 0.5) noise; each feature "
         "standardised with the training cells' mean and sd (so `heldout_nll` and `heldout_mse` are on that "
         "scale). Simulated here, as in the paper (no external data).",
-        f"- Settings: rho in {list(rhos)}; datasets (seeds) 0..{seeds - 1} per rho (the paper: rho in "
-        f"{list(PAPER_RHOS)}, {PAPER_SEEDS} datasets each); {epochs} epochs (the paper: 200). Mode: {mode}.",
+        f"- Settings: rho in {list(rhos)}; datasets (seeds) {first_seed}..{first_seed + seeds - 1} per rho (the "
+        f"paper: rho in {list(PAPER_RHOS)}, {PAPER_SEEDS} datasets each); {epochs} epochs (the paper: 200). "
+        f"Mode: {mode}.",
         f"- Split: a fixed {n_test}-cell test set per seed ({TEST_FRACTION:.0%}, drawn independently of the models; "
         f"same split at every rho); every method is fitted on the other {n_obs - n_test} cells of the same dataset "
         "with the same seed.",
@@ -1217,6 +1219,7 @@ def run_synthetic(
     *,
     rho: Sequence[float] | None = None,
     seeds: int | None = None,
+    first_seed: int = 0,
     quick: bool = False,
     max_epochs: int | None = None,
     n_obs: int = 1000,
@@ -1242,7 +1245,11 @@ def run_synthetic(
     rho
         Correlations of the two true factors; ``None``: the paper's 0, 0.2, 0.4, 0.6, 0.8 (``quick``: 0.4).
     seeds
-        Number of datasets per ``rho``: seeds ``0 .. seeds - 1``; ``None``: the paper's 25 (``quick``: 1).
+        Number of datasets per ``rho``: seeds ``first_seed .. first_seed + seeds - 1``; ``None``: the paper's 25
+        (``quick``: 1).
+    first_seed
+        The first dataset's seed: a long run can be split over processes or machines (e.g. ``seeds=10`` and
+        ``seeds=15, first_seed=10`` make up the paper's 25), and their ``results.csv`` concatenated.
     quick
         A smoke run: 4 epochs, and unless given, one ``rho`` and one seed; every method still runs.
     max_epochs
@@ -1293,6 +1300,13 @@ def run_synthetic(
         raise ValueError(f"every rho must lie in [-1, 1] (a correlation), got {rhos}")
     seeds = (1 if quick else PAPER_SEEDS) if seeds is None else seeds
     check_positive_int("seeds", seeds)
+    if isinstance(first_seed, bool) or not isinstance(first_seed, int) or first_seed < 0:
+        raise ValueError(f"first_seed must be a non-negative integer, got {first_seed!r}")
+    if first_seed + int(seeds) > VALIDATION_SEED:
+        raise ValueError(
+            f"test seeds must stay below {VALIDATION_SEED}, where beta's validation datasets start; got first_seed="
+            f"{first_seed} and seeds={seeds}"
+        )
     check_positive_int("max_epochs", max_epochs, optional=True)
     if n_latent < 2:
         raise ValueError(f"n_latent must be at least the 2 true factors, got {n_latent}")
@@ -1314,6 +1328,7 @@ def run_synthetic(
         "out": str(out_dir),
         "rho": rhos,
         "seeds": seeds,
+        "first_seed": first_seed,
         "quick": bool(quick),
         "max_epochs": max_epochs,
         "epochs_used": epochs,
@@ -1349,7 +1364,7 @@ def run_synthetic(
                         beta = betas[0]
                     fit_fn = functools.partial(fit_beta_vae, beta=beta)
                 fits.append((name, fit_fn))
-            for s in range(seeds):
+            for s in range(first_seed, first_seed + seeds):
                 data, split = _make_split(n_obs, r, s)
                 for name, fit_fn in fits:
                     res = fit_fn(split, epochs, n_latent)
@@ -1363,7 +1378,7 @@ def run_synthetic(
                             f"({scores['fit_seconds']:.1f} s)",
                             flush=True,
                         )
-                    if s == 0 and res.W is not None and r not in heatmaps:
+                    if s == first_seed and res.W is not None and r not in heatmaps:
                         heatmaps[r] = {
                             "method": name,
                             "seed": s,
@@ -1388,6 +1403,7 @@ def run_synthetic(
         prov,
         rhos=rhos,
         seeds=seeds,
+        first_seed=first_seed,
         quick=quick,
         n_obs=n_obs,
         n_latent=n_latent,
