@@ -1,9 +1,29 @@
 # scsparse — two commands do all the set-up on a fresh machine: `make demo` and `make test`.
+#
+# The environment is locked: `requirements-py3.X.txt` pins every dependency for Python 3.X (made by `make lock`
+# from pyproject.toml) and is applied as a constraints file, so a fresh clone installs exactly the versions the
+# test suite passed with. torch and its CUDA runtime are left out of the locks and come from TORCH_SPEC.
+#   make test                        Python from PYTHON (default python3), venv .venv
+#   make PYTHON=python3.12 test      venv .venv-python3.12, lock requirements-py3.12.txt
+#   make test-latest                 the newest versions pyproject.toml allows, in a venv of their own
 PYTHON ?= python3
-VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
+LOCKED_PYTHONS := 3.11 3.12
+
+# The interpreter: PYTHON itself, or where pyenv holds a version that provides it but does not make it global.
+PY := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/null || \
+	{ v=$$(pyenv whence $(PYTHON) 2>/dev/null | tail -n 1); \
+	  test -n "$$v" && echo "$$(pyenv root)/versions/$$v/bin/$(PYTHON)"; })
+ifeq ($(PY),)
+$(error No Python interpreter '$(PYTHON)': install it or name another, e.g. make PYTHON=python3.11 test)
+endif
+PY_VERSION := $(shell $(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+LOCK := requirements-py$(PY_VERSION).txt
+
+VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.scsparse-installed
+LATEST_VENV ?= .venv-latest-py$(PY_VERSION)
 
 # Real data for tests and benchmarks: ../shared/data when it exists (never downloaded at test time).
 SHARED_DATA := $(abspath ../shared/data)
@@ -15,24 +35,55 @@ export SCSPARSE_OFFLINE ?= 1
 BENCH_DATA_FLAG := $(if $(SCSPARSE_DATA_DIR),,--skip-missing-data)
 export PYTHONUNBUFFERED := 1
 
-.PHONY: install test demo lint bench bench-quick bench-synthetic clean
+.PHONY: install test test-latest demo lint lock bench bench-quick bench-synthetic clean
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(LOCK):
+	@echo "No lock file for Python $(PY_VERSION) ($(LOCK)); locked: $(LOCKED_PYTHONS)." >&2
+	@echo "Use one of those (make PYTHON=python3.12 ...) or add $(PY_VERSION) to LOCKED_PYTHONS and run make lock." >&2
+	@exit 1
+
+$(STAMP): pyproject.toml $(LOCK)
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -q -e ".[test]"
+	$(BIN)/python -m pip install -q -c $(LOCK) "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -q -c $(LOCK) -e ".[test]"
 	touch $(STAMP)
 
 install: $(STAMP)
 
-test: $(STAMP)
-	$(BIN)/ruff check scsparse tests
-	$(BIN)/ruff format --check scsparse tests
-	$(BIN)/python -m pytest -q
-	$(BIN)/scsparse bench all --quick --out bench_out/quick $(BENCH_DATA_FLAG)
+# Lint, the test suite and every benchmark with its small settings.
+define run_checks
+	$(1)/ruff check scsparse tests
+	$(1)/ruff format --check scsparse tests
+	$(1)/python -m pytest -q
+	$(1)/scsparse bench all --quick --out bench_out/quick-py$(PY_VERSION) $(BENCH_DATA_FLAG)
+endef
 
-# Every benchmark with its small settings (part of `make test`) or its full settings (hours on a CPU).
+test: $(STAMP)
+	$(call run_checks,$(BIN))
+
+# Drift: the suite on the newest releases pyproject.toml allows (no lock), in a venv of its own.
+test-latest:
+	rm -rf $(LATEST_VENV)
+	$(PY) -m venv $(LATEST_VENV)
+	$(LATEST_VENV)/bin/python -m pip install -q --upgrade pip
+	$(LATEST_VENV)/bin/python -m pip install -q "$(TORCH_SPEC)"
+	$(LATEST_VENV)/bin/python -m pip install -q -e ".[test]"
+	$(LATEST_VENV)/bin/python -m pip freeze --exclude-editable > $(LATEST_VENV)/installed.txt
+	$(call run_checks,$(LATEST_VENV)/bin)
+
+# Re-resolve every lock from pyproject.toml (uv, from PyPI) for Linux x86_64. The torch that the resolution
+# assumes is TORCH_SPEC's; torch, triton and the nvidia/cuda wheels are dropped from the output.
+lock: $(STAMP)
+	$(BIN)/python -m pip install -q "uv>=0.5"
+	for v in $(LOCKED_PYTHONS); do \
+	  echo "$(TORCH_SPEC)" | $(BIN)/uv pip compile pyproject.toml - --extra test --python-version $$v \
+	    --python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" --quiet \
+	    --no-emit-package torch --no-emit-package triton -o requirements-py$$v.txt || exit 1; \
+	  awk '/^[^ #]/ { drop = /^(nvidia-|cuda-)/ } !drop' requirements-py$$v.txt > requirements-py$$v.tmp && \
+	    mv requirements-py$$v.tmp requirements-py$$v.txt; \
+	done
+
 bench-quick: $(STAMP)
 	$(BIN)/scsparse bench all --quick --out bench_out/quick $(BENCH_DATA_FLAG)
 
