@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -20,7 +19,7 @@ from scvi.model.base import BaseModelClass, UnsupervisedTrainingMixin, VAEMixin
 
 from scsparse.module import COUNT_LIKELIHOODS, SparseVAEModule
 from scsparse.nn import MaskedDecoder, calibrate_inverse_gamma, flush_denormals
-from scsparse.train import SparseVAETrainingPlan
+from scsparse.train import SparseVAETrainingPlan, clean_training_output
 
 from ._base import SparseFactorMixin
 from ._response import FactorResponse, factor_response
@@ -375,9 +374,8 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         # in the mode it finds: without this a second train() call, or training a loaded model, would run with
         # dropout off and batch norm on its running statistics
         self.module.train()
-        with flush_denormals(), warnings.catch_warnings():  # denormals slow CPU training several-fold late in a fit
-            for message in self._expected_training_warnings():
-                warnings.filterwarnings("ignore", message=message)
+        # denormals slow CPU training several-fold late in a fit
+        with flush_denormals(), clean_training_output(self._expected_training_warnings()):
             super().train(
                 max_epochs=max_epochs,
                 batch_size=batch_size,

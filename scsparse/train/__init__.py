@@ -1,6 +1,7 @@
 """Training plans (Lightning modules) and callbacks of the scsparse models."""
 
+from ._output import clean_training_output
 from ._pruning import SpikePruning
 from ._trainingplan import SparseVAETrainingPlan
 
-__all__ = ["SparseVAETrainingPlan", "SpikePruning"]
+__all__ = ["SparseVAETrainingPlan", "SpikePruning", "clean_training_output"]

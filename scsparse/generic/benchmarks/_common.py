@@ -421,6 +421,8 @@ def quiet_training_logs(level: int = logging.WARNING) -> Iterator[None]:
     names = ("lightning", "lightning.pytorch", "lightning.fabric", "scvi", "pytorch_lightning")
     loggers = [logging.getLogger(n) for n in names]
     saved = [lg.level for lg in loggers]
+    from scsparse.train import clean_training_output
+
     try:
         import scvi
 
@@ -432,10 +434,10 @@ def quiet_training_logs(level: int = logging.WARNING) -> Iterator[None]:
     for lg in loggers:
         lg.setLevel(level)
     try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*smaller than the logging interval.*")
-            warnings.filterwarnings("ignore", message=".*does not have many workers.*")
-            warnings.filterwarnings("ignore", message=".*LeafSpec.*")
+        with (
+            clean_training_output([r".*smaller than the logging interval.*", r".*does not have many workers.*"]),
+            warnings.catch_warnings(),
+        ):
             warnings.filterwarnings("ignore", category=NoActiveFactorWarning)
             yield
     finally:
