@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import re
+import sys
 import warnings
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import anndata as ad
@@ -11,7 +14,31 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def _lock_mismatches(*packages: str) -> list[str]:
+    """How the installed ``packages`` differ from the repository's lock file for this Python (empty: locked)."""
+    lock = REPO / f"requirements-py{sys.version_info.major}.{sys.version_info.minor}.txt"
+    if not lock.is_file():
+        return [f"no lock file {lock.name}"]
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)$", lock.read_text(), flags=re.MULTILINE))
+    mismatches = []
+    for name in packages:
+        try:
+            installed = version(name)
+        except PackageNotFoundError:
+            installed = "not installed"
+        if pins.get(name) != installed:
+            mismatches.append(f"{name} {installed} (locked: {pins.get(name, 'not in the lock')})")
+    return mismatches
+
+
+@pytest.fixture
+def lock_mismatches():
+    """A function: how the named installed packages differ from the lock for this Python (empty: locked)."""
+    return _lock_mismatches
 
 
 @pytest.fixture(autouse=True, scope="session")

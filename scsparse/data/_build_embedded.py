@@ -36,6 +36,10 @@ def build_kang_subset(out_path: str | Path, n_top_genes: int = 2000) -> Path:
     in source order. The counts are stored once, as a CSR ``int32`` matrix in ``X`` (gzip), with ``obs``
     ``condition`` and ``cell_type`` and ``uns["dataset"]``.
 
+    Genes with a single count in one cell share exactly the same normalised variance, and such a tie straddles
+    the ``n_top_genes`` boundary: which of the tied genes take the last places follows scanpy's sort, whose
+    tie-breaking can differ between numpy builds and CPUs. Everything else is determined.
+
     Parameters
     ----------
     out_path

@@ -176,10 +176,32 @@ def test_kang_pbmc_matches_kang2018(kang):
     assert set(present) <= set(emb.var_names)
 
 
-def test_build_kang_subset_reproduces_the_shipped_file(kang, tmp_path):
+def test_build_kang_subset_reproduces_the_shipped_file(kang, tmp_path, lock_mismatches):
+    # seurat_v3 gives many genes with a single count in one cell exactly the same normalised variance, and such a
+    # tie straddles the 2,000-gene boundary: which tied genes take the last places is the sort's tie-breaking
+    # (numpy build, CPU). The genes above the tie, the forced genes and the counts are determined.
+    import scanpy as sc
+
     out = build_kang_subset(tmp_path / "kang.h5ad")
     built = ad.read_h5ad(out)
     shipped = sd.kang_pbmc()
-    assert list(built.var_names) == list(shipped.var_names)
-    assert (built.X != shipped.layers["counts"]).nnz == 0
     assert built.X.dtype == np.int32 and not built.layers
+    assert built.n_vars == shipped.n_vars
+    assert list(built.obs_names) == list(shipped.obs_names)
+    shared = built.var_names.intersection(shipped.var_names)
+    assert (built[:, shared].X != shipped[:, shared].layers["counts"]).nnz == 0
+    assert set(FORCED_GENES) & set(kang.var_names) <= set(built.var_names)
+
+    unlocked = lock_mismatches("scanpy", "scikit-misc", "numpy", "scipy", "pandas", "anndata")
+    if unlocked:  # a newer stack may move genes near the boundary; the procedure must still agree almost fully
+        assert len(shared) / built.n_vars >= 0.98, f"{len(shared)} of {built.n_vars} genes shared ({unlocked})"
+        return
+    hvg = sc.pp.highly_variable_genes(
+        kang, layer="counts", flavor="seurat_v3", n_top_genes=2000, span=0.3, inplace=False
+    ).set_index(kang.var_names)
+    boundary = hvg.loc[built.var_names[built.var["highly_variable"]], "variances_norm"].min()
+    tied = hvg.index[np.isclose(hvg["variances_norm"], boundary, rtol=0, atol=1e-12)]
+    assert (hvg["variances_norm"] > boundary + 1e-12).sum() < 2000 < (hvg["variances_norm"] >= boundary - 1e-12).sum()
+    assert set(built.var_names) ^ set(shipped.var_names) <= set(tied)
+    source_order = kang.var_names.get_indexer
+    assert np.all(np.diff(source_order(built.var_names)) > 0) and np.all(np.diff(source_order(shipped.var_names)) > 0)
