@@ -146,7 +146,17 @@ def write_simulated_h5ad(
 
 # ---------------------------------------------------------------------- the job in the child process
 def _rss_mb() -> float:
-    """Peak resident memory of this process so far, in MB (Linux reports ``ru_maxrss`` in KB)."""
+    """Peak resident memory of this program so far, in MB.
+
+    On Linux the high-water mark of the process's own memory (``VmHWM``): ``ru_maxrss`` is carried over
+    ``exec`` from the process that forked it, so a child started from a large parent (a test runner with CUDA
+    torch loaded) would report the parent's size. Elsewhere ``ru_maxrss`` (bytes on macOS).
+    """
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 1024 if sys.platform != "darwin" else peak / 2**20
 
