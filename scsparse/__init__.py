@@ -4,6 +4,7 @@ The subpackages follow the scverse layout:
 
 - :mod:`scsparse.nn` — torch building blocks (masked decoder, encoder, spike-and-slab lasso prior, likelihoods);
 - :mod:`scsparse.module`, :mod:`scsparse.train`, :mod:`scsparse.model` — the scvi-tools models;
+- :mod:`scsparse.results` — a fit as it lives in AnnData: key layout, writer, reader (torch-free);
 - :mod:`scsparse.tl`, :mod:`scsparse.pl` — scanpy-style tools and plots on AnnData;
 - :mod:`scsparse.data` — dataset registry, loaders, simulators and the embedded demo dataset;
 - :mod:`scsparse.generic` — baselines, metrics and benchmarks on plain arrays.
@@ -21,7 +22,7 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
     __version__ = "0.0.0"
 
-_SUBMODULES = ("nn", "module", "train", "model", "tl", "pl", "data", "generic")
+_SUBMODULES = ("nn", "module", "train", "model", "results", "tl", "pl", "data", "generic")
 
 __all__ = list(_SUBMODULES) + ["__version__"]
 

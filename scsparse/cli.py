@@ -36,7 +36,7 @@ def _input_errors() -> tuple[type[BaseException], ...]:
     """Exceptions that mean "bad input", printed without a traceback."""
     errors: list[type[BaseException]] = [CLIError, FileNotFoundError]
     try:
-        from scsparse.model._validation import InvalidInputError  # light: no scvi import
+        from scsparse._checks import InvalidInputError  # light: no scvi import
 
         errors.append(InvalidInputError)
     except ImportError:  # pragma: no cover

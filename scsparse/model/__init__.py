@@ -1,12 +1,12 @@
 """User-facing scvi-tools models."""
 
+from scsparse._checks import InvalidInputError
 from scsparse.nn import NoActiveFactorWarning
+from scsparse.results import FactorResponse
 
 from ._multistudy import MultiStudySparseVAE
-from ._response import FactorResponse
 from ._select import select_best
 from ._sparsevae import SparseVAE
-from ._validation import InvalidInputError
 
 __all__ = [
     "FactorResponse",

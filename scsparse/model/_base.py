@@ -8,12 +8,21 @@ import numpy as np
 import pandas as pd
 from anndata import AnnData
 
+from scsparse._checks import InvalidInputError
+from scsparse._matrix import get_matrix
+from scsparse._provenance import package_versions
 from scsparse.nn import warn_no_active_factor
+from scsparse.results import (
+    check_keys_free,
+    data_hash,
+    expression_factor_correlation,
+    h5ad_safe,
+    rank_genes,
+    result_keys,
+    write_sparse_vae_results,
+)
 
-from ._orientation import expression_factor_correlation, orientation_signs
-from ._ranking import rank_genes
-from ._results import check_keys_free, data_hash, h5ad_safe, package_versions, sparse_vae_result_keys
-from ._validation import InvalidInputError, get_matrix
+from ._orientation import orientation_signs
 
 __all__ = ["SparseFactorMixin"]
 
@@ -283,7 +292,7 @@ class SparseFactorMixin:
         >>> model.result_keys("svae")  # doctest: +SKIP
         {'obsm': ['X_svae'], 'varm': ['svae_W', 'svae_pip'], 'uns': ['svae']}
         """
-        return sparse_vae_result_keys(key_added or self._default_key)
+        return result_keys(key_added or self._default_key)
 
     def write_results(
         self,
@@ -345,7 +354,12 @@ class SparseFactorMixin:
         }
         if self.module.latent_prior is not None:  # learned prior correlation of the factors
             uns["latent_correlation"] = self.get_latent_correlation().to_numpy()
-        adata.obsm[f"X_{key}"] = latent
-        adata.varm[f"{key}_W"] = self.get_loadings().to_numpy()
-        adata.varm[f"{key}_pip"] = self.get_inclusion_probabilities().to_numpy()
-        adata.uns[key] = uns
+        write_sparse_vae_results(
+            adata,
+            key,
+            Z=latent,
+            W=self.get_loadings().to_numpy(),
+            pip=self.get_inclusion_probabilities().to_numpy(),
+            uns=uns,
+            overwrite=overwrite,
+        )

@@ -12,14 +12,98 @@ from scvi import REGISTRY_KEYS
 from scvi.data import AnnDataManager
 from scvi.data.fields import CategoricalObsField, LayerField, NumericalObsField
 
+from scsparse._checks import InvalidInputError
 from scsparse.module import STUDY_KEY, MultiStudySparseVAEModule
+from scsparse.results import check_keys_free, result_keys, write_multistudy_results
 
-from ._query import check_query
-from ._results import check_keys_free, multistudy_result_keys, study_key_name
 from ._sparsevae import SparseVAE
-from ._validation import InvalidInputError, check_anndata, check_batch_key, check_study_key
+from ._validation import check_anndata, check_batch_key, check_study_key
 
 __all__ = ["MultiStudySparseVAE"]
+
+
+def _check_query(
+    adata: AnnData, reference: MultiStudySparseVAE, n_latent_specific: int | Mapping[str, int]
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """Check that ``adata`` can be mapped onto ``reference`` as new studies; name the fix when it cannot.
+
+    Parameters
+    ----------
+    adata
+        Query cells.
+    reference
+        The trained reference model.
+    n_latent_specific
+        Specific factors per new study (one int, or ``{study: K}``).
+
+    Returns
+    -------
+    tuple
+        The reference's setup arguments (to register the query with) and ``{new study: K}``.
+
+    Raises
+    ------
+    InvalidInputError
+        Untrained reference, a query model or a study-encoding reference as reference, genes that differ,
+        no study column, studies already in the reference, batches the reference never saw, no new factor.
+    """
+    if not reference.is_trained_:
+        raise InvalidInputError("The reference model is not trained; train it before mapping a query onto it.")
+    if reference.module.n_latent_frozen:
+        raise InvalidInputError(
+            "The reference is itself a query model; map further studies onto its own reference (each query "
+            "then has its own model), or fit one MultiStudySparseVAE on all the studies you have."
+        )
+    if reference.module.encode_study:
+        raise InvalidInputError(
+            "The reference encodes the study (encode_study=True), so its encoder has no input for a new "
+            "study. Map queries onto a reference fitted with encode_study=False (the default)."
+        )
+    check_anndata(adata, reference._layer())
+    ref_genes = np.asarray(reference.adata.var_names)
+    if not np.array_equal(np.asarray(adata.var_names), ref_genes):
+        missing = np.setdiff1d(ref_genes, np.asarray(adata.var_names))
+        fix = (
+            f"{missing.size} of the reference's genes are missing (e.g. {list(missing[:3])}); add them as zero counts"
+            if missing.size
+            else "subset and order it as the reference: adata[:, reference.adata.var_names].copy()"
+        )
+        raise InvalidInputError(f"The query's genes differ from the reference's (names or order): {fix}.")
+    registry = reference.adata_manager.registry
+    setup = dict(registry["setup_args"])
+    study_key, batch_key = setup["study_key"], setup.get("batch_key")
+    if study_key not in adata.obs:
+        raise InvalidInputError(
+            f"The query has no column adata.obs[{study_key!r}], the reference's study column; add it with "
+            "the query's study name(s)."
+        )
+    query_studies = [str(s) for s in pd.unique(adata.obs[study_key].astype(str))]
+    known = sorted(set(query_studies) & set(reference.studies))
+    if known:
+        raise InvalidInputError(
+            f"Studies {known} are already in the reference; their cells need no new factors: use "
+            "reference.get_latent_representation(adata). A query names new studies only."
+        )
+    if batch_key is not None and batch_key in adata.obs:
+        ref_batches = reference.adata_manager.get_state_registry(REGISTRY_KEYS.BATCH_KEY).categorical_mapping
+        new_batches = sorted(set(adata.obs[batch_key].astype(str)) - {str(b) for b in ref_batches})
+        if new_batches:
+            raise InvalidInputError(
+                f"Batches {new_batches} of adata.obs[{batch_key!r}] are not in the reference: the decoder has "
+                "no weights for them. Map batches the reference was trained with."
+            )
+    if isinstance(n_latent_specific, Mapping):
+        unknown = sorted(set(map(str, n_latent_specific)) - set(query_studies))
+        if unknown:
+            raise InvalidInputError(
+                f"n_latent_specific names studies {unknown} that are not in the query {query_studies}."
+            )
+        new_blocks = {s: int(n_latent_specific.get(s, 0)) for s in query_studies}
+    else:
+        new_blocks = dict.fromkeys(query_studies, int(n_latent_specific))
+    if min(new_blocks.values()) < 0 or sum(new_blocks.values()) == 0:
+        raise InvalidInputError("A query needs at least one new specific factor (n_latent_specific >= 1).")
+    return setup, new_blocks
 
 
 class MultiStudySparseVAE(SparseVAE):
@@ -281,7 +365,7 @@ class MultiStudySparseVAE(SparseVAE):
         """
         if not isinstance(reference, MultiStudySparseVAE):
             raise InvalidInputError(f"reference must be a MultiStudySparseVAE, got {type(reference).__name__}.")
-        setup, new_blocks = check_query(adata, reference, n_latent_specific)
+        setup, new_blocks = _check_query(adata, reference, n_latent_specific)
         registry = reference.adata_manager.registry
         cls.setup_anndata(adata, source_registry=registry, extend_categories=True, **setup)
         init = dict(reference.init_params_.get("non_kwargs", {}))
@@ -387,7 +471,7 @@ class MultiStudySparseVAE(SparseVAE):
         >>> model.result_keys()["varm"][:4]  # doctest: +SKIP
         ['mssvae_W_shared', 'mssvae_pip_shared', 'mssvae_W_control', 'mssvae_pip_control']
         """
-        return multistudy_result_keys(key_added or self._default_key, self.studies)
+        return result_keys(key_added or self._default_key, self.studies)
 
     def write_results(
         self,
@@ -415,14 +499,12 @@ class MultiStudySparseVAE(SparseVAE):
         key = key_added or self._default_key
         adata = self.adata if adata is None else adata
         self._check_same_genes(adata)
-        study_keys = {s: study_key_name(s) for s in self.studies}
         check_keys_free(adata, self.result_keys(key), overwrite)
         z = self.get_latent_representation(adata, kind="all", batch_size=batch_size)
         k_s = self.module.n_latent_shared
         active = self.active_factors(pip_threshold)
         uns = {
             "studies": np.asarray(self.studies, dtype=object),
-            "study_keys": {s: k for s, k in study_keys.items()},
             "factor_names": np.asarray(self.factor_names, dtype=object),
             "shared_factors": np.asarray(self.factor_names[:k_s], dtype=object),
             "specific_factors": np.asarray(self.factor_names[k_s:], dtype=object),
@@ -435,11 +517,15 @@ class MultiStudySparseVAE(SparseVAE):
             "anchor_genes": {f: np.asarray(g, dtype=object) for f, g in self.get_anchor_genes(pip_threshold).items()},
             **self._provenance(),
         }
-        adata.obsm[f"X_{key}_shared"] = z[:, :k_s]
-        adata.obsm[f"X_{key}_specific"] = z[:, k_s:]
-        adata.varm[f"{key}_W_shared"] = self.get_loadings().to_numpy()
-        adata.varm[f"{key}_pip_shared"] = self.get_inclusion_probabilities().to_numpy()
-        for study, safe in study_keys.items():
-            adata.varm[f"{key}_W_{safe}"] = self.get_loadings(study).to_numpy()
-            adata.varm[f"{key}_pip_{safe}"] = self.get_inclusion_probabilities(study).to_numpy()
-        adata.uns[key] = uns
+        write_multistudy_results(
+            adata,
+            key,
+            Z_shared=z[:, :k_s],
+            Z_specific=z[:, k_s:],
+            W_shared=self.get_loadings().to_numpy(),
+            pip_shared=self.get_inclusion_probabilities().to_numpy(),
+            W_studies={s: self.get_loadings(s).to_numpy() for s in self.studies},
+            pip_studies={s: self.get_inclusion_probabilities(s).to_numpy() for s in self.studies},
+            uns=uns,
+            overwrite=overwrite,
+        )

@@ -7,7 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from ._validation import InvalidInputError
+from scsparse._checks import InvalidInputError
+from scsparse.results import OVERLAP_FRACTION, jaccard_matrix
 
 __all__ = ["select_best"]
 
@@ -16,8 +17,6 @@ def _n_overlapping(model: Any, pip_threshold: float = 0.5) -> int:
     """Active factors of ``model`` whose gene set overlaps another active factor's (Jaccard index above the
     threshold of :func:`scsparse.tl.factor_diagnostics`).
     """
-    from scsparse.tl._diagnostics import OVERLAP_FRACTION, jaccard_matrix
-
     from ._base import SparseFactorMixin
 
     pip = SparseFactorMixin.get_inclusion_probabilities(model)  # every column, shared and specific

@@ -17,23 +17,16 @@ from scvi.data.fields import CategoricalObsField, LayerField, NumericalObsField
 from scvi.model._utils import get_max_epochs_heuristic, use_distributed_sampler
 from scvi.model.base import BaseModelClass, UnsupervisedTrainingMixin, VAEMixin
 
+from scsparse._checks import InvalidInputError, accepted_keywords, check_keywords, did_you_mean
+from scsparse._matrix import get_matrix, iter_row_chunks
 from scsparse.module import COUNT_LIKELIHOODS, SparseVAEModule
 from scsparse.nn import MaskedDecoder, calibrate_inverse_gamma, flush_denormals
+from scsparse.results import FactorResponse
 from scsparse.train import SparseVAETrainingPlan, clean_training_output
 
 from ._base import SparseFactorMixin
-from ._response import FactorResponse, factor_response
-from ._validation import (
-    InvalidInputError,
-    accepted_keywords,
-    check_anndata,
-    check_batch_key,
-    check_counts,
-    check_keywords,
-    did_you_mean,
-    get_matrix,
-    iter_row_chunks,
-)
+from ._response import factor_response
+from ._validation import check_anndata, check_batch_key, check_counts
 
 __all__ = ["SparseVAE"]
 

@@ -15,11 +15,13 @@ All take ``show=``, ``save=`` (a path; dpi 150) and ``ax=``, those reading a fit
 ``key_added``), and all return the axes when ``show=False``.
 """
 
+from scsparse.results import MissingResultsError
+
 from ._activity import factor_activity
 from ._embedding import factor_embedding
 from ._enrichment import enrichment_dotplot, top_genes
 from ._history import training_history
-from ._loadings import MissingResultsError, loadings_heatmap, top_genes_per_factor
+from ._loadings import loadings_heatmap, top_genes_per_factor
 from ._multistudy import multistudy_overview
 from ._response import factor_response
 from ._stability import stability

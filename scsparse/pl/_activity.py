@@ -12,9 +12,10 @@ import pandas as pd
 from anndata import AnnData
 from matplotlib.axes import Axes
 
-from scsparse.model._validation import did_you_mean
+from scsparse._checks import did_you_mean
+from scsparse.results import MissingResultsError, read_results
 
-from ._loadings import MissingResultsError, _finish, _resolve_factors, _results
+from ._loadings import _finish
 
 __all__ = ["factor_activity"]
 
@@ -82,8 +83,8 @@ def factor_activity(
     """
     if kind not in ("violin", "box"):
         raise ValueError(f"kind must be 'violin' or 'box', got {kind!r}.")
-    res = _results(adata, key)
-    names = _resolve_factors(res, factors, key)
+    res = read_results(adata, key)
+    names = res.resolve(factors)
     if groupby not in adata.obs.columns:
         raise MissingResultsError(
             f"groupby={groupby!r} is not a column of adata.obs{did_you_mean(groupby, adata.obs.columns)} "
@@ -126,8 +127,8 @@ def factor_activity(
         fig, axes = ax.figure, [ax]
     colours = plt.get_cmap("tab10" if n_groups <= 10 else "tab20")(np.arange(n_groups) % (10 if n_groups <= 10 else 20))
     for panel, f in zip(axes, names, strict=True):
-        z = res["Z"][:, res["factor_names"].index(f)]
-        mask = res["cell_masks"].get(f)  # a study-specific factor: its study's cells only
+        z = res.Z[:, res.factor_names.index(f)]
+        mask = res.cell_masks.get(f)  # a study-specific factor: its study's cells only
         cells = np.ones(z.shape[0], dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
         data = [z[cells & (lab == g)] for g in order]
         positions = np.arange(n_groups)
@@ -165,7 +166,7 @@ def factor_activity(
         )
         panel.tick_params(axis="both", length=2, pad=1.5, labelsize=7)
         panel.set_xlim(-0.6, n_groups - 0.4)
-        genes = res["top_genes"].get(f, [])[:n_genes_title]
+        genes = res.top_genes.get(f, [])[:n_genes_title]
         panel.set_title(f if not genes else f"{f}\n{', '.join(genes)}", fontsize=8)
         panel.set_ylabel("activity z", fontsize=8)
         for side in ("top", "right"):

@@ -11,7 +11,9 @@ import pandas as pd
 from anndata import AnnData
 from matplotlib.axes import Axes
 
-from ._loadings import MissingResultsError, _finish, _resolve_factors, _results
+from scsparse.results import MissingResultsError, read_results
+
+from ._loadings import _finish
 
 __all__ = ["factor_embedding"]
 
@@ -105,11 +107,11 @@ def factor_embedding(
     """
     import scanpy as sc
 
-    res = _results(adata, key)
+    res = read_results(adata, key)
     if f"X_{basis}" not in adata.obsm:
         raise _embedding_error(adata, basis, key)
     coords = np.asarray(adata.obsm[f"X_{basis}"])
-    names = [] if factors is not None and len(factors) == 0 else _resolve_factors(res, factors, key)
+    names = [] if factors is not None and len(factors) == 0 else res.resolve(factors)
     extras = [color_extra] if isinstance(color_extra, str) else list(color_extra or [])
 
     # a lightweight AnnData carrying only what is drawn: the user's object is never touched
@@ -117,13 +119,13 @@ def factor_embedding(
     uns: dict = {}
     panels: list[tuple[str, str, dict]] = []
     for f in names:
-        z = np.asarray(res["Z"][:, res["factor_names"].index(f)], dtype=np.float64)
-        if res["cell_masks"].get(f) is not None:  # a study-specific factor: grey outside its study
-            z = np.where(res["cell_masks"][f], z, np.nan)
+        z = np.asarray(res.Z[:, res.factor_names.index(f)], dtype=np.float64)
+        if res.cell_masks.get(f) is not None:  # a study-specific factor: grey outside its study
+            z = np.where(res.cell_masks[f], z, np.nan)
         col = f"__factor__{f}"
         obs[col] = z
         lim = float(np.nanpercentile(np.abs(z), 99)) or 1.0
-        genes = res["top_genes"].get(f, [])[:n_genes_title]
+        genes = res.top_genes.get(f, [])[:n_genes_title]
         title = f if not genes else f"{f}\n{', '.join(genes)}"
         panels.append((col, title, {"vmin": -lim, "vmax": lim, "cmap": cmap}))
     for name in extras:

@@ -13,7 +13,9 @@ import pandas as pd
 from anndata import AnnData
 from matplotlib.axes import Axes
 
-from ._loadings import MissingResultsError, _finish, _label_fontsize, _resolve_factors, _results, _rotate_xlabels
+from scsparse.results import MissingResultsError, read_results
+
+from ._loadings import _finish, _label_fontsize, _rotate_xlabels
 
 __all__ = ["enrichment_dotplot", "top_genes"]
 
@@ -286,8 +288,8 @@ def top_genes(
     """
     from scsparse.tl import top_genes as top_genes_table
 
-    res = _results(adata, key)
-    names = _resolve_factors(res, factors, key)
+    res = read_results(adata, key)
+    names = res.resolve(factors)
     table = top_genes_table(adata, key=key, n_top=n_top, pip_threshold=pip_threshold, factors=names, layer=layer)
     if ax is not None and len(names) > 1:
         raise ValueError(f"ax= needs a single factor, but {len(names)} are requested.")

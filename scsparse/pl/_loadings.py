@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from os import PathLike
-from typing import Any, Literal
+from typing import Literal
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -12,165 +12,9 @@ from anndata import AnnData
 from matplotlib.axes import Axes
 from matplotlib.colors import TwoSlopeNorm
 
-from scsparse.model._factors import resolve_factors
-from scsparse.model._ranking import rank_genes
+from scsparse.results import rank_genes, read_results
 
 __all__ = ["loadings_heatmap"]
-
-
-class MissingResultsError(KeyError):
-    """Results of a sparse VAE (or an embedding) are missing from the AnnData; the message says what to run."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0]) if self.args else ""
-
-
-def _is_multistudy(adata: AnnData, key: str) -> bool:
-    """Whether ``key`` holds the results of :meth:`MultiStudySparseVAE.write_results`."""
-    uns = adata.uns.get(key)
-    return (
-        isinstance(uns, dict)
-        and "shared_factors" in uns
-        and "studies" in uns
-        and f"{key}_W_shared" in adata.varm
-        and f"X_{key}_shared" in adata.obsm
-    )
-
-
-def study_cells(adata: AnnData, key: str) -> dict[str, np.ndarray]:
-    """Boolean cell masks of each study of a multi-study fit under ``key``.
-
-    The study of a cell is read from the ``obs`` column the model was set up with
-    (``uns[key]["setup_args"]["study_key"]``); when that column is gone, from the study-specific factors (a cell's
-    own study's block of ``obsm[f"X_{key}_specific"]`` is its only non-zero block).
-
-    Parameters
-    ----------
-    adata
-        AnnData with the results of ``MultiStudySparseVAE.write_results(adata, key_added=key)``.
-    key
-        The ``key_added`` of the multi-study fit.
-
-    Returns
-    -------
-    dict
-        Study name -> boolean array over ``adata.obs_names``.
-
-    Examples
-    --------
-    >>> masks = study_cells(adata, "mssvae")
-    >>> {s: int(m.sum()) for s, m in masks.items()}
-    """
-    uns = adata.uns[key]
-    studies = [str(s) for s in np.atleast_1d(uns["studies"])]
-    column = dict(uns.get("setup_args", {})).get("study_key")
-    if column is not None and str(column) in adata.obs.columns:
-        labels = adata.obs[str(column)].astype(str).to_numpy()
-        return {s: labels == s for s in studies}
-    spec = np.asarray(adata.obsm[f"X_{key}_specific"])
-    names = [str(f) for f in np.atleast_1d(uns["specific_factors"])]
-    out = {}
-    for s in studies:
-        cols = [i for i, f in enumerate(names) if f.rsplit("_", 1)[0] == s]
-        out[s] = np.abs(spec[:, cols]).sum(1) > 0 if cols else np.zeros(adata.n_obs, dtype=bool)
-    return out
-
-
-def _multistudy_arrays(adata: AnnData, key: str) -> dict[str, Any]:
-    """Shared and study-specific blocks of a multi-study fit side by side, in the order of its factor names."""
-    uns = adata.uns[key]
-    studies = [str(s) for s in np.atleast_1d(uns["studies"])]
-    safe = {str(s): str(k) for s, k in dict(uns.get("study_keys", {})).items()}
-    W, pip = [np.asarray(adata.varm[f"{key}_W_shared"])], [np.asarray(adata.varm[f"{key}_pip_shared"])]
-    for s in studies:
-        name = safe.get(s, s)
-        if f"{key}_W_{name}" not in adata.varm or f"{key}_pip_{name}" not in adata.varm:
-            raise MissingResultsError(
-                f"adata.varm[{key + '_W_' + name!r}] or [{key + '_pip_' + name!r}] (study {s!r}) is missing: write "
-                f"the results again with `model.write_results(adata, key_added={key!r}, overwrite=True)`."
-            )
-        W.append(np.asarray(adata.varm[f"{key}_W_{name}"]))
-        pip.append(np.asarray(adata.varm[f"{key}_pip_{name}"]))
-    shared = [str(f) for f in np.atleast_1d(uns["shared_factors"])]
-    specific = [str(f) for f in np.atleast_1d(uns["specific_factors"])]
-    masks = study_cells(adata, key)
-    cell_masks: dict[str, np.ndarray | None] = {f: None for f in shared}
-    for f in specific:
-        cell_masks[f] = masks[f.rsplit("_", 1)[0]]
-    return {
-        "Z": np.hstack([np.asarray(adata.obsm[f"X_{key}_shared"]), np.asarray(adata.obsm[f"X_{key}_specific"])]),
-        "W": np.hstack(W),
-        "pip": np.hstack(pip),
-        "cell_masks": cell_masks,
-        "studies": studies,
-    }
-
-
-def _results(adata: AnnData, key: str) -> dict[str, Any]:
-    """The fields written by ``write_results(adata, key_added=key)``, with a clear error when any is missing.
-
-    Works for a :class:`~scsparse.model.SparseVAE` and for a :class:`~scsparse.model.MultiStudySparseVAE` fit: the
-    latter's shared and specific blocks are put side by side in the order of its factor names, and
-    ``cell_masks[f]`` says which cells a factor is defined on (``None``: all cells; a study's specific factor:
-    that study's cells).
-    """
-    if _is_multistudy(adata, key):
-        res = _multistudy_arrays(adata, key)
-    else:
-        wanted = {"obsm": f"X_{key}", "varm_W": f"{key}_W", "varm_pip": f"{key}_pip", "uns": key}
-        missing = [
-            f"adata.{attr.split('_')[0]}[{name!r}]"
-            for attr, name in wanted.items()
-            if name not in getattr(adata, attr.split("_")[0])
-        ]
-        if missing:
-            found = sorted(k for k in adata.uns if isinstance(adata.uns[k], dict) and "factor_names" in adata.uns[k])
-            hint = f" Results found under key(s): {found}." if found else ""
-            raise MissingResultsError(
-                f"No sparse VAE results under key={key!r} (missing {', '.join(missing)}). Run "
-                f"`scsparse.tl.sparse_vae(adata, key_added={key!r}, ...)` or "
-                f"`model.write_results(adata, key_added={key!r})` first, or pass the key you used.{hint}"
-            )
-        res = {
-            "Z": np.asarray(adata.obsm[f"X_{key}"]),
-            "W": np.asarray(adata.varm[f"{key}_W"]),
-            "pip": np.asarray(adata.varm[f"{key}_pip"]),
-            "cell_masks": {},
-            "studies": [],
-        }
-    uns = adata.uns[key]
-    for field in ("factor_names", "active_factors", "top_genes"):
-        if field not in uns:
-            raise MissingResultsError(
-                f"adata.uns[{key!r}] has no {field!r}: it was not written by write_results. "
-                f"Run `scsparse.tl.sparse_vae(adata, key_added={key!r}, overwrite=True)` again."
-            )
-    names = [str(f) for f in uns["factor_names"]]
-    if res["W"].shape[1] != len(names) or res["Z"].shape[1] != len(names):
-        raise MissingResultsError(
-            f"The results under key={key!r} do not fit together: {len(names)} factor names, W with "
-            f"{res['W'].shape[1]} and the factors with {res['Z'].shape[1]} columns. Write the results again with "
-            "overwrite=True."
-        )
-    res.update(
-        {
-            "factor_names": names,
-            "active_factors": [str(f) for f in np.atleast_1d(uns["active_factors"])],
-            "top_genes": {str(f): [str(g) for g in np.atleast_1d(v)] for f, v in dict(uns["top_genes"]).items()},
-            "eta": np.asarray(uns.get("eta", np.full(len(names), np.nan))),
-            "pip_threshold": float(uns.get("pip_threshold", 0.5)),
-        }
-    )
-    res["cell_masks"] = {f: res["cell_masks"].get(f) for f in names}
-    return res
-
-
-def _resolve_factors(res: dict[str, Any], factors: Sequence[str | int] | str | int | None, key: str) -> list[str]:
-    """Factor names from names or indices; ``None`` gives the active factors (error if there are none)."""
-    return resolve_factors(
-        res["factor_names"], res["active_factors"], factors, source=f"adata.uns[{key!r}]",
-        pip_threshold=res["pip_threshold"],
-    )  # fmt: skip
 
 
 def _finish(fig: plt.Figure, show: bool | None, save: str | PathLike[str] | None) -> bool:
@@ -232,13 +76,13 @@ def top_genes_per_factor(
     --------
     >>> top_genes_per_factor(adata, "sparsevae", ["factor_0"], 5)
     """
-    res = _results(adata, key)
-    thr = res["pip_threshold"] if pip_threshold is None else float(pip_threshold)
+    res = read_results(adata, key)
+    thr = res.pip_threshold if pip_threshold is None else float(pip_threshold)
     genes = np.asarray(adata.var_names).astype(str)
     out = {}
     for f in factors:
-        k = res["factor_names"].index(f)
-        out[f] = list(genes[rank_genes(res["W"][:, k], res["pip"][:, k], thr, n_top_genes)])
+        k = res.factor_names.index(f)
+        out[f] = list(genes[rank_genes(res.W[:, k], res.pip[:, k], thr, n_top_genes)])
     return out
 
 
@@ -317,8 +161,8 @@ def loadings_heatmap(
     """
     if use not in ("W", "pip", "directed"):
         raise ValueError(f"use must be 'W', 'pip' or 'directed', got {use!r}.")
-    res = _results(adata, key)
-    names = _resolve_factors(res, factors, key)
+    res = read_results(adata, key)
+    names = res.resolve(factors)
     tops = top_genes_per_factor(adata, key, names, n_top_genes, pip_threshold)
     genes: list[str] = []
     owner: list[str] = []
@@ -328,11 +172,11 @@ def loadings_heatmap(
                 genes.append(g)
                 owner.append(f)
     if not genes:
-        thr = res["pip_threshold"] if pip_threshold is None else pip_threshold
+        thr = res.pip_threshold if pip_threshold is None else pip_threshold
         raise ValueError(f"No gene has p* > {thr} for factors {names}; lower pip_threshold= or choose other factors.")
     gene_idx = adata.var_names.get_indexer(genes)
-    fac_idx = [res["factor_names"].index(f) for f in names]
-    values = res["pip" if use == "pip" else "W"][np.ix_(gene_idx, fac_idx)]
+    fac_idx = [res.factor_names.index(f) for f in names]
+    values = (res.pip if use == "pip" else res.W)[np.ix_(gene_idx, fac_idx)]
     if use == "directed":
         from scsparse.tl import factor_gene_correlation
 

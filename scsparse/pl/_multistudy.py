@@ -11,7 +11,9 @@ from anndata import AnnData
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
-from ._loadings import MissingResultsError, _finish, _label_fontsize
+from scsparse.results import MissingResultsError
+
+from ._loadings import _finish, _label_fontsize
 
 __all__ = ["multistudy_overview"]
 

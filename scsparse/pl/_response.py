@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
-from scsparse.model._response import FactorResponse
+from scsparse.results import FactorResponse
 
 from ._loadings import _finish
 

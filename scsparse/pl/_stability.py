@@ -14,7 +14,9 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from ._loadings import MissingResultsError, _finish, _label_fontsize
+from scsparse.results import MissingResultsError
+
+from ._loadings import _finish, _label_fontsize
 
 __all__ = ["stability"]
 

@@ -19,11 +19,13 @@ All of them read multi-study results too (:class:`~scsparse.model.MultiStudySpar
 factors under their factor-table names, specific factors analysed within their own study's cells.
 """
 
+from scsparse.results import OVERLAP_FRACTION, result_keys
+
 from ._association import factor_association
-from ._diagnostics import BROAD_FRACTION, OVERLAP_FRACTION, STUDY_SHIFT, factor_diagnostics
+from ._diagnostics import BROAD_FRACTION, STUDY_SHIFT, factor_diagnostics
 from ._enrich import DEFAULT_N_TOP, bh_adjust, enrich
 from ._genesets import GENE_SET_LIBRARIES, GeneSetError, load_gene_sets, read_cellmarker, read_gmt, read_panglaodb
-from ._sparse_vae import multistudy_sparse_vae, result_keys, sparse_vae
+from ._sparse_vae import multistudy_sparse_vae, sparse_vae
 from ._stability import stability
 from ._top_genes import factor_gene_correlation, top_genes
 

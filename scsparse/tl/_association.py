@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 from anndata import AnnData
 
-from scsparse.model._validation import did_you_mean
+from scsparse._checks import did_you_mean
+from scsparse.results import read_results
 
 from ._enrich import bh_adjust
-from ._top_genes import _factor_names, _read_results
 
 __all__ = ["factor_association"]
 
@@ -88,8 +88,8 @@ def factor_association(
     """
     from scipy.stats import kruskal, mannwhitneyu
 
-    res = _read_results(adata, key)
-    names = _factor_names(res, factors, key)
+    res = read_results(adata, key)
+    names = res.resolve(factors)
     if groupby not in adata.obs.columns:
         raise KeyError(
             f"groupby={groupby!r} is not a column of adata.obs{did_you_mean(groupby, adata.obs.columns)} "
@@ -108,8 +108,8 @@ def factor_association(
     rows = []
     skipped = []
     for f in names:
-        z = np.asarray(res["Z"][:, res["factor_names"].index(f)], dtype=np.float64)
-        mask = res["cell_masks"].get(f)
+        z = np.asarray(res.Z[:, res.factor_names.index(f)], dtype=np.float64)
+        mask = res.cell_masks.get(f)
         cells = valid if mask is None else valid & np.asarray(mask, dtype=bool)
         present = [g for g in groups if (cells & (lab == g)).any()]
         if len(present) < 2:  # a study-specific factor whose study holds one group only: nothing to compare

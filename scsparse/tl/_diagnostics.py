@@ -8,20 +8,16 @@ import numpy as np
 import pandas as pd
 from anndata import AnnData
 
-from ._top_genes import _expression_source, _factor_names, _looks_like_counts, _read_results
+from scsparse.results import OVERLAP_FRACTION, FitResults, jaccard_matrix, read_results
 
-__all__ = ["BROAD_FRACTION", "OVERLAP_FRACTION", "STUDY_SHIFT", "factor_diagnostics", "jaccard_matrix"]
+from ._top_genes import _expression_source, _looks_like_counts
+
+__all__ = ["BROAD_FRACTION", "STUDY_SHIFT", "factor_diagnostics"]
 
 #: A programme holding more than this fraction of the model's genes (``p* > 0.5``) is called *broad*. On the
 #: embedded Kang data (demo settings, seeds 0-2) the sparse programmes held at most 11% of the genes and the
 #: catch-all columns 22-56%.
 BROAD_FRACTION = 0.2
-#: Two factors *overlap* when the Jaccard index of their programmes (genes with ``p*`` above the threshold) exceeds
-#: this. On the multi-study simulation (``bench multistudy``, seed 3) a fit that recovered every shared programme
-#: had Jaccard indices <= 0.05 and one that merged programmes into overlapping columns 0.65 and 0.92; on the
-#: embedded Kang data (demo settings) no pair of factors exceeded 0.18 (a small programme inside a broad catch-all
-#: column has a small Jaccard index: the broad flag covers that column).
-OVERLAP_FRACTION = 0.5
 #: A study-specific factor is *shifted* when its mean over its study's cells exceeds this many standard deviations
 #: (of the same cells): it is then nearly constant in its study, a shift of the whole study rather than variation
 #: among its cells. On three 10x PBMC chemistries as studies (``scsparse.data.pbmc_3batch``, no batch covariate)
@@ -30,26 +26,26 @@ OVERLAP_FRACTION = 0.5
 STUDY_SHIFT = 2.0
 
 
-def _library_corr(res: dict, factor: str, k: int, log_library: np.ndarray | None) -> float:
+def _library_corr(res: FitResults, factor: str, k: int, log_library: np.ndarray | None) -> float:
     """Spearman correlation of a factor's activity with the log library size (its own cells only)."""
     if log_library is None:
         return float("nan")
     from scipy.stats import spearmanr
 
-    cells = res["cell_masks"].get(factor)
-    z = np.asarray(res["Z"][:, k], dtype=np.float64)
+    cells = res.cell_masks.get(factor)
+    z = np.asarray(res.Z[:, k], dtype=np.float64)
     z, lib = (z, log_library) if cells is None else (z[cells], log_library[cells])
     if z.size < 3 or np.ptp(z) <= 1e-12 or np.ptp(lib) <= 1e-12:
         return float("nan")
     return float(spearmanr(z, lib)[0])
 
 
-def _study_shift(res: dict, factor: str, k: int) -> float:
+def _study_shift(res: FitResults, factor: str, k: int) -> float:
     """Mean over standard deviation of a study-specific factor over its study's cells (NaN for shared factors)."""
-    cells = res["cell_masks"].get(factor)
+    cells = res.cell_masks.get(factor)
     if cells is None:
         return float("nan")
-    z = np.asarray(res["Z"][np.asarray(cells, dtype=bool), k], dtype=np.float64)
+    z = np.asarray(res.Z[np.asarray(cells, dtype=bool), k], dtype=np.float64)
     if z.size < 3:
         return float("nan")
     mean, sd = float(z.mean()), float(z.std())
@@ -58,41 +54,13 @@ def _study_shift(res: dict, factor: str, k: int) -> float:
     return float("nan") if abs(mean) <= 1e-12 else float(np.copysign(np.inf, mean))
 
 
-def jaccard_matrix(included: np.ndarray) -> np.ndarray:
-    """Jaccard index ``|A & B| / |A | B|`` of the gene sets of every pair of factors (0 where both are empty).
-
-    Parameters
-    ----------
-    included
-        Genes x factors boolean matrix (``p*`` above the threshold).
-
-    Returns
-    -------
-    numpy.ndarray
-        Factors x factors, symmetric, with the diagonal set to 0.
-
-    Examples
-    --------
-    >>> jaccard_matrix(np.array([[1, 1], [1, 0], [0, 1]], dtype=bool))
-    array([[0.        , 0.33333333],
-           [0.33333333, 0.        ]])
-    """
-    x = np.asarray(included, dtype=np.float64)
-    inter = x.T @ x
-    sizes = np.diag(inter)
-    union = sizes[:, None] + sizes[None, :] - inter
-    out = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
-    np.fill_diagonal(out, 0.0)
-    return out
-
-
-def _overlaps(res: dict, names: list[str], included: np.ndarray) -> dict[str, dict[str, object]]:
+def _overlaps(res: FitResults, names: list[str], included: np.ndarray) -> dict[str, dict[str, object]]:
     """For each factor, the other factor sharing most of its genes and the one whose activity correlates most.
 
     Gene overlap is the Jaccard index ``|A & B| / |A | B|`` of the genes with ``p*`` above the threshold;
     activity correlation is Pearson's r of the two columns of ``Z`` over the cells both factors are defined on.
     """
-    cols = [res["factor_names"].index(f) for f in names]
+    cols = [res.factor_names.index(f) for f in names]
     jaccard = jaccard_matrix(included[:, cols])
     corr = _activity_correlations(res, names, cols)
     out: dict[str, dict[str, object]] = {}
@@ -108,20 +76,20 @@ def _overlaps(res: dict, names: list[str], included: np.ndarray) -> dict[str, di
     return out
 
 
-def _activity_correlations(res: dict, names: list[str], cols: list[int]) -> np.ndarray:
+def _activity_correlations(res: FitResults, names: list[str], cols: list[int]) -> np.ndarray:
     """Pearson's r of every pair of factors' activities over the cells both are defined on (NaN: undefined).
 
     Symmetric, NaN on the diagonal and where fewer than 3 shared cells or a constant activity leave r undefined.
     """
-    masks = res["cell_masks"]
+    masks = res.cell_masks
     corr = np.full((len(names), len(names)), np.nan)
     for i, j in zip(*np.triu_indices(len(names), k=1), strict=True):
-        cells = np.ones(res["Z"].shape[0], dtype=bool)
+        cells = np.ones(res.Z.shape[0], dtype=bool)
         for m in (masks.get(names[i]), masks.get(names[j])):
             if m is not None:
                 cells &= np.asarray(m, dtype=bool)
-        zi = np.asarray(res["Z"][cells, cols[i]], dtype=np.float64)
-        zj = np.asarray(res["Z"][cells, cols[j]], dtype=np.float64)
+        zi = np.asarray(res.Z[cells, cols[i]], dtype=np.float64)
+        zj = np.asarray(res.Z[cells, cols[j]], dtype=np.float64)
         if zi.size < 3 or np.ptp(zi) <= 1e-12 or np.ptp(zj) <= 1e-12:
             continue
         corr[i, j] = corr[j, i] = np.corrcoef(zi, zj)[0, 1]
@@ -229,22 +197,22 @@ def factor_diagnostics(
             raise ValueError(f"{name} must be in (0, 1], got {value!r}.")
     if not float(study_shift) > 0.0:
         raise ValueError(f"study_shift must be positive, got {study_shift!r}.")
-    res = _read_results(adata, key)
-    names = _factor_names(res, factors, key)
-    thr = res["pip_threshold"] if pip_threshold is None else float(pip_threshold)
+    res = read_results(adata, key)
+    names = res.resolve(factors)
+    thr = res.pip_threshold if pip_threshold is None else float(pip_threshold)
     if enrichment is None and f"{key}_enrichment" in adata.uns:
         enrichment = adata.uns[f"{key}_enrichment"]
     if enrichment is not None and not isinstance(enrichment, pd.DataFrame):
         enrichment = pd.DataFrame(enrichment)
-    mat, _ = _expression_source(adata, layer, res["setup_layer"])
+    mat, _ = _expression_source(adata, layer, res.setup_layer)
     log_library = np.log1p(np.asarray(mat.sum(1), dtype=np.float64).ravel()) if _looks_like_counts(mat) else None
-    included = res["pip"] > thr
+    included = res.pip > thr
     per_gene = included.sum(1)
     n_genes_total = included.shape[0]
     overlaps = _overlaps(res, list(names), included)
     rows = []
     for f in names:
-        k = res["factor_names"].index(f)
+        k = res.factor_names.index(f)
         n = int(included[:, k].sum())
         row = {
             "factor": f,

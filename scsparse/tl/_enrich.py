@@ -12,10 +12,10 @@ import pandas as pd
 import scipy.sparse as sp
 from anndata import AnnData
 
-from scsparse.model._ranking import rank_genes
+from scsparse.results import FitResults, rank_genes, read_results
 
 from ._genesets import GeneSetError, library_name, load_gene_sets
-from ._top_genes import _factor_names, _read_results, factor_gene_correlation
+from ._top_genes import factor_gene_correlation
 
 __all__ = ["DEFAULT_N_TOP", "bh_adjust", "enrich"]
 
@@ -139,7 +139,7 @@ def _select_programme(
 
 
 def _ora(
-    res: dict, names: list[str], corr: np.ndarray, set_names: list[str], members: list[np.ndarray],
+    res: FitResults, names: list[str], corr: np.ndarray, set_names: list[str], members: list[np.ndarray],
     genes: np.ndarray, directions: list[str], pip_threshold: float, n_top: int | None, max_size: int,
 ) -> pd.DataFrame:  # fmt: skip
     from scipy.stats import hypergeom
@@ -149,12 +149,12 @@ def _ora(
     set_size = np.asarray([m.size for m in members])
     frames = []
     for f in names:
-        k = res["factor_names"].index(f)
-        absw = np.abs(res["W"][:, k])
+        k = res.factor_names.index(f)
+        absw = np.abs(res.W[:, k])
         sign = np.sign(corr[:, k])
         for d in directions:
             prog, rule = _select_programme(
-                absw, res["pip"][:, k], sign, 1 if d == "positive" else -1, pip_threshold, n_top, max_size
+                absw, res.pip[:, k], sign, 1 if d == "positive" else -1, pip_threshold, n_top, max_size
             )
             if prog.size == 0:
                 continue
@@ -192,7 +192,7 @@ def _ora(
 
 
 def _prerank(
-    res: dict, names: list[str], corr: np.ndarray, set_names: list[str], members: list[np.ndarray],
+    res: FitResults, names: list[str], corr: np.ndarray, set_names: list[str], members: list[np.ndarray],
     genes: np.ndarray, directions: list[str], permutation_num: int, seed: int, min_size: int, max_size: int,
 ) -> pd.DataFrame:  # fmt: skip
     import logging
@@ -202,8 +202,8 @@ def _prerank(
     n_genes = genes.size
     keys = np.asarray([f"G{j}" for j in range(n_genes)])  # unique ids: symbols may repeat after upper-casing
     gmt = {name: list(keys[m]) for name, m in zip(set_names, members, strict=True)}
-    cols = [res["factor_names"].index(f) for f in names]
-    score = np.abs(res["W"][:, cols]) * np.sign(corr[:, cols])
+    cols = [res.factor_names.index(f) for f in names]
+    score = np.abs(res.W[:, cols]) * np.sign(corr[:, cols])
     frames = []
     for f, s in zip(names, score.T, strict=True):
         rnk = pd.Series(s, index=keys, name=f)
@@ -396,8 +396,8 @@ def enrich(
         raise ValueError(f"Need 1 <= min_size <= max_size, got min_size={min_size}, max_size={max_size}.")
     if n_top is not None and int(n_top) < 1:
         raise ValueError(f"n_top must be a positive integer or None, got {n_top!r}.")
-    res = _read_results(adata, key)
-    names = _factor_names(res, factors, key)
+    res = read_results(adata, key)
+    names = res.resolve(factors)
     symbols = _data_symbols(adata, gene_symbols)
     sets = load_gene_sets(gene_sets, species=species)
     set_names, members = _match_sets(sets, symbols, int(min_size), int(max_size))

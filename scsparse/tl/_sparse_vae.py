@@ -2,47 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from anndata import AnnData
 
-from scsparse.model._results import multistudy_result_keys, sparse_vae_result_keys
+from scsparse._checks import InvalidInputError
+from scsparse.results import check_keys_free
 
 if TYPE_CHECKING:  # pragma: no cover
     from scsparse.model import MultiStudySparseVAE, SparseVAE
 
-__all__ = ["multistudy_sparse_vae", "result_keys", "sparse_vae"]
+__all__ = ["multistudy_sparse_vae", "sparse_vae"]
 
 Likelihood = Literal["nb", "zinb", "poisson", "multinomial", "normal"]
-
-
-def result_keys(key: str, studies: Sequence[str] | None = None) -> dict[str, list[str]]:
-    """The AnnData keys a fit writes for ``key_added=key``.
-
-    Parameters
-    ----------
-    key
-        The ``key_added`` prefix.
-    studies
-        For a :class:`~scsparse.model.MultiStudySparseVAE` fit, its studies (each has its own ``varm`` keys);
-        ``None`` for a :class:`~scsparse.model.SparseVAE` fit.
-
-    Returns
-    -------
-    dict
-        Attribute name (``"obsm"``, ``"varm"``, ``"uns"``) -> list of keys.
-
-    Examples
-    --------
-    >>> result_keys("sparsevae")
-    {'obsm': ['X_sparsevae'], 'varm': ['sparsevae_W', 'sparsevae_pip'], 'uns': ['sparsevae']}
-    >>> result_keys("mssvae", studies=["ctrl", "stim"])["obsm"]
-    ['X_mssvae_shared', 'X_mssvae_specific']
-    """
-    if studies is None:
-        return sparse_vae_result_keys(key)
-    return multistudy_result_keys(key, [str(s) for s in studies])
 
 
 def _fit_into(
@@ -57,9 +30,6 @@ def _fit_into(
     copy: bool,
 ) -> Any:
     """Set up, train and write a model on a copy of ``adata``; move only the result keys into the target."""
-    from scsparse.model import InvalidInputError
-    from scsparse.model._results import check_keys_free
-
     if not isinstance(adata, AnnData):
         raise InvalidInputError(f"Expected an AnnData object, got {type(adata).__name__}.")
     train_kwargs = dict(train_kwargs or {})

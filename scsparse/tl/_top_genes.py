@@ -35,39 +35,16 @@ defined (they are zero elsewhere). Factor names are those of the model's factor 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from anndata import AnnData
 
-from scsparse.model._orientation import expression_factor_correlation
-from scsparse.model._ranking import rank_genes
-from scsparse.model._validation import did_you_mean
+from scsparse._checks import did_you_mean
+from scsparse.results import expression_factor_correlation, rank_genes, read_results
 
 __all__ = ["factor_gene_correlation", "top_genes"]
-
-
-def _read_results(adata: AnnData, key: str) -> dict[str, Any]:
-    """The results of ``write_results(adata, key_added=key)``; a clear :class:`MissingResultsError` otherwise."""
-    from scsparse.pl._loadings import _results
-
-    if not isinstance(adata, AnnData):
-        raise TypeError(f"Expected an AnnData object, got {type(adata).__name__}.")
-    res = _results(adata, key)
-    uns = adata.uns[key]
-    res["setup_layer"] = dict(uns.get("setup_args", {})).get("layer")
-    res["anchor_genes"] = {
-        str(f): [str(g) for g in np.atleast_1d(v)] for f, v in dict(uns.get("anchor_genes", {})).items()
-    }
-    return res
-
-
-def _factor_names(res: dict[str, Any], factors: Sequence[str | int] | str | int | None, key: str) -> list[str]:
-    from scsparse.pl._loadings import _resolve_factors
-
-    return _resolve_factors(res, factors, key)
 
 
 def _looks_like_counts(mat) -> bool:
@@ -128,17 +105,17 @@ def factor_gene_correlation(
     >>> r = scsparse.tl.factor_gene_correlation(adata)
     >>> r["factor_0"].sort_values().tail()  # genes that go up with factor_0
     """
-    res = _read_results(adata, key)
-    mat, _ = _expression_source(adata, layer, res["setup_layer"])
+    res = read_results(adata, key)
+    mat, _ = _expression_source(adata, layer, res.setup_layer)
     if normalize is None:
         normalize = _looks_like_counts(mat)
-    Z = np.asarray(res["Z"], dtype=np.float64)
+    Z = np.asarray(res.Z, dtype=np.float64)
     r = np.zeros((mat.shape[1], Z.shape[1]))
     # factors defined on all cells together; each study's specific factors on that study's cells only
     groups: dict[int | None, list[int]] = {}
     subsets: dict[int, np.ndarray] = {}
-    for k, f in enumerate(res["factor_names"]):
-        mask = res["cell_masks"].get(f)
+    for k, f in enumerate(res.factor_names):
+        mask = res.cell_masks.get(f)
         if mask is None:
             groups.setdefault(None, []).append(k)
             continue
@@ -152,7 +129,7 @@ def factor_gene_correlation(
     for gid, cols in groups.items():
         cells = None if gid is None else subsets[gid]
         r[:, cols] = expression_factor_correlation(mat, Z[:, cols], bool(normalize), cells)
-    return pd.DataFrame(r, index=adata.var_names.copy(), columns=res["factor_names"])
+    return pd.DataFrame(r, index=adata.var_names.copy(), columns=res.factor_names)
 
 
 def _direction_label(r: np.ndarray) -> np.ndarray:
@@ -214,25 +191,25 @@ def top_genes(
     >>> tg = scsparse.tl.top_genes(adata, n_top=5)
     >>> tg[tg.factor == "factor_3"][["gene", "pip", "direction"]]
     """
-    res = _read_results(adata, key)
-    names = _factor_names(res, factors, key)
+    res = read_results(adata, key)
+    names = res.resolve(factors)
     genes = np.asarray(adata.var_names).astype(str)
-    included = res["pip"] > pip_threshold
+    included = res.pip > pip_threshold
     n_included = included.sum(1)
     corr = factor_gene_correlation(adata, key=key, layer=layer).to_numpy() if direction else None
     rows = []
     for f in names:
-        k = res["factor_names"].index(f)
-        absw = np.abs(res["W"][:, k])
-        order = rank_genes(absw, res["pip"][:, k], pip_threshold, int(n_top))
+        k = res.factor_names.index(f)
+        absw = np.abs(res.W[:, k])
+        order = rank_genes(absw, res.pip[:, k], pip_threshold, int(n_top))
         for rank, j in enumerate(order, start=1):
             row = {
                 "factor": f,
                 "rank": rank,
                 "gene": str(genes[j]),
-                "loading": float(res["W"][j, k]),
+                "loading": float(res.W[j, k]),
                 "abs_loading": float(absw[j]),
-                "pip": float(res["pip"][j, k]),
+                "pip": float(res.pip[j, k]),
                 "anchor": bool(n_included[j] == 1),
             }
             if corr is not None:

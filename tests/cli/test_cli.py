@@ -170,8 +170,8 @@ def test_n_threads_applies_to_the_fit_and_is_restored(monkeypatch, input_file, t
     import torch
 
     from scsparse import tl
+    from scsparse._checks import InvalidInputError
     from scsparse._threads import torch_threads
-    from scsparse.model._validation import InvalidInputError
 
     seen = []
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from scsparse import _matrix
 from scsparse.model import InvalidInputError, MultiStudySparseVAE, SparseVAE, _validation
 
 SMALL = {"n_latent": 4, "n_hidden": 16}
@@ -75,8 +76,8 @@ def test_checks_stream_over_blocks_and_name_the_right_cell(tmp_path, monkeypatch
     counts = _counts(n_obs=120)
     counts[97] = 0.0  # an empty cell in the last of several blocks
     backed = ad.read_h5ad(_write(tmp_path / "empty_cell.h5ad", counts), backed="r")
-    monkeypatch.setattr(_validation, "_CHUNK_ELEMENTS", 25 * 10)  # 10-row blocks
-    assert [b.shape[0] for b in _validation.iter_row_chunks(backed.X)] == [10] * 12
+    monkeypatch.setattr(_matrix, "_CHUNK_ELEMENTS", 25 * 10)  # 10-row blocks
+    assert [b.shape[0] for b in _matrix.iter_row_chunks(backed.X)] == [10] * 12
     with pytest.raises(InvalidInputError, match="cell97"):
         _validation.check_counts(backed, None, "nb")
 
@@ -89,12 +90,12 @@ def test_checks_stream_over_blocks_and_name_the_right_cell(tmp_path, monkeypatch
 
 
 def test_chunk_rows_bound_memory():
-    assert _validation.chunk_rows_for(2_000) * 2_000 <= 2**24
-    assert _validation.chunk_rows_for(20_000) * 20_000 <= 2**24
-    assert _validation.chunk_rows_for(10) == 10_000
-    assert _validation.chunk_rows_for(10, chunk_rows=7) == 7
+    assert _matrix.chunk_rows_for(2_000) * 2_000 <= 2**24
+    assert _matrix.chunk_rows_for(20_000) * 20_000 <= 2**24
+    assert _matrix.chunk_rows_for(10) == 10_000
+    assert _matrix.chunk_rows_for(10, chunk_rows=7) == 7
     with pytest.raises(ValueError, match="positive"):
-        _validation.chunk_rows_for(10, chunk_rows=0)
+        _matrix.chunk_rows_for(10, chunk_rows=0)
 
 
 def test_backed_csc_rejected_and_backed_layer_warned(tmp_path):

@@ -6,8 +6,9 @@ import torch
 
 import scsparse
 from scsparse.model import SparseVAE
-from scsparse.model._orientation import expression_factor_correlation, orientation_signs
+from scsparse.model._orientation import orientation_signs
 from scsparse.module import SparseVAEModule
+from scsparse.results import expression_factor_correlation
 
 FIT = {"n_latent": 5, "n_hidden": 16, "seed": 0}
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import scsparse
-from scsparse.model._ranking import rank_genes
 from scsparse.pl._loadings import top_genes_per_factor
+from scsparse.results import rank_genes
 
 
 def test_rank_genes_orders_by_abs_loading_among_included_genes():

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._validation import InvalidInputError
+from scsparse._checks import InvalidInputError
 
 __all__ = ["resolve_factors"]
 

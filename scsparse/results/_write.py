@@ -1,0 +1,154 @@
+"""Writing a fit into AnnData: h5ad-safe values, no silent overwrite, the hash of the data the model saw."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from anndata import AnnData
+
+from scsparse._checks import InvalidInputError
+from scsparse._matrix import get_matrix, iter_row_chunks
+
+from ._keys import factors_key, loadings_key, pip_key, result_keys, study_key_name
+
+__all__ = [
+    "check_keys_free",
+    "data_hash",
+    "h5ad_safe",
+    "write_multistudy_results",
+    "write_sparse_vae_results",
+]
+
+
+def data_hash(adata: AnnData, layer: str | None) -> str:
+    """SHA-256 of the data a model saw: shape, cell and gene names and the matrix values.
+
+    Dense and sparse storage of the same values give the same hash (blocks are hashed as CSR float64
+    with sorted indices), so the hash identifies the data, not its storage.
+    """
+    h = hashlib.sha256()
+    h.update(np.asarray(adata.shape, dtype=np.int64).tobytes())
+    h.update("\x1f".join(map(str, adata.obs_names)).encode())
+    h.update("\x1e".join(map(str, adata.var_names)).encode())
+    for block in iter_row_chunks(get_matrix(adata, layer)):
+        csr = sp.csr_matrix(block, dtype=np.float64)
+        csr.eliminate_zeros()
+        csr.sort_indices()
+        h.update(csr.indptr.astype(np.int64).tobytes())
+        h.update(csr.indices.astype(np.int64).tobytes())
+        h.update(csr.data.tobytes())
+    return h.hexdigest()
+
+
+def h5ad_safe(value: Any) -> Any:
+    """Convert a parameter value into something ``AnnData.write_h5ad`` stores (``None`` becomes ``"None"``)."""
+    if value is None:
+        return "None"
+    if isinstance(value, dict):
+        return {str(k): h5ad_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        if all(isinstance(v, int | float | bool | np.number) for v in value) and value:
+            return np.asarray(value)
+        return np.asarray([str(v) for v in value], dtype=object) if value else np.asarray([], dtype=float)
+    if isinstance(value, bool | int | float | str | np.number | np.ndarray):
+        return value
+    return str(value)
+
+
+def check_keys_free(adata: AnnData, keys: dict[str, list[str]], overwrite: bool) -> None:
+    """Refuse to overwrite existing AnnData keys unless asked to.
+
+    Parameters
+    ----------
+    adata
+        Target AnnData.
+    keys
+        Mapping of attribute (``"obsm"``, ``"varm"``, ``"uns"``) to the keys about to be written.
+    overwrite
+        Whether existing keys may be replaced.
+    """
+    if overwrite:
+        return
+    taken = [f"adata.{attr}[{k!r}]" for attr, names in keys.items() for k in names if k in getattr(adata, attr)]
+    if taken:
+        raise InvalidInputError(
+            f"{', '.join(taken)} already exist(s). Pass overwrite=True to replace them, or choose another key_added."
+        )
+
+
+def write_sparse_vae_results(
+    adata: AnnData, key: str, *, Z: np.ndarray, W: np.ndarray, pip: np.ndarray, uns: dict[str, Any], overwrite: bool
+) -> None:
+    """Store a :class:`~scsparse.model.SparseVAE` fit under ``key`` (nothing is written if a key is taken).
+
+    Parameters
+    ----------
+    adata
+        Target AnnData (cells and genes aligned with the arrays).
+    key
+        The ``key_added`` prefix.
+    Z
+        Cells x factors activities, to ``obsm[f"X_{key}"]``.
+    W, pip
+        Genes x factors mask and inclusion probabilities, to ``varm[f"{key}_W"]`` and ``varm[f"{key}_pip"]``.
+    uns
+        Factor names, active factors, top and anchor genes, provenance: to ``uns[key]``.
+    overwrite
+        Replace existing keys.
+    """
+    check_keys_free(adata, result_keys(key), overwrite)
+    adata.obsm[factors_key(key)] = Z
+    adata.varm[loadings_key(key)] = W
+    adata.varm[pip_key(key)] = pip
+    adata.uns[key] = uns
+
+
+def write_multistudy_results(
+    adata: AnnData,
+    key: str,
+    *,
+    Z_shared: np.ndarray,
+    Z_specific: np.ndarray,
+    W_shared: np.ndarray,
+    pip_shared: np.ndarray,
+    W_studies: dict[str, np.ndarray],
+    pip_studies: dict[str, np.ndarray],
+    uns: dict[str, Any],
+    overwrite: bool,
+) -> None:
+    """Store a :class:`~scsparse.model.MultiStudySparseVAE` fit under ``key`` (nothing is written if a key is taken).
+
+    Parameters
+    ----------
+    adata
+        Target AnnData.
+    key
+        The ``key_added`` prefix.
+    Z_shared, Z_specific
+        Cells x factors activities of the shared factors and of all studies' specific factors (zero outside a
+        factor's study), to ``obsm[f"X_{key}_shared"]`` and ``obsm[f"X_{key}_specific"]``.
+    W_shared, pip_shared
+        Genes x factors shared mask and inclusion probabilities, to ``varm[f"{key}_W_shared"]`` and
+        ``varm[f"{key}_pip_shared"]``.
+    W_studies, pip_studies
+        Study name -> that study's specific mask and inclusion probabilities, to ``varm[f"{key}_W_{name}"]`` and
+        ``varm[f"{key}_pip_{name}"]`` with ``name = study_key_name(study)``, recorded in
+        ``uns[key]["study_keys"]``.
+    uns
+        Studies, factor names and table, top and anchor genes, provenance: to ``uns[key]``.
+    overwrite
+        Replace existing keys.
+    """
+    study_keys = {str(s): study_key_name(s) for s in W_studies}
+    check_keys_free(adata, result_keys(key, list(study_keys)), overwrite)
+    adata.obsm[factors_key(key, "shared")] = Z_shared
+    adata.obsm[factors_key(key, "specific")] = Z_specific
+    adata.varm[loadings_key(key, "shared")] = W_shared
+    adata.varm[pip_key(key, "shared")] = pip_shared
+    for study, name in study_keys.items():
+        adata.varm[loadings_key(key, name)] = W_studies[study]
+        adata.varm[pip_key(key, name)] = pip_studies[study]
+    adata.uns[key] = {**uns, "study_keys": study_keys}

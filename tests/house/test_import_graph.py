@@ -1,0 +1,131 @@
+"""Facts of the package's import graph: no circle, imports flow one way, light subpackages stay light."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "scsparse"
+
+#: The floors of the house, lowest first: a module may import its own floor and those below, never above.
+FLOORS: list[tuple[str, ...]] = [
+    ("scsparse._checks", "scsparse._matrix", "scsparse._provenance", "scsparse._threads"),
+    ("scsparse.nn", "scsparse.results", "scsparse.data", "scsparse.generic.datasets"),
+    ("scsparse.module", "scsparse.train", "scsparse.generic.models", "scsparse.generic.metrics"),
+    ("scsparse.model",),
+    ("scsparse.tl", "scsparse.pl"),
+    ("scsparse.generic.benchmarks",),
+    ("scsparse._demo", "scsparse.cli", "scsparse.generic"),
+]
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _resolve(name: str) -> str | None:
+    """The scsparse module that ``name`` (a module or a name inside one) lives in."""
+    modules = _modules()
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+@cache
+def _imports() -> dict[str, set[str]]:
+    """Module -> the scsparse modules it imports (anywhere in the file: module level, functions, TYPE_CHECKING)."""
+    graph: dict[str, set[str]] = {}
+    for module, path in _modules().items():
+        is_package = path.name == "__init__.py"
+        base = module if is_package else module.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    anchor = base.split(".")
+                    anchor = anchor[: len(anchor) - (node.level - 1)]
+                    origin = ".".join(anchor + ([node.module] if node.module else []))
+                else:
+                    origin = node.module or ""
+                names = [f"{origin}.{a.name}" for a in node.names]
+            else:
+                continue
+            targets |= {t for t in map(_resolve, names) if t and t.startswith("scsparse")}
+        graph[module] = targets - {module}
+    return graph
+
+
+def _floor(module: str) -> int | None:
+    """The floor of the longest prefix in :data:`FLOORS` that names ``module`` or a package holding it."""
+    matches = [
+        (len(prefix), i)
+        for i, floor in enumerate(FLOORS)
+        for prefix in floor
+        if module == prefix or module.startswith(prefix + ".")
+    ]
+    return max(matches)[1] if matches else None
+
+
+def test_every_module_has_a_floor():
+    assert [m for m in _modules() if m != "scsparse" and _floor(m) is None] == []
+
+
+def test_no_import_runs_up_a_floor():
+    upward = [
+        f"{m} -> {t}"
+        for m, targets in _imports().items()
+        for t in sorted(targets)
+        if m != "scsparse" and t != "scsparse" and _floor(t) > _floor(m)
+    ]
+    assert upward == []
+
+
+def test_no_import_circle():
+    graph = _imports()
+    circles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                circles.append(path[path.index(nxt) :] + [nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    assert circles == []
+
+
+def test_models_do_not_import_the_analysis_layers():
+    offending = [
+        f"{m} -> {t}"
+        for m, targets in _imports().items()
+        if m.startswith("scsparse.model")
+        for t in targets
+        if t.startswith(("scsparse.tl", "scsparse.pl"))
+    ]
+    assert offending == []
+
+
+@pytest.mark.parametrize("modules", ["scsparse.tl, scsparse.pl", "scsparse.results"])
+def test_reading_results_does_not_import_torch_or_scvi(modules):
+    code = f"import {modules}, sys; print(sorted(m for m in ('torch', 'scvi', 'lightning') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]"
