@@ -14,7 +14,7 @@ from ._mlp import MLP, make_activation, one_hot_covariates
 from ._numerics import flush_denormals, flushing_denormals
 from ._observation import COUNT_LIKELIHOODS, LIKELIHOODS, ObservationModel
 from ._priors import calibrate_inverse_gamma, inverse_gamma_neg_log_prior
-from ._spike_slab import (
+from ._sparse_codes import (
     relaxed_spike_slab_sample,
     shifted_soft_threshold,
     spike_slab_kl,
@@ -22,7 +22,7 @@ from ._spike_slab import (
     straight_through_threshold,
     threshold_zero_probability,
 )
-from ._ssl import SpikeSlabLasso, slab_threshold, ssl_inclusion_logits
+from ._spike_slab_lasso import SpikeSlabLasso, slab_threshold, ssl_inclusion_logits
 from ._surgery import copy_into_grown_, restore_gradient_masks_, train_only_
 
 __all__ = [

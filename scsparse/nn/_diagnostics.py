@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from ._ssl import slab_threshold
+from ._spike_slab_lasso import slab_threshold
 
 __all__ = ["NoActiveFactorWarning", "warn_no_active_factor"]
 

@@ -20,8 +20,8 @@ from torch.distributions import Normal
 
 from ._latent_prior import CorrelatedGaussianPrior
 from ._priors import inverse_gamma_neg_log_prior
-from ._spike_slab import kl_normal
-from ._ssl import SpikeSlabLasso
+from ._sparse_codes import kl_normal
+from ._spike_slab_lasso import SpikeSlabLasso
 
 __all__ = ["gaussian_kl", "importance_sampled_log_likelihood", "sparse_vae_objective", "sparse_vae_penalty"]
 

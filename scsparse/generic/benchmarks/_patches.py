@@ -36,7 +36,7 @@ from torch import nn
 
 from scsparse.generic.metrics import feature_collapse_rate, multi_information, posterior_collapse_rate
 from scsparse.nn._mlp import MLP
-from scsparse.nn._spike_slab import (
+from scsparse.nn._sparse_codes import (
     base_kl,
     relaxed_spike_slab_sample,
     sample_base,

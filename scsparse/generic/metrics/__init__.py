@@ -28,7 +28,7 @@ from ._codes import (
 from ._dci import DCIResult, dci_disentanglement, dci_from_importance
 from ._matching import assign_by_correlation, factor_correlation, match_factors
 from ._neighbours import neighbour_agreement, random_agreement
-from ._ranking import FoldInSplit, fold_in_evaluate, fold_in_split, ndcg_at_k, recall_at_r
+from ._recommendation import FoldInSplit, fold_in_evaluate, fold_in_split, ndcg_at_k, recall_at_r
 from ._support import SupportConfusion, estimated_support, support_confusion, support_fscore
 
 __all__ = [

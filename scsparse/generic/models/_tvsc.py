@@ -12,7 +12,7 @@ from torch.distributions import Gamma
 
 from scsparse.nn._mlp import MLP
 from scsparse.nn._observation import LIKELIHOODS, ObservationModel
-from scsparse.nn._spike_slab import (
+from scsparse.nn._sparse_codes import (
     BASES,
     base_kl,
     gamma_threshold_prior,
@@ -212,9 +212,9 @@ class ThresholdedVSCModule(nn.Module):
 
         ``log p(x | z) + log p(z | lambda) - log q(z | lambda, x)`` (plus ``log p(lambda) - log q(lambda | x)``
         for a Gamma threshold), all thresholded densities from
-        :func:`~scsparse.nn._spike_slab.thresholded_log_prob` at exact samples. For the Laplace base with a
+        :func:`~scsparse.nn._sparse_codes.thresholded_log_prob` at exact samples. For the Laplace base with a
         Gamma threshold ``lambda`` is integrated out analytically
-        (:func:`~scsparse.nn._spike_slab.thresholded_laplace_gamma_log_prob`): weights over ``z`` alone.
+        (:func:`~scsparse.nn._sparse_codes.thresholded_laplace_gamma_log_prob`): weights over ``z`` alone.
         """
         loc, scale, alpha, beta = self.posterior(x)
         s = sample_base(self.base, loc, scale, (n_samples,))
@@ -291,7 +291,7 @@ class ThresholdedVSC(TorchArrayModel):
     the generative model ``z = T_lambda(s)``, ``s ~ p(s)`` (``lambda ~ p(lambda)`` for a Gamma
     threshold), ``x ~ p(x | z)``: with exact thresholded samples the proposal ``q(z | x)`` and the prior
     have densities against Lebesgue measure plus a point mass at 0 (computed by
-    :func:`~scsparse.nn._spike_slab.thresholded_log_prob`), so the importance weights are well defined
+    :func:`~scsparse.nn._sparse_codes.thresholded_log_prob`), so the importance weights are well defined
     (``nll_is_bound = False``, as for the other models).
 
     Parameters

@@ -12,7 +12,7 @@ from torch import nn
 
 from scsparse.nn._mlp import MLP
 from scsparse.nn._observation import LIKELIHOODS, ObservationModel
-from scsparse.nn._spike_slab import (
+from scsparse.nn._sparse_codes import (
     kl_bernoulli,
     relaxed_spike_slab_sample,
     spike_slab_kl,
