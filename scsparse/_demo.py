@@ -122,18 +122,17 @@ def factor_table(adata, key: str = KEY, factors: list[str] | None = None, n_top:
     --------
     >>> factor_table(adata).loc["factor_0", "top_genes"]
     """
-    import numpy as np
     import pandas as pd
 
-    from scsparse.pl import top_genes_per_factor
+    from scsparse.results import read_results
 
-    uns = adata.uns[key]
-    names = [str(f) for f in uns["factor_names"]]
-    factors = [str(f) for f in uns["active_factors"]] if factors is None else factors
-    thr = float(uns.get("pip_threshold", 0.5))
-    Z = pd.DataFrame(np.asarray(adata.obsm[f"X_{key}"]), index=adata.obs_names, columns=names)
-    pip = np.asarray(adata.varm[f"{key}_pip"])
-    tops = top_genes_per_factor(adata, key, factors, n_top)
+    res = read_results(adata, key)
+    names = res.factor_names
+    factors = res.active_factors if factors is None else factors
+    thr = res.pip_threshold
+    Z = pd.DataFrame(res.Z, index=adata.obs_names, columns=names)
+    pip = res.pip
+    tops = {f: res.programme_genes(f, n_top) for f in factors}
     by_cond = Z.groupby(adata.obs["condition"].astype(str).to_numpy()).mean()
     by_type = Z.groupby(adata.obs["cell_type"].astype(str).to_numpy()).mean()
     rows = []
@@ -142,7 +141,7 @@ def factor_table(adata, key: str = KEY, factors: list[str] | None = None, n_top:
         row = {
             "factor": f,
             "n_genes": int((pip[:, k] > thr).sum()),
-            "eta": float(np.asarray(uns["eta"])[k]),
+            "eta": float(res.eta[k]),
         }
         for cond in by_cond.index:
             row[f"mean_{cond}"] = float(by_cond.loc[cond, f])

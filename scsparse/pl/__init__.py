@@ -19,12 +19,13 @@ from scsparse.results import MissingResultsError
 
 from ._activity import factor_activity
 from ._embedding import factor_embedding
-from ._enrichment import enrichment_dotplot, top_genes
+from ._enrichment import enrichment_dotplot
 from ._history import training_history
-from ._loadings import loadings_heatmap, top_genes_per_factor
+from ._loadings import loadings_heatmap
 from ._multistudy import multistudy_overview
 from ._response import factor_response
 from ._stability import stability
+from ._top_genes import top_genes
 
 __all__ = [
     "MissingResultsError",
@@ -36,6 +37,5 @@ __all__ = [
     "multistudy_overview",
     "stability",
     "top_genes",
-    "top_genes_per_factor",
     "training_history",
 ]

@@ -12,7 +12,7 @@ from anndata import AnnData
 from matplotlib.axes import Axes
 from matplotlib.colors import TwoSlopeNorm
 
-from scsparse.results import rank_genes, read_results
+from scsparse.results import read_results
 
 __all__ = ["loadings_heatmap"]
 
@@ -47,43 +47,6 @@ def _rotate_xlabels(ax: Axes, labels: Sequence[str], fontsize: float) -> int:
     column_pt = pos.width * ax.figure.get_figwidth() * 72 / max(len(labels), 1)
     widest_pt = 0.6 * fontsize * max((len(str(s)) for s in labels), default=0)
     return 90 if widest_pt > 0.9 * column_pt else 0
-
-
-def top_genes_per_factor(
-    adata: AnnData, key: str, factors: Sequence[str], n_top_genes: int, pip_threshold: float | None = None
-) -> dict[str, list[str]]:
-    """Top genes of each factor by ``|w_jk|`` among genes with ``p*_jk > pip_threshold``, from the AnnData.
-
-    Parameters
-    ----------
-    adata
-        AnnData with results of :func:`scsparse.tl.sparse_vae` under ``key``.
-    key
-        The ``key_added`` of the fit.
-    factors
-        Factor names.
-    n_top_genes
-        Genes per factor (fewer if fewer genes pass the threshold).
-    pip_threshold
-        Inclusion threshold (default: the one stored in ``adata.uns[key]``).
-
-    Returns
-    -------
-    dict
-        Factor name -> list of gene names, by decreasing ``|w_jk|``.
-
-    Examples
-    --------
-    >>> top_genes_per_factor(adata, "sparsevae", ["factor_0"], 5)
-    """
-    res = read_results(adata, key)
-    thr = res.pip_threshold if pip_threshold is None else float(pip_threshold)
-    genes = np.asarray(adata.var_names).astype(str)
-    out = {}
-    for f in factors:
-        k = res.factor_names.index(f)
-        out[f] = list(genes[rank_genes(res.W[:, k], res.pip[:, k], thr, n_top_genes)])
-    return out
 
 
 def loadings_heatmap(
@@ -163,7 +126,7 @@ def loadings_heatmap(
         raise ValueError(f"use must be 'W', 'pip' or 'directed', got {use!r}.")
     res = read_results(adata, key)
     names = res.resolve(factors)
-    tops = top_genes_per_factor(adata, key, names, n_top_genes, pip_threshold)
+    tops = {f: res.programme_genes(f, n_top_genes, pip_threshold) for f in names}
     genes: list[str] = []
     owner: list[str] = []
     for f in names:

@@ -10,6 +10,7 @@ from anndata import AnnData
 
 from ._factors import resolve_factors
 from ._keys import factors_key, loadings_key, pip_key
+from ._programmes import rank_genes
 
 __all__ = ["FitResults", "MissingResultsError", "is_multistudy", "read_results", "study_cells"]
 
@@ -47,6 +48,8 @@ class FitResults:
         The studies of a multi-study fit (empty for a single-study fit).
     setup_layer
         The layer the model was trained on (``None``: ``X`` or not recorded).
+    genes
+        The gene names (rows of ``W`` and ``pip``).
     """
 
     key: str
@@ -62,6 +65,7 @@ class FitResults:
     cell_masks: dict[str, np.ndarray | None] = field(default_factory=dict)
     studies: list[str] = field(default_factory=list)
     setup_layer: str | None = None
+    genes: list[str] = field(default_factory=list)
 
     def resolve(self, factors: Sequence[str | int] | str | int | None) -> list[str]:
         """Factor names from names or positions; ``None`` gives the active factors (an error if there are none)."""
@@ -69,6 +73,26 @@ class FitResults:
             self.factor_names, self.active_factors, factors, source=f"adata.uns[{self.key!r}]",
             pip_threshold=self.pip_threshold,
         )  # fmt: skip
+
+    def programme_genes(self, factor: str, n_top: int | None = None, pip_threshold: float | None = None) -> list[str]:
+        """A factor's genes (``p* > pip_threshold``, default the stored threshold) by decreasing ``|w|``.
+
+        Parameters
+        ----------
+        factor
+            A factor name.
+        n_top
+            Keep the first ``n_top`` genes (``None``: all of the programme).
+        pip_threshold
+            Inclusion threshold (default: :attr:`pip_threshold`, the one the fit was written with).
+
+        Examples
+        --------
+        >>> read_results(adata, "sparsevae").programme_genes("factor_0", n_top=5)
+        """
+        k = self.factor_names.index(factor)
+        threshold = self.pip_threshold if pip_threshold is None else float(pip_threshold)
+        return [self.genes[j] for j in rank_genes(self.W[:, k], self.pip[:, k], threshold, n_top)]
 
 
 def is_multistudy(adata: AnnData, key: str) -> bool:
@@ -243,4 +267,5 @@ def read_results(adata: AnnData, key: str) -> FitResults:
         cell_masks={f: blocks["cell_masks"].get(f) for f in names},
         studies=blocks["studies"],
         setup_layer=dict(uns.get("setup_args", {})).get("layer"),
+        genes=[str(g) for g in adata.var_names],
     )

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 import scsparse
-from scsparse.pl._loadings import top_genes_per_factor
-from scsparse.results import rank_genes
+from scsparse.results import rank_genes, read_results
 
 
 def test_rank_genes_orders_by_abs_loading_among_included_genes():
@@ -38,8 +37,8 @@ def test_model_tl_and_pl_report_the_same_top_genes(counts_factory):
     from_model = model.get_top_genes(n_top=5)
     assert from_model, "the fit should leave an active factor"
     table = scsparse.tl.top_genes(adata, n_top=5, direction=False)
-    from_pl = top_genes_per_factor(adata, "sparsevae", list(from_model), 5)
+    stored = read_results(adata, "sparsevae")
     for factor, genes in from_model.items():
         assert table.loc[table.factor == factor, "gene"].tolist() == genes
-        assert from_pl[factor] == genes
+        assert stored.programme_genes(factor, 5) == genes
         assert list(adata.uns["sparsevae"]["top_genes"][factor])[:5] == genes
