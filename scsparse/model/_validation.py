@@ -11,6 +11,7 @@ from anndata import AnnData
 
 from scsparse._checks import InvalidInputError, did_you_mean
 from scsparse._matrix import get_matrix, iter_row_chunks
+from scsparse.results import study_key_name
 
 __all__ = [
     "check_anndata",
@@ -190,4 +191,21 @@ def check_study_key(adata: AnnData, study_key: str, min_cells: int = 10, min_stu
     if small.size:
         raise InvalidInputError(
             f"Studies with fewer than {min_cells} cells in adata.obs[{study_key!r}]: {dict(small)}. Merge or drop them."
+        )
+    # a study's factors and keys are named after it: shared_0 / mssvae_W_shared, <study>_0 / mssvae_W_<study>
+    key_names: dict[str, list[str]] = {}
+    for study in counts.index:
+        key_names.setdefault(study_key_name(study), []).append(str(study))
+    reserved = [s for name, studies in key_names.items() if name in ("shared", "specific") for s in studies]
+    if reserved:
+        raise InvalidInputError(
+            f"Study name(s) {reserved} in adata.obs[{study_key!r}] clash with the names of the shared factors and "
+            "their keys (shared_0, ..., varm['<key>_W_shared']). Rename the study, e.g. "
+            f"adata.obs[{study_key!r}] = adata.obs[{study_key!r}].replace({{{reserved[0]!r}: 'study_{reserved[0]}'}})."
+        )
+    clashes = [studies for studies in key_names.values() if len(studies) > 1]
+    if clashes:
+        raise InvalidInputError(
+            f"Studies {clashes[0]} in adata.obs[{study_key!r}] would share AnnData keys: characters other than "
+            "letters, digits and -_. become '_' in a key (varm['<key>_W_<study>']). Rename one of them."
         )

@@ -157,6 +157,19 @@ def test_study_with_too_few_cells(studies_adata):
         MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
 
 
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        (("s1", "shared"), r"\['shared'\].*clash with the names of the shared factors"),
+        (("a b", "a_b"), "share AnnData keys"),
+    ],
+)
+def test_study_names_that_would_collide_are_refused(studies_adata, labels, message):
+    adata = studies_adata(labels=labels)
+    with pytest.raises(InvalidInputError, match=message):
+        MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
+
+
 def test_unknown_study_in_n_latent_specific(studies_adata):
     adata = studies_adata()
     MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
