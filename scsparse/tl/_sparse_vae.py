@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+import anndata as ad
 from anndata import AnnData
 
 from scsparse._checks import InvalidInputError
@@ -18,6 +19,29 @@ __all__ = ["multistudy_sparse_vae", "sparse_vae"]
 Likelihood = Literal["nb", "zinb", "poisson", "multinomial", "normal"]
 
 
+def _registration_copy(adata: AnnData) -> AnnData:
+    """An AnnData that shares ``adata``'s matrices but has its own ``obs``, ``var`` and ``uns``.
+
+    scvi-tools' setup writes into ``obs`` and ``uns`` of the object it registers; training only reads the
+    registered matrix. This keeps the user's object untouched without copying its matrices: ``X``, the layers and
+    ``obsm`` are the same arrays, and a backed file is opened a second time, read-only, so ``X`` stays on disk.
+    """
+    if adata.isbacked:
+        if adata.is_view:
+            raise InvalidInputError(
+                "A view of a backed AnnData cannot be trained on without loading it: write the subset to its own "
+                "file (`adata[mask].copy(filename='subset.h5ad')`) and open that with backed='r', or load it "
+                "into memory with `.to_memory()`."
+            )
+        work = ad.read_h5ad(adata.filename, backed="r")
+        work.obs = adata.obs.copy()
+        work.var = adata.var.copy()
+        return work
+    return AnnData(
+        X=adata.X, obs=adata.obs.copy(), var=adata.var.copy(), layers=dict(adata.layers), obsm=dict(adata.obsm)
+    )
+
+
 def _fit_into(
     adata: AnnData,
     model_cls: type[SparseVAE],
@@ -29,14 +53,14 @@ def _fit_into(
     overwrite: bool,
     copy: bool,
 ) -> Any:
-    """Set up, train and write a model on a copy of ``adata``; move only the result keys into the target."""
+    """Set up, train and write a model on a registration copy of ``adata``; move only the result keys over."""
     if not isinstance(adata, AnnData):
         raise InvalidInputError(f"Expected an AnnData object, got {type(adata).__name__}.")
     train_kwargs = dict(train_kwargs or {})
     if max_epochs is not None:
         train_kwargs["max_epochs"] = int(max_epochs)
 
-    work = adata.copy()  # scvi-tools registers (and annotates) this copy, never the user's object
+    work = _registration_copy(adata)  # scvi-tools annotates this object, never the user's
     model_cls.setup_anndata(work, **setup_kwargs)
     model = model_cls(work, **model_kwargs)
     keys = model.result_keys(key_added)
@@ -70,9 +94,10 @@ def sparse_vae(
 
     One call for :meth:`SparseVAE.setup_anndata <scsparse.model.SparseVAE.setup_anndata>`,
     :class:`~scsparse.model.SparseVAE`, :meth:`~scsparse.model.SparseVAE.train` and
-    :meth:`~scsparse.model.SparseVAE.write_results`. The model is set up and trained on a copy of
-    ``adata``, so scvi-tools' registration keys (``uns["_scvi_uuid"]``, ``obs["_scvi_batch"]`` ...) never
-    land on your object: the only change to ``adata`` is the results written under ``key_added``.
+    :meth:`~scsparse.model.SparseVAE.write_results`. The model is set up and trained on an AnnData that
+    shares ``adata``'s matrices (no copy of ``X`` or the layers; a backed file stays on disk) but has its own
+    ``obs`` and ``uns``, so scvi-tools' registration keys (``uns["_scvi_uuid"]``, ``obs["_scvi_batch"]`` ...)
+    never land on your object: the only change to ``adata`` is the results written under ``key_added``.
 
     Fields written (``key = key_added``):
 
@@ -128,8 +153,8 @@ def sparse_vae(
     Returns
     -------
     SparseVAE or tuple of (AnnData, SparseVAE)
-        The trained model (its ``model.adata`` is the internal training copy); with ``copy=True`` also the
-        new AnnData holding the results, as ``(adata, model)``.
+        The trained model (its ``model.adata`` is the registered object, sharing ``adata``'s matrices); with
+        ``copy=True`` also the new AnnData holding the results, as ``(adata, model)``.
 
     Raises
     ------
@@ -187,7 +212,7 @@ def multistudy_sparse_vae(
 
     One call for :meth:`MultiStudySparseVAE.setup_anndata <scsparse.model.MultiStudySparseVAE.setup_anndata>`,
     :class:`~scsparse.model.MultiStudySparseVAE`, :meth:`~scsparse.model.MultiStudySparseVAE.train` and
-    :meth:`~scsparse.model.MultiStudySparseVAE.write_results`, run on a copy of ``adata`` as in
+    :meth:`~scsparse.model.MultiStudySparseVAE.write_results`, set up on an object sharing ``adata``'s matrices as in
     :func:`sparse_vae`: the only change to ``adata`` is the results written under ``key_added``.
 
     Fields written (``key = key_added``; ``<study>`` is the study name with characters other than letters,

@@ -56,8 +56,21 @@ def test_writes_documented_keys_and_nothing_else(counts_factory):
     assert list(adata.layers) == before["layers"]
     pd.testing.assert_frame_equal(adata.obs, before["obs"])
     pd.testing.assert_frame_equal(adata.var, before["var"])
-    # the model's training copy is the one registered
+    # the model's object is the one registered, and it shares the user's matrices instead of copying them
     assert "_scvi_uuid" in model.adata.uns
+    assert model.adata.X is adata.X and model.adata.layers["counts"] is adata.layers["counts"]
+
+
+def test_sparse_vae_trains_a_backed_anndata_in_place_of_copying_it(counts_factory, tmp_path):
+    counts_factory(n_obs=150).write_h5ad(tmp_path / "cells.h5ad")
+    adata = ad.read_h5ad(tmp_path / "cells.h5ad", backed="r")
+    model = _fit(adata)
+    assert model.adata.isbacked and "_scvi_uuid" in model.adata.uns
+    assert adata.obsm["X_sparsevae"].shape == (150, 4) and "sparsevae" in adata.uns
+    assert not any(k.startswith("_scvi") for k in adata.uns)
+    assert not any(c.startswith("_scvi") for c in adata.obs.columns)
+    with pytest.raises(InvalidInputError, match="view of a backed AnnData"):
+        _fit(adata[:100], key_added="subset")
 
 
 def test_refuses_to_overwrite_then_overwrites(counts_factory, tmp_path):
