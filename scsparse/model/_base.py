@@ -14,7 +14,6 @@ from scsparse._provenance import package_versions
 from scsparse.nn import warn_no_active_factor
 from scsparse.results import (
     check_keys_free,
-    data_hash,
     expression_factor_correlation,
     h5ad_safe,
     rank_genes,
@@ -23,6 +22,7 @@ from scsparse.results import (
 )
 
 from ._orientation import orientation_signs
+from ._validation import DataScan, scan_anndata
 
 __all__ = ["SparseFactorMixin"]
 
@@ -73,6 +73,11 @@ class SparseFactorMixin:
     # ------------------------------------------------------------------ accessors
     def _layer(self) -> str | None:
         return self.registry_["setup_args"].get("layer")
+
+    def _data_scan(self) -> DataScan:
+        """The pass over the registered matrix made at set-up (made now if the AnnData was registered otherwise)."""
+        scan = getattr(self.adata_manager, "data_scan", None)
+        return scan if scan is not None else scan_anndata(self.adata, self._layer())
 
     @property
     def factor_names(self) -> list[str]:
@@ -264,7 +269,7 @@ class SparseFactorMixin:
             "setup_args": h5ad_safe(dict(self.registry_["setup_args"])),
             "n_epochs_trained": int(len(self.history["elbo_train"])) if self.is_trained_ else 0,
             "versions": package_versions(),
-            "data_hash": data_hash(self.adata, self._layer()),
+            "data_hash": self._data_scan().data_hash,
         }
 
     def _check_same_genes(self, adata: AnnData) -> None:

@@ -237,7 +237,7 @@ class MultiStudySparseVAE(SparseVAE):
         >>> scsparse.model.MultiStudySparseVAE.setup_anndata(adata, study_key="condition", layer="counts")
         """
         setup_method_args = cls._get_setup_method_args(**locals())
-        check_anndata(adata, layer)
+        scan = check_anndata(adata, layer)
         # a query (load_query_data) registers against its reference's studies, so one new study is enough
         min_studies = 1 if kwargs.get("source_registry") is not None else 2
         check_study_key(adata, study_key, min_cells=min_cells_per_study, min_studies=min_studies)
@@ -250,6 +250,7 @@ class MultiStudySparseVAE(SparseVAE):
         ]
         adata_manager = AnnDataManager(fields=fields, setup_method_args=setup_method_args)
         adata_manager.register_fields(adata, **kwargs)
+        adata_manager.data_scan = scan  # the one pass over the matrix serves the count checks and the data hash
         cls.register_manager(adata_manager)
 
     # ------------------------------------------------------------------ names and blocks

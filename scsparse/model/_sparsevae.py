@@ -186,7 +186,7 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         """
         layer = self._layer()
         if gene_likelihood in COUNT_LIKELIHOODS:
-            check_counts(self.adata, layer, gene_likelihood)
+            check_counts(self._data_scan(), self.adata.obs_names, gene_likelihood)
         self.seed = int(seed)
         settings.seed = self.seed
         if gene_likelihood == "normal":
@@ -231,7 +231,7 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         >>> scsparse.model.SparseVAE.setup_anndata(adata, layer="counts", batch_key="sample")
         """
         setup_method_args = cls._get_setup_method_args(**locals())
-        check_anndata(adata, layer)
+        scan = check_anndata(adata, layer)
         check_batch_key(adata, batch_key)
         if size_factor_key is not None and size_factor_key not in adata.obs.columns:
             raise InvalidInputError(
@@ -245,6 +245,7 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         ]
         adata_manager = AnnDataManager(fields=fields, setup_method_args=setup_method_args)
         adata_manager.register_fields(adata, **kwargs)
+        adata_manager.data_scan = scan  # the one pass over the matrix serves the count checks and the data hash
         cls.register_manager(adata_manager)
 
     # ------------------------------------------------------------------ training

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -11,14 +12,16 @@ from anndata import AnnData
 
 from scsparse._checks import InvalidInputError, did_you_mean
 from scsparse._matrix import get_matrix, iter_row_chunks
-from scsparse.results import study_key_name
+from scsparse.results import DataHasher, study_key_name
 
 __all__ = [
+    "DataScan",
     "check_anndata",
     "check_batch_key",
     "check_counts",
     "check_study_key",
     "check_unique_gene_names",
+    "scan_anndata",
 ]
 
 
@@ -51,8 +54,89 @@ def _values(block) -> np.ndarray:
     return block.data if sp.issparse(block) else block.ravel()
 
 
-def check_anndata(adata: AnnData, layer: str | None) -> None:
-    """Shape, unique gene names, missing layer, NaN/inf and all-zero genes.
+@dataclass(frozen=True)
+class DataScan:
+    """What one streamed pass over the registered matrix learns: the facts the input checks need, and its hash.
+
+    Attributes
+    ----------
+    where
+        ``"adata.X"`` or ``"adata.layers['name']"``, for the messages.
+    nonfinite
+        ``(values, first row, last row)`` of the first block of rows holding NaN or infinite values, else ``None``.
+    zero_genes
+        Indices of the genes that are zero in every cell.
+    has_negative
+        Whether any value is negative.
+    non_integer
+        A value that is not an integer (the most fractional of the first block holding one), else ``None``.
+    zero_cells
+        Indices of the cells whose values sum to zero.
+    data_hash
+        :func:`scsparse.results.data_hash` of the data.
+    """
+
+    where: str
+    nonfinite: tuple[int, int, int] | None
+    zero_genes: np.ndarray
+    has_negative: bool
+    non_integer: float | None
+    zero_cells: np.ndarray
+    data_hash: str
+
+
+def scan_anndata(adata: AnnData, layer: str | None) -> DataScan:
+    """Read the matrix a model is set up on once, in row blocks, for :func:`check_anndata`, :func:`check_counts`
+    and the data hash of the provenance.
+
+    Raises
+    ------
+    InvalidInputError
+        When a layer is missing or the values are not numbers.
+    """
+    matrix = get_matrix(adata, layer)
+    hasher = DataHasher(adata)
+    nonfinite, non_integer, has_negative = None, None, False
+    gene_abs_sum = np.zeros(adata.n_vars)
+    zero_cells: list[np.ndarray] = []
+    start = 0
+    for block in iter_row_chunks(matrix):
+        values = _values(block)
+        if values.dtype.kind not in "biuf":
+            raise InvalidInputError(f"{_where(layer)} has dtype {values.dtype}; expected numbers.")
+        stop = start + block.shape[0]
+        finite = np.isfinite(values) if values.dtype.kind == "f" else None
+        if finite is not None and not finite.all():
+            if nonfinite is None:
+                nonfinite = (int((~finite).sum()), start, stop - 1)
+            values = values[finite]  # the counts checks below look at the finite values
+        has_negative = has_negative or bool((values < 0).any())
+        if non_integer is None:
+            frac = np.abs(values - np.round(values))
+            if (frac > 1e-6).any():
+                non_integer = float(values[np.argmax(frac)])
+        zero_cells.append(start + np.flatnonzero(np.asarray(block.sum(axis=1)).ravel() == 0))
+        gene_abs_sum += np.asarray(abs(block).sum(axis=0)).ravel()
+        hasher.update(block)
+        start = stop
+    return DataScan(
+        where=_where(layer),
+        nonfinite=nonfinite,
+        zero_genes=np.flatnonzero(gene_abs_sum == 0),
+        has_negative=has_negative,
+        non_integer=non_integer,
+        zero_cells=np.concatenate(zero_cells) if zero_cells else np.zeros(0, dtype=int),
+        data_hash=hasher.hexdigest(),
+    )
+
+
+def check_anndata(adata: AnnData, layer: str | None) -> DataScan:
+    """Shape, unique gene names, missing layer, NaN/inf and all-zero genes, in one pass over the matrix.
+
+    Returns
+    -------
+    DataScan
+        The facts of the pass, for :func:`check_counts` and the provenance's data hash.
 
     Raises
     ------
@@ -67,32 +151,23 @@ def check_anndata(adata: AnnData, layer: str | None) -> None:
             "steps that produced it; a model needs at least one cell and one gene."
         )
     check_unique_gene_names(adata)
-    matrix = get_matrix(adata, layer)
-    _check_backed_storage(adata, layer, matrix)
-    gene_abs_sum = np.zeros(adata.n_vars)
-    start = 0
-    for block in iter_row_chunks(matrix):
-        values = _values(block)
-        if values.dtype.kind not in "biuf":
-            raise InvalidInputError(f"{_where(layer)} has dtype {values.dtype}; expected numbers.")
-        if values.dtype.kind == "f" and not np.isfinite(values).all():
-            n_bad = int((~np.isfinite(values)).sum())
-            raise InvalidInputError(
-                f"{_where(layer)} contains {n_bad} NaN or infinite value(s) "
-                f"(in rows {start}-{start + block.shape[0] - 1}). "
-                "Remove or impute them (e.g. recompute the layer from raw counts) before setting up the model."
-            )
-        gene_abs_sum += np.asarray(abs(block).sum(axis=0)).ravel()
-        start += block.shape[0]
-    zero_genes = np.flatnonzero(gene_abs_sum == 0)
-    if zero_genes.size:
-        names = ", ".join(map(str, adata.var_names[zero_genes[:5]]))
+    _check_backed_storage(adata, layer, get_matrix(adata, layer))
+    scan = scan_anndata(adata, layer)
+    if scan.nonfinite is not None:
+        n_bad, first, last = scan.nonfinite
         raise InvalidInputError(
-            f"{zero_genes.size} gene(s) are zero in every cell of {_where(layer)} (e.g. {names}). "
+            f"{scan.where} contains {n_bad} NaN or infinite value(s) (in rows {first}-{last}). "
+            "Remove or impute them (e.g. recompute the layer from raw counts) before setting up the model."
+        )
+    if scan.zero_genes.size:
+        names = ", ".join(map(str, adata.var_names[scan.zero_genes[:5]]))
+        raise InvalidInputError(
+            f"{scan.zero_genes.size} gene(s) are zero in every cell of {scan.where} (e.g. {names}). "
             "They carry no information; remove them first, e.g. with "
             "`adata = adata[:, adata.X.sum(0).A1 > 0].copy()` or "
             "`scanpy.pp.filter_genes(adata, min_cells=1)`."
         )
+    return scan
 
 
 def check_unique_gene_names(adata: AnnData) -> None:
@@ -125,34 +200,31 @@ def check_unique_gene_names(adata: AnnData) -> None:
     )
 
 
-def check_counts(adata: AnnData, layer: str | None, likelihood: str) -> None:
-    """Non-negative integers and no all-zero cells, as a count likelihood needs (streamed over row blocks)."""
-    matrix = get_matrix(adata, layer)
-    start = 0
-    for block in iter_row_chunks(matrix):
-        values = _values(block)
-        if (values < 0).any():
-            raise InvalidInputError(
-                f"{_where(layer)} has negative values, but gene_likelihood={likelihood!r} models counts. "
-                "Point layer= at the raw counts, or use gene_likelihood='normal' for normalised or scaled data."
-            )
-        frac = np.abs(values - np.round(values))
-        if (frac > 1e-6).any():
-            example = float(values[np.argmax(frac)])
-            raise InvalidInputError(
-                f"{_where(layer)} has non-integer values (e.g. {example:.4g}), but "
-                f"gene_likelihood={likelihood!r} models raw counts. Set up the model on the raw counts "
-                "layer (e.g. layer='counts'), or use gene_likelihood='normal' for log-normalised data."
-            )
-        totals = np.asarray(block.sum(axis=1)).ravel()
-        if (totals == 0).any():
-            bad = np.flatnonzero(totals == 0)
-            names = ", ".join(map(str, adata.obs_names[start + bad[:5]]))
-            raise InvalidInputError(
-                f"{bad.size} cell(s) have zero total counts in {_where(layer)} (e.g. {names}) so their "
-                "library size is zero. Remove them first, e.g. `scanpy.pp.filter_cells(adata, min_counts=1)`."
-            )
-        start += block.shape[0]
+def check_counts(scan: DataScan, obs_names: pd.Index, likelihood: str) -> None:
+    """Non-negative integers and no all-zero cells, as a count likelihood needs (from :func:`check_anndata`'s scan).
+
+    Raises
+    ------
+    InvalidInputError
+        With what is wrong and what to do.
+    """
+    if scan.has_negative:
+        raise InvalidInputError(
+            f"{scan.where} has negative values, but gene_likelihood={likelihood!r} models counts. "
+            "Point layer= at the raw counts, or use gene_likelihood='normal' for normalised or scaled data."
+        )
+    if scan.non_integer is not None:
+        raise InvalidInputError(
+            f"{scan.where} has non-integer values (e.g. {scan.non_integer:.4g}), but "
+            f"gene_likelihood={likelihood!r} models raw counts. Set up the model on the raw counts "
+            "layer (e.g. layer='counts'), or use gene_likelihood='normal' for log-normalised data."
+        )
+    if scan.zero_cells.size:
+        names = ", ".join(map(str, obs_names[scan.zero_cells[:5]]))
+        raise InvalidInputError(
+            f"{scan.zero_cells.size} cell(s) have zero total counts in {scan.where} (e.g. {names}) so their "
+            "library size is zero. Remove them first, e.g. `scanpy.pp.filter_cells(adata, min_counts=1)`."
+        )
 
 
 def _check_obs_column(adata: AnnData, key: str, role: str, argument: str) -> pd.Series:

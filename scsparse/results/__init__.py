@@ -33,10 +33,18 @@ from ._keys import factors_key, loadings_key, pip_key, result_keys, study_key_na
 from ._programmes import OVERLAP_FRACTION, jaccard_matrix, rank_genes
 from ._read import FitResults, MissingResultsError, is_multistudy, read_results, study_cells
 from ._response import FactorResponse
-from ._write import check_keys_free, data_hash, h5ad_safe, write_multistudy_results, write_sparse_vae_results
+from ._write import (
+    DataHasher,
+    check_keys_free,
+    data_hash,
+    h5ad_safe,
+    write_multistudy_results,
+    write_sparse_vae_results,
+)
 
 __all__ = [
     "OVERLAP_FRACTION",
+    "DataHasher",
     "FactorResponse",
     "FitResults",
     "MissingResultsError",

@@ -15,6 +15,7 @@ from scsparse._matrix import get_matrix, iter_row_chunks
 from ._keys import factors_key, loadings_key, pip_key, result_keys, study_key_name
 
 __all__ = [
+    "DataHasher",
     "check_keys_free",
     "data_hash",
     "h5ad_safe",
@@ -23,24 +24,52 @@ __all__ = [
 ]
 
 
+class DataHasher:
+    """SHA-256 of the data a model saw, fed one row block at a time (see :func:`data_hash`).
+
+    Examples
+    --------
+    >>> import anndata, numpy as np
+    >>> from scsparse._matrix import iter_row_chunks
+    >>> adata = anndata.AnnData(np.eye(3, dtype=np.float32))
+    >>> hasher = DataHasher(adata)
+    >>> for block in iter_row_chunks(adata.X):
+    ...     hasher.update(block)
+    >>> hasher.hexdigest() == data_hash(adata, None)
+    True
+    """
+
+    def __init__(self, adata: AnnData) -> None:
+        self._h = hashlib.sha256()
+        self._h.update(np.asarray(adata.shape, dtype=np.int64).tobytes())
+        self._h.update("\x1f".join(map(str, adata.obs_names)).encode())
+        self._h.update("\x1e".join(map(str, adata.var_names)).encode())
+
+    def update(self, block: np.ndarray | sp.spmatrix) -> None:
+        """Add the next block of rows (blocks as :func:`~scsparse._matrix.iter_row_chunks` yields them)."""
+        csr = sp.csr_matrix(block, dtype=np.float64)
+        csr.eliminate_zeros()
+        csr.sort_indices()
+        self._h.update(csr.indptr.astype(np.int64).tobytes())
+        self._h.update(csr.indices.astype(np.int64).tobytes())
+        self._h.update(csr.data.tobytes())
+
+    def hexdigest(self) -> str:
+        """The hash of the blocks added so far."""
+        return self._h.hexdigest()
+
+
 def data_hash(adata: AnnData, layer: str | None) -> str:
     """SHA-256 of the data a model saw: shape, cell and gene names and the matrix values.
 
     Dense and sparse storage of the same values give the same hash (blocks are hashed as CSR float64
-    with sorted indices), so the hash identifies the data, not its storage.
+    with sorted indices), so the hash identifies the data, not its storage. The blocks are those of
+    :func:`~scsparse._matrix.iter_row_chunks`.
     """
-    h = hashlib.sha256()
-    h.update(np.asarray(adata.shape, dtype=np.int64).tobytes())
-    h.update("\x1f".join(map(str, adata.obs_names)).encode())
-    h.update("\x1e".join(map(str, adata.var_names)).encode())
+    hasher = DataHasher(adata)
     for block in iter_row_chunks(get_matrix(adata, layer)):
-        csr = sp.csr_matrix(block, dtype=np.float64)
-        csr.eliminate_zeros()
-        csr.sort_indices()
-        h.update(csr.indptr.astype(np.int64).tobytes())
-        h.update(csr.indices.astype(np.int64).tobytes())
-        h.update(csr.data.tobytes())
-    return h.hexdigest()
+        hasher.update(block)
+    return hasher.hexdigest()
 
 
 def h5ad_safe(value: Any) -> Any:

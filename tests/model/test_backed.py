@@ -78,8 +78,10 @@ def test_checks_stream_over_blocks_and_name_the_right_cell(tmp_path, monkeypatch
     backed = ad.read_h5ad(_write(tmp_path / "empty_cell.h5ad", counts), backed="r")
     monkeypatch.setattr(_matrix, "_CHUNK_ELEMENTS", 25 * 10)  # 10-row blocks
     assert [b.shape[0] for b in _matrix.iter_row_chunks(backed.X)] == [10] * 12
+    scan = _validation.check_anndata(backed, None)
+    assert scan.zero_cells.tolist() == [97]
     with pytest.raises(InvalidInputError, match="cell97"):
-        _validation.check_counts(backed, None, "nb")
+        _validation.check_counts(scan, backed.obs_names, "nb")
 
     fractional = _counts(n_obs=60)
     fractional[55, 3] = 2.5

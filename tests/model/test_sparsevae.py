@@ -385,3 +385,24 @@ def test_the_seed_is_reported_once_unless_training_changes_it(counts_adata, capl
     again = SparseVAE(counts_adata, n_latent=3, n_hidden=8, seed=3)
     again.train(max_epochs=1, enable_progress_bar=False)
     np.testing.assert_array_equal(again.get_latent_representation(), first)
+
+
+def test_a_fit_reads_the_matrix_once_for_its_checks_and_data_hash(counts_adata, monkeypatch):
+    from scsparse.model import _base, _validation
+    from scsparse.results import data_hash
+
+    scans = []
+    real_scan = _validation.scan_anndata
+
+    def counted(*args):
+        scans.append(args)
+        return real_scan(*args)
+
+    monkeypatch.setattr(_validation, "scan_anndata", counted)
+    monkeypatch.setattr(_base, "scan_anndata", counted)
+    SparseVAE.setup_anndata(counts_adata, layer="counts")
+    model = SparseVAE(counts_adata, n_latent=2, n_hidden=8)
+    model.train(max_epochs=1, batch_size=64, enable_progress_bar=False)
+    model.write_results(counts_adata)
+    assert len(scans) == 1
+    assert counts_adata.uns["sparsevae"]["data_hash"] == data_hash(counts_adata, "counts")
