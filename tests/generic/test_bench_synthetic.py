@@ -5,19 +5,14 @@ import pandas as pd
 import pytest
 import torch
 
+from scsparse.data._simulate import simulate_eq9
 from scsparse.generic.benchmarks import BENCHMARKS, run
 from scsparse.generic.benchmarks import _synthetic as syn
+from scsparse.generic.benchmarks import _synthetic_methods as syn_methods
+from scsparse.generic.benchmarks import _synthetic_summary as syn_summary
 from scsparse.generic.benchmarks._common import format_mean_sd, markdown_table
-from scsparse.generic.benchmarks._synthetic import (
-    BETA_GRID,
-    RESULT_COLUMNS,
-    VALIDATION_SEED,
-    MethodOutput,
-    active_units,
-    run_synthetic,
-    select_beta,
-    split_indices,
-)
+from scsparse.generic.benchmarks._synthetic import RESULT_COLUMNS, active_units, run_synthetic, select_beta
+from scsparse.generic.benchmarks._synthetic_methods import BETA_GRID, VALIDATION_SEED, MethodOutput, split_indices
 
 EXPECTED_COLUMNS = [
     "method",
@@ -91,7 +86,7 @@ def _fake_output(split, z, W=None, pip=None):
 
 
 def _true_codes(split, noise, seed):
-    data = syn.simulate_eq9(split.adata_all.n_obs, split.rho, seed=split.seed)
+    data = simulate_eq9(split.adata_all.n_obs, split.rho, seed=split.seed)
     rng = np.random.default_rng(seed)
     z = np.hstack([data.Z, np.zeros((data.Z.shape[0], 3))]) + noise * rng.normal(size=(data.Z.shape[0], 5))
     return data, z
@@ -129,7 +124,7 @@ def test_select_beta_ties_go_to_the_smaller_beta(monkeypatch):
 
 def test_dense_vaes_get_the_sparse_vaes_kl_warmup():
     X = np.random.default_rng(0).normal(size=(60, 3)).astype("float32")
-    model = syn._warmup_vae_class()(kl_warmup_fraction=0.25, n_latent=2, beta=4.0, max_epochs=8, n_hidden=8)
+    model = syn_methods._warmup_vae_class()(kl_warmup_fraction=0.25, n_latent=2, beta=4.0, max_epochs=8, n_hidden=8)
     model.fit(X)
     assert model.module.kl_warmup_epochs == 2 and model.module.kl_weight == 4.0
     model.fit(X, max_epochs=4)  # the warm-up follows the epochs actually run
@@ -224,7 +219,7 @@ def test_targets_not_met_are_explained():
         )
         rows.append({"method": "VAE", "seed": s, "rho": 0.2, "dci": 0.5, "beta": math.nan})
         rows.append({"method": "beta-VAE", "seed": s, "rho": 0.2, "dci": 0.4, "beta": 4.0})
-    lines = "\n".join(syn._targets_section(pd.DataFrame(rows), [0.2], quick=False, seeds=3))
+    lines = "\n".join(syn_summary._targets_section(pd.DataFrame(rows), [0.2], quick=False, seeds=3))
     assert "beta-VAE (beta=4) 0.400" in lines and "above both in 0/3 datasets | not met |" in lines
     assert "mean F 0.700" in lines and "| not met |" in lines
     assert "Why the targets not met were missed" in lines
@@ -234,7 +229,7 @@ def test_targets_not_met_are_explained():
 
 def test_support_is_scored_on_a_code_the_model_keeps_active():
     """A switched-off code that tracks a true factor must not take the match from the active code carrying it."""
-    data, split = syn._make_split(300, rho=0.4, seed=0)
+    data, split = syn_methods._make_split(300, rho=0.4, seed=0)
     Z = data.Z
     rng = np.random.default_rng(0)
     # code 0 carries z1 and selects its features; code 1 is switched off (no loading) but tracks z1 even more
@@ -250,9 +245,9 @@ def test_collapse_section_lists_fits_without_active_units():
     df = pd.DataFrame(
         {"method": ["VAE", "VAE", "SparseVAE"], "rho": [0.2, 0.2, 0.2], "seed": [0, 1, 0], "active_units": [0.0, 2, 2]}
     )
-    lines = "\n".join(syn._collapse_section(df))
+    lines = "\n".join(syn_summary._collapse_section(df))
     assert "- VAE, rho=0.2: 1/2 datasets (seeds 0)" in lines and "SparseVAE" not in lines
-    assert "Every fit kept" in "\n".join(syn._collapse_section(df.assign(active_units=1.0)))
+    assert "Every fit kept" in "\n".join(syn_summary._collapse_section(df.assign(active_units=1.0)))
 
 
 def test_run_synthetic_rejects_bad_options(tmp_path):
@@ -345,8 +340,8 @@ def test_baselines_are_the_best_of_the_same_number_of_fits(monkeypatch):
     from scsparse.generic.benchmarks._common import RESTART_SEED_STEP
     from scsparse.generic.models import VAE
 
-    monkeypatch.setitem(syn.SYNTHETIC_SETTINGS, "n_restarts", 3)
-    _, split = syn._make_split(200, rho=0.2, seed=4)
+    monkeypatch.setitem(syn_methods.SYNTHETIC_SETTINGS, "n_restarts", 3)
+    _, split = syn_methods._make_split(200, rho=0.2, seed=4)
     X_train = split.arrays()[0]
     built = []
 
@@ -354,7 +349,7 @@ def test_baselines_are_the_best_of_the_same_number_of_fits(monkeypatch):
         built.append(VAE(n_latent=2, max_epochs=2, seed=seed))
         return built[-1]
 
-    out, kept = syn._fit_array_model(make, split, max_epochs=2)
+    out, kept = syn_methods._fit_array_model(make, split, max_epochs=2)
     assert [m.seed for m in built] == [4 + r * RESTART_SEED_STEP for r in range(3)]
     objectives = [m.training_objective(X_train) for m in built]
     assert kept is built[int(np.argmin(objectives))]
@@ -367,13 +362,13 @@ def test_sparse_vae_is_fitted_with_the_papers_decoder(monkeypatch):
 
     assert DECODER_DEFAULTS["first_bias"] is True  # the package default differs, so the pin matters
     kept = []
-    best_of_restarts = syn.best_of_restarts
+    best_of_restarts = syn_methods.best_of_restarts
 
     def keep(fit, seed, n):
         kept.append(best_of_restarts(fit, seed, n))
         return kept[-1]
 
-    monkeypatch.setattr(syn, "best_of_restarts", keep)
-    _, split = syn._make_split(200, rho=0.2, seed=0)
-    syn.fit_sparsevae(split, max_epochs=1, n_restarts=1)
+    monkeypatch.setattr(syn_methods, "best_of_restarts", keep)
+    _, split = syn_methods._make_split(200, rho=0.2, seed=0)
+    syn_methods.fit_sparsevae(split, max_epochs=1, n_restarts=1)
     assert kept[0].module.decoder.first_bias is None

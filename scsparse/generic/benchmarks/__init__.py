@@ -54,7 +54,7 @@ __all__ = ["BENCHMARKS", "run", "run_all"]
 _REGISTRY: dict[str, str] = {
     "synthetic": "_synthetic:run_synthetic",
     "multistudy": "_multistudy:run_multistudy",
-    "multistudy_real": "_multistudy:run_multistudy_real",
+    "multistudy_real": "_multistudy_real:run_multistudy_real",
     "bars": "_bars:run_bars",
     "mocap": "_mocap:run_mocap",
     "text": "_text:run_text",
