@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -10,7 +10,7 @@ from anndata import AnnData
 
 from scsparse._checks import InvalidInputError, did_you_mean
 
-__all__ = ["chunk_rows_for", "get_matrix", "iter_row_chunks"]
+__all__ = ["chunk_rows_for", "column_variances", "get_matrix", "iter_row_chunks"]
 
 _CHUNK_ROWS = 10_000
 _CHUNK_ELEMENTS = 2**24  # about 64 MB of float32 per dense block: bounded memory whatever the number of genes
@@ -109,3 +109,24 @@ def iter_row_chunks(matrix, chunk_rows: int | None = None) -> Iterator[np.ndarra
             yield sp.csr_matrix(block)
         else:
             yield np.asarray(block)
+
+
+def column_variances(blocks: Iterable) -> np.ndarray:
+    """Sample variances (``ddof=1``) of a matrix's columns, from its row blocks (dense, sparse or tensors).
+
+    One pass, memory flat in the number of rows: sums and sums of squares in float64.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> column_variances(iter_row_chunks(np.array([[0.0, 1.0], [2.0, 1.0], [4.0, 1.0]]), chunk_rows=2))
+    array([4., 0.])
+    """
+    n, s1, s2 = 0, 0.0, 0.0
+    for block in blocks:
+        dense = np.asarray(block.toarray() if sp.issparse(block) else block, dtype=np.float64)
+        n += dense.shape[0]
+        s1 = s1 + dense.sum(0)
+        s2 = s2 + (dense**2).sum(0)
+    mean = s1 / n
+    return np.maximum(s2 / n - mean**2, 0.0) * n / max(n - 1, 1)

@@ -18,7 +18,7 @@ from scvi.model._utils import get_max_epochs_heuristic, use_distributed_sampler
 from scvi.model.base import BaseModelClass, UnsupervisedTrainingMixin, VAEMixin
 
 from scsparse._checks import InvalidInputError, accepted_keywords, check_keywords, did_you_mean
-from scsparse._matrix import get_matrix, iter_row_chunks
+from scsparse._matrix import column_variances, get_matrix, iter_row_chunks
 from scsparse.module import COUNT_LIKELIHOODS, SparseVAEModule
 from scsparse.nn import MaskedDecoder, calibrate_inverse_gamma, flush_denormals
 from scsparse.results import FactorResponse
@@ -43,19 +43,6 @@ def _reseed(seed: int, quiet: bool) -> None:
         settings.seed = seed
     finally:
         seed_logger.setLevel(level)
-
-
-def _feature_variances(adata: AnnData, layer: str | None) -> np.ndarray:
-    """Per-gene sample variances, streamed over row blocks."""
-    n, s1, s2 = 0, 0.0, 0.0
-    for block in iter_row_chunks(get_matrix(adata, layer)):
-        dense = block.toarray() if hasattr(block, "toarray") else block
-        dense = dense.astype(np.float64)
-        n += dense.shape[0]
-        s1 = s1 + dense.sum(0)
-        s2 = s2 + (dense**2).sum(0)
-    mean = s1 / n
-    return np.maximum(s2 / n - mean**2, 0.0) * n / max(n - 1, 1)
 
 
 class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseModelClass):
@@ -190,7 +177,7 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         self.seed = int(seed)
         settings.seed = self.seed
         if gene_likelihood == "normal":
-            return calibrate_inverse_gamma(_feature_variances(self.adata, layer))
+            return calibrate_inverse_gamma(column_variances(iter_row_chunks(get_matrix(self.adata, layer))))
         return 1.0
 
     # ------------------------------------------------------------------ set-up

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
+from scsparse._matrix import column_variances
 from scsparse.nn import calibrate_inverse_gamma, warn_no_active_factor
 
 from ._base import TorchArrayModel
@@ -29,14 +30,7 @@ def feature_variances(X: np.ndarray | DataLoader) -> np.ndarray:
     """
     if not isinstance(X, DataLoader):
         return np.asarray(X, dtype=np.float64).var(axis=0, ddof=1)
-    n, s1, s2 = 0, 0.0, 0.0
-    for (x,) in X:
-        block = np.asarray(x, dtype=np.float64)
-        n += block.shape[0]
-        s1 = s1 + block.sum(0)
-        s2 = s2 + (block**2).sum(0)
-    mean = s1 / n
-    return np.maximum(s2 / n - mean**2, 0.0) * n / max(n - 1, 1)
+    return column_variances(x for (x,) in X)
 
 
 def _em_after_step(module: nn.Module, optimizer: torch.optim.Optimizer) -> None:
