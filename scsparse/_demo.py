@@ -7,6 +7,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scsparse._text import format_p
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import pandas as pd
@@ -20,13 +22,12 @@ __all__ = [
     "DEFAULT_N_HIDDEN",
     "celltype_accuracy",
     "add_diagnostics",
-    "describe_factors",
     "factor_table",
     "run_demo",
 ]
 
 #: Training settings of the default demo (``scsparse demo``, ``make demo``), chosen so that it finishes in a
-#: couple of minutes on 2 CPU cores (about 70 s for the whole demo here). The masked decoder evaluates a
+#: couple of minutes on 2 CPU cores (about 70 s for the whole demo). The masked decoder evaluates a
 #: (cells x genes x hidden) tensor per minibatch, so the width is the main cost: 64 hidden units instead of the
 #: model's 128. With ``lr=1e-2`` (the paper's rate and the model's default; ``1e-3`` moves ``W`` too little in so
 #: few epochs) 60 epochs over the embedded 1975 x 2004 data (batch 128) give a sparse mask (8 of 20 factors active,
@@ -214,7 +215,7 @@ def _diagnostic_lines(summary: dict[str, Any], n_genes: int) -> list[str]:
     if len(flagged):
         for _, row in flagged.iterrows():
             best = (
-                f" (best: {row['best_term']}, adj. p {_fmt_p(float(row['best_p_adj']))})"
+                f" (best: {row['best_term']}, adj. p {format_p(float(row['best_p_adj']))})"
                 if row["best_term"] and float(row["best_p_adj"]) < 1.0
                 else ""
             )
@@ -351,103 +352,6 @@ def write_report(path: Path, adata, summary: dict[str, Any], table: pd.DataFrame
     path.write_text("\n".join(lines))
 
 
-def _fmt_p(p: float) -> str:
-    if p <= 0.0:
-        return "< 1e-300"  # below double precision
-    return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
-
-
-def describe_factors(
-    adata,
-    key: str = KEY,
-    factors: list[str] | None = None,
-    enrichment: pd.DataFrame | None = None,
-    n_genes: int = 6,
-    n_terms: int = 2,
-    max_p_adj: float = 0.05,
-) -> list[str]:
-    """Markdown bullets, one per factor: genes up and down with it, best gene sets, conditions and cell types.
-
-    Uses the data-defined direction of :func:`scsparse.tl.top_genes` (genes higher or lower in cells where the
-    factor is high), the enrichment table of :func:`scsparse.tl.enrich` and the associations stored by
-    :func:`scsparse.tl.factor_association` for ``condition`` and ``cell_type`` (when present in ``uns``).
-
-    Parameters
-    ----------
-    adata
-        The result AnnData.
-    key
-        The ``key_added`` of the fit.
-    factors
-        Factors to describe (default: the active factors).
-    enrichment
-        The enrichment table (or ``None``).
-    n_genes
-        Genes listed per direction.
-    n_terms
-        Gene sets listed per direction.
-    max_p_adj
-        Adjusted p-value below which a gene set or an association is reported.
-
-    Returns
-    -------
-    list of str
-        Markdown lines.
-    """
-    from scsparse import tl
-
-    uns = adata.uns[key]
-    factors = [str(f) for f in uns["active_factors"]] if factors is None else factors
-    if not factors:
-        return []
-    genes = tl.top_genes(adata, key=key, n_top=max(200, 4 * n_genes), factors=factors)
-    assoc = {g: adata.uns.get(f"{key}_association_{g}") for g in ("condition", "cell_type")}
-    lines = []
-    for f in factors:
-        g = genes[genes["factor"] == f]
-        up = ", ".join(g.loc[g["direction"] == "positive", "gene"].head(n_genes)) or "none"
-        down = ", ".join(g.loc[g["direction"] == "negative", "gene"].head(n_genes)) or "none"
-        parts = [f"- **{f}**: genes up with it: {up}; genes down with it: {down}."]
-        if enrichment is not None and len(enrichment):
-            from scsparse.pl._enrichment import short_term
-
-            hits = []  # the top terms of each direction, most significant first
-            for d, arrow in (("positive", "up"), ("negative", "down")):
-                e = enrichment[
-                    (enrichment["factor"] == f) & (enrichment["direction"] == d) & (enrichment["p_adj"] <= max_p_adj)
-                ].sort_values("p_adj")
-                hits += [(float(row["p_adj"]), arrow, row) for _, row in e.head(n_terms).iterrows()]
-            terms = [
-                f"{short_term(row['term'], 60)} ({arrow}, {int(row['overlap'])} genes, adj. p {_fmt_p(p_adj)})"
-                for p_adj, arrow, row in sorted(hits, key=lambda h: h[0])
-            ]
-            parts.append(f"Gene sets: {'; '.join(terms)}." if terms else f"No gene set at adj. p <= {max_p_adj:g}.")
-        for name, label in (("condition", "condition"), ("cell_type", "cell type")):
-            table = assoc.get(name)
-            if table is None or not len(table):
-                continue
-            t = table[(table["factor"] == f) & (table["p_adj"] <= max_p_adj)]
-            if not len(t):
-                parts.append(f"{label.capitalize()}: no difference at adj. p <= {max_p_adj:g}.")
-                continue
-            hi = t.loc[t["cohens_d"].idxmax()]
-            lo = t.loc[t["cohens_d"].idxmin()]
-            if table[table["factor"] == f]["group"].nunique() == 2:  # two groups: one statement
-                parts.append(
-                    f"{label.capitalize()}: higher in {hi['group']} (Cohen's d {hi['cohens_d']:+.2f}, adj. p "
-                    f"{_fmt_p(float(hi['p_adj']))})."
-                )
-                continue
-            text = []
-            if hi["cohens_d"] > 0:
-                text.append(f"highest in {hi['group']} (d {hi['cohens_d']:+.2f}, adj. p {_fmt_p(float(hi['p_adj']))})")
-            if lo["cohens_d"] < 0:
-                text.append(f"lowest in {lo['group']} (d {lo['cohens_d']:+.2f}, adj. p {_fmt_p(float(lo['p_adj']))})")
-            parts.append(f"{label.capitalize()}s: {', '.join(text)}.")
-        lines.append(" ".join(parts))
-    return lines
-
-
 def _interpretation_lines(summary: dict[str, Any]) -> list[str]:
     """The report's section on what each factor is (genes, gene sets, associations)."""
     lines = ["", "## What each factor is", ""]
@@ -494,13 +398,13 @@ def _association_table(adata, key: str, factors: list[str]) -> pd.DataFrame:
             stim = c[c["group"] == "stimulated"]
             pick = stim.iloc[0] if len(stim) else c.iloc[0]
             row["condition_d"] = float(pick["cohens_d"]) if len(stim) else float("nan")
-            row["condition_adj_p"] = _fmt_p(float(pick["p_adj"]))
+            row["condition_adj_p"] = format_p(float(pick["p_adj"]))
         if ctype is not None and len(ctype):
             t = ctype[ctype["factor"] == f]
             hi, lo = t.loc[t["cohens_d"].idxmax()], t.loc[t["cohens_d"].idxmin()]
             row["highest_cell_type"] = str(hi["group"])
             row["highest_d"] = float(hi["cohens_d"])
-            row["highest_adj_p"] = _fmt_p(float(hi["p_adj"]))
+            row["highest_adj_p"] = format_p(float(hi["p_adj"]))
             row["lowest_cell_type"] = str(lo["group"])
             row["lowest_d"] = float(lo["cohens_d"])
         rows.append(row)
@@ -675,8 +579,6 @@ def run_demo(
         figures.append(out / RESPONSE_FIGURE)
 
     _say(f"interpretation: gene-set enrichment ({GENE_SETS}) and associations with condition and cell type", verbose)
-    for column in ("condition", "cell_type"):
-        tl.factor_association(adata, column, key=KEY, factors=shown)
     enrichment, enrichment_note = _run_enrichment(adata, KEY, shown, out, verbose)
     if enrichment is not None and len(enrichment):
         try:
@@ -685,7 +587,10 @@ def run_demo(
             figures.append(out / ENRICHMENT_FIGURE)
         except ValueError as exc:  # nothing to draw
             _say(f"no enrichment plot: {exc}", verbose)
-    descriptions = describe_factors(adata, KEY, shown, enrichment)
+    description = tl.describe_factors(
+        adata, key=KEY, factors=shown, groupby=["condition", "cell_type"], enrichment=enrichment
+    )
+    descriptions = tl.factor_report(description)
 
     table = factor_table(adata, KEY, shown if not active else None)
     diagnostics = tl.factor_diagnostics(adata, key=KEY, factors=shown, enrichment=enrichment)

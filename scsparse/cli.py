@@ -72,9 +72,10 @@ def _read_h5ad(path: Path):
         raise CLIError(f"could not read {str(path)!r} as an .h5ad file ({type(exc).__name__}: {exc}).") from exc
 
 
-def _fit_figures(adata, key: str, folder: Path, seed: int, model=None) -> list[Path]:
+def _fit_figures(adata, key: str, folder: Path, seed: int, model=None, groupby: list[str] | None = None) -> list[Path]:
     """Figures of a fit: loadings heatmap, factor UMAP, with the model the traversals of the active factors
-    (``factor_responses.png``) and, for a multi-study fit, the shared/specific overview.
+    (``factor_responses.png``), for a multi-study fit the shared/specific overview, and ``factors.md`` (what each
+    active factor is: :func:`scsparse.tl.describe_factors` related to the ``groupby`` columns, in words).
 
     The UMAP is computed when the input has none, on the active factors (the active *shared* factors of a
     multi-study fit, which place every study's cells in one space), stored as ``obsm[f"X_{key}_active"]``.
@@ -86,7 +87,7 @@ def _fit_figures(adata, key: str, folder: Path, seed: int, model=None) -> list[P
     import numpy as np
     import scanpy as sc
 
-    from scsparse import pl
+    from scsparse import pl, tl
 
     folder.mkdir(parents=True, exist_ok=True)
     uns = adata.uns[key]
@@ -126,6 +127,10 @@ def _fit_figures(adata, key: str, folder: Path, seed: int, model=None) -> list[P
         written.append(folder / "factor_responses.png")
         axes = pl.factor_response(model.get_factor_response(seed=seed), n_genes=6, show=False, save=written[-1])
         plt.close(axes[0].figure)
+    written.append(folder / "factors.md")
+    description = tl.describe_factors(adata, key=key, groupby=groupby or [])
+    lines = [f"# What each factor of {key!r} is", "", *tl.factor_report(description), ""]
+    written[-1].write_text("\n".join(lines))
     return written
 
 
@@ -137,7 +142,12 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         raise CLIError(f"output file {str(out_path)!r} exists; pass --overwrite to replace it.")
     if out_path.resolve() == in_path.resolve():
         raise CLIError("--out must differ from the input file.")
+    if args.groupby and not args.figures:
+        raise CLIError("--groupby names the obs columns of factors.md, which --figures DIR writes: add --figures.")
     adata = _read_h5ad(in_path)
+    missing = [c for c in args.groupby or [] if c not in adata.obs.columns]
+    if missing:  # before training, not after
+        raise CLIError(f"--groupby: no column {missing} in the input's obs (columns: {list(adata.obs.columns)}).")
     print(f"{PROG} fit: {adata.n_obs} cells x {adata.n_vars} genes from {in_path}", flush=True)
 
     from scsparse import tl
@@ -161,7 +171,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         model = tl.multistudy_sparse_vae(adata, args.study_key, n_latent_shared=args.n_latent, key_added=key, **common)
     uns = adata.uns[key]
     active = [str(f) for f in uns["active_factors"]]
-    figures = _fit_figures(adata, key, Path(args.figures), args.seed, model) if args.figures else []
+    figures = _fit_figures(adata, key, Path(args.figures), args.seed, model, args.groupby) if args.figures else []
     out_path.parent.mkdir(parents=True, exist_ok=True)
     adata.write_h5ad(out_path)
     written = ", ".join(f"{attr}[{name!r}]" for attr, names in model.result_keys(key).items() for name in names)
@@ -389,8 +399,17 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         "--figures",
         default=None,
         metavar="DIR",
-        help="also write loadings_heatmap.png, factors_umap.png and factor_responses.png (the genes that change "
-        "most along each active factor) into DIR (computes a UMAP on the active factors when the input has none)",
+        help="also write loadings_heatmap.png, factors_umap.png, factor_responses.png (the genes that change "
+        "most along each active factor) and factors.md (what each active factor is) into DIR (computes a UMAP on "
+        "the active factors when the input has none)",
+    )
+    fit.add_argument(
+        "--groupby",
+        nargs="+",
+        default=None,
+        metavar="COL",
+        help="with --figures: obs columns that factors.md relates each factor to (groups where it is highest "
+        "and lowest, Cohen's d, adjusted p)",
     )
     _add_threads_argument(fit, "one per core")
     fit.set_defaults(handler=_cmd_fit)

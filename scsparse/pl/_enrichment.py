@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from os import PathLike
 from typing import Literal
@@ -14,37 +13,11 @@ from anndata import AnnData
 from matplotlib.axes import Axes
 
 from scsparse.results import MissingResultsError
+from scsparse.tl import short_term
 
 from ._loadings import _finish, _label_fontsize, _rotate_xlabels
 
 __all__ = ["enrichment_dotplot"]
-
-_PREFIXES = ("HALLMARK_", "GOBP_", "GO_", "KEGG_", "REACTOME_")
-
-
-def short_term(term: str, max_chars: int = 40, strip_prefix: bool = True) -> str:
-    """A readable one-line label of a gene-set name: collection prefix removed, ``_`` as spaces, truncated.
-
-    Examples
-    --------
-    >>> short_term("HALLMARK_INTERFERON_ALPHA_RESPONSE")
-    'INTERFERON ALPHA RESPONSE'
-    >>> short_term("regulation of transcription by RNA polymerase II (GO:0006357)", max_chars=30)
-    'regulation of transcription b…'
-    """
-    label = str(term)
-    if strip_prefix:
-        for prefix in _PREFIXES:
-            if label.upper().startswith(prefix):
-                label = label[len(prefix) :]
-                break
-        if "_" in label and " " not in label:
-            label = label.replace("_", " ")
-    if len(label) > max_chars:
-        label = re.sub(r"\s*\((GO|R-HSA|WP)[:\-][^)]*\)$", "", label)  # drop a trailing id before truncating
-    if len(label) > max_chars:
-        label = label[: max(1, max_chars - 1)].rstrip() + "…"
-    return label
 
 
 def _factor_label(factor: str) -> str:

@@ -11,6 +11,9 @@
   separately; :func:`load_gene_sets`, :func:`read_gmt`, :func:`read_panglaodb`, :func:`read_cellmarker` — gene-set
   libraries (GMT, registry names, PanglaoDB, CellMarker).
 - :func:`factor_association` — factor activity by group (effect size and tests).
+- :func:`describe_factors` — what each factor is, one row per factor: genes up and down with it, best gene sets,
+  the groups where it is highest and lowest; :func:`factor_report` says it in words (Markdown);
+  :func:`short_term` — a gene-set name shortened for display.
 - :func:`factor_diagnostics` — programme size relative to the genes, best gene set, and flags for broad factors
   without any enriched gene set and for factors that overlap another one.
 - :func:`stability` — reproducibility of each factor across seeds.
@@ -22,9 +25,18 @@ factors under their factor-table names, specific factors analysed within their o
 from scsparse.results import OVERLAP_FRACTION, result_keys
 
 from ._association import factor_association
+from ._describe import describe_factors, factor_report
 from ._diagnostics import BROAD_FRACTION, STUDY_SHIFT, factor_diagnostics
 from ._enrich import DEFAULT_N_TOP, bh_adjust, enrich
-from ._genesets import GENE_SET_LIBRARIES, GeneSetError, load_gene_sets, read_cellmarker, read_gmt, read_panglaodb
+from ._genesets import (
+    GENE_SET_LIBRARIES,
+    GeneSetError,
+    load_gene_sets,
+    read_cellmarker,
+    read_gmt,
+    read_panglaodb,
+    short_term,
+)
 from ._sparse_vae import multistudy_sparse_vae, sparse_vae
 from ._stability import stability
 from ._top_genes import factor_gene_correlation, top_genes
@@ -37,16 +49,19 @@ __all__ = [
     "OVERLAP_FRACTION",
     "STUDY_SHIFT",
     "bh_adjust",
+    "describe_factors",
     "enrich",
     "factor_association",
     "factor_diagnostics",
     "factor_gene_correlation",
+    "factor_report",
     "load_gene_sets",
     "multistudy_sparse_vae",
     "read_cellmarker",
     "read_gmt",
     "read_panglaodb",
     "result_keys",
+    "short_term",
     "sparse_vae",
     "stability",
     "top_genes",

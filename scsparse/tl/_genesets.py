@@ -26,6 +26,7 @@ __all__ = [
     "read_cellmarker",
     "read_gmt",
     "read_panglaodb",
+    "short_term",
 ]
 
 GeneSets = dict[str, list[str]]
@@ -373,3 +374,31 @@ def load_gene_sets(
         f"Unknown gene-set library {text!r}: it is neither a file nor a known name. Known names: "
         f"{', '.join(GENE_SET_LIBRARIES)} (or pass a GMT path or a dict {{name: [genes]}})."
     )
+
+
+_PREFIXES = ("HALLMARK_", "GOBP_", "GO_", "KEGG_", "REACTOME_")
+
+
+def short_term(term: str, max_chars: int = 40, strip_prefix: bool = True) -> str:
+    """A readable one-line label of a gene-set name: collection prefix removed, ``_`` as spaces, truncated.
+
+    Examples
+    --------
+    >>> short_term("HALLMARK_INTERFERON_ALPHA_RESPONSE")
+    'INTERFERON ALPHA RESPONSE'
+    >>> short_term("regulation of transcription by RNA polymerase II (GO:0006357)", max_chars=30)
+    'regulation of transcription b…'
+    """
+    label = str(term)
+    if strip_prefix:
+        for prefix in _PREFIXES:
+            if label.upper().startswith(prefix):
+                label = label[len(prefix) :]
+                break
+        if "_" in label and " " not in label:
+            label = label.replace("_", " ")
+    if len(label) > max_chars:
+        label = re.sub(r"\s*\((GO|R-HSA|WP)[:\-][^)]*\)$", "", label)  # drop a trailing id before truncating
+    if len(label) > max_chars:
+        label = label[: max(1, max_chars - 1)].rstrip() + "…"
+    return label

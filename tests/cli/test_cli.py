@@ -57,6 +57,7 @@ def test_fit_writes_results(input_file, tmp_path, capsys):
         [
             "fit", str(input_file), "--out", str(out), "--layer", "counts", "--batch-key", "batch",
             "--n-latent", "3", "--max-epochs", "2", "--seed", "4", "--key-added", "svae", "--figures", str(figures),
+            "--groupby", "batch",
         ]
     )  # fmt: skip
     assert code == 0
@@ -70,6 +71,8 @@ def test_fit_writes_results(input_file, tmp_path, capsys):
         assert (figures / "loadings_heatmap.png").stat().st_size > 1000
         assert (figures / "factors_umap.png").stat().st_size > 1000
         assert (figures / "factor_responses.png").stat().st_size > 1000
+        report = (figures / "factors.md").read_text()
+        assert all(f"**{f}**" in report for f in back.uns["svae"]["active_factors"]) and "Batch" in report
 
 
 def test_fit_input_errors(input_file, tmp_path, capsys):
@@ -92,6 +95,12 @@ def test_fit_input_errors(input_file, tmp_path, capsys):
     out.unlink()
     assert main(["fit", str(input_file), "--out", str(out), "--batch-key", "nope", "--max-epochs", "1"]) == 2
     assert "nope" in capsys.readouterr().err
+    # --groupby: only with --figures, and a missing column is named before training
+    assert main(["fit", str(input_file), "--out", str(out), "--groupby", "batch"]) == 2
+    assert "add --figures" in capsys.readouterr().err
+    args = ["fit", str(input_file), "--out", str(out), "--figures", str(tmp_path / "f"), "--groupby", "cell_typ"]
+    assert main(args) == 2
+    assert "cell_typ" in capsys.readouterr().err and not out.exists()
     # usage errors are argparse's
     with pytest.raises(SystemExit) as info:
         main(["fit", str(input_file), "--out", str(out), "--gene-likelihood", "gamma"])
@@ -154,8 +163,15 @@ def test_fit_figures_multistudy_umap_on_active_shared_factors(counts_factory, tm
     shared_active = [f for f in uns["active_factors"] if f in set(uns["shared_factors"])]
     assert shared_active
     written = _fit_figures(adata, "mssvae", tmp_path, seed=0)  # without the model: no traversals
-    assert [w.name for w in written] == ["multistudy_overview.png", "loadings_heatmap.png", "factors_umap.png"]
-    assert all(w.stat().st_size > 1000 for w in written)
+    assert [w.name for w in written] == [
+        "multistudy_overview.png",
+        "loadings_heatmap.png",
+        "factors_umap.png",
+        "factors.md",
+    ]
+    assert all(w.stat().st_size > 1000 for w in written[:-1])
+    report = written[-1].read_text()
+    assert all(f"- **{f}**: genes up with it:" in report for f in uns["active_factors"])
     assert adata.obsm["X_mssvae_active"].shape == (150, len(shared_active))
     names = list(uns["shared_factors"])
     np.testing.assert_array_equal(
@@ -163,7 +179,7 @@ def test_fit_figures_multistudy_umap_on_active_shared_factors(counts_factory, tm
     )
     assert adata.obsm["X_umap"].shape == (150, 2)
     with_model = _fit_figures(adata, "mssvae", tmp_path / "with_model", seed=0, model=model)
-    assert with_model[-1].name == "factor_responses.png" and with_model[-1].stat().st_size > 1000
+    assert with_model[-2].name == "factor_responses.png" and with_model[-2].stat().st_size > 1000
 
 
 def test_n_threads_applies_to_the_fit_and_is_restored(monkeypatch, input_file, tmp_path, capsys):

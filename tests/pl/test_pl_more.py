@@ -17,7 +17,7 @@ from matplotlib.axes import Axes  # noqa: E402
 
 import scsparse  # noqa: E402
 from scsparse.pl import MissingResultsError  # noqa: E402
-from scsparse.pl._enrichment import short_term  # noqa: E402
+from scsparse.tl import short_term  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
     "_planted_enrich_pl", Path(__file__).parents[1] / "tl" / "test_enrich.py"
