@@ -11,15 +11,13 @@ import torch
 
 from scsparse.data import registry
 from scsparse.generic.benchmarks import BENCHMARKS
-from scsparse.generic.benchmarks._patches import (
-    METHODS,
-    RESULT_COLUMNS,
+from scsparse.generic.benchmarks._patches import METHODS, RESULT_COLUMNS, load_patch_data, run_patches
+from scsparse.generic.models import (
+    SPARSE_CODING_PRIORS,
     LinearSparseCodingVAE,
     dictionary_step,
     fista,
     init_dictionary,
-    load_patch_data,
-    run_patches,
     sparse_coding_objective,
 )
 
@@ -150,6 +148,10 @@ def test_thresholded_prior_gives_about_ten_percent_nonzero():
 def test_linear_vae_rejects_unknown_prior():
     with pytest.raises(ValueError, match="prior must be one of"):
         LinearSparseCodingVAE(4, 4, "cauchy")
+
+
+def test_the_variational_methods_are_the_model_priors():
+    assert METHODS == ("fista", *SPARSE_CODING_PRIORS)
 
 
 def test_patch_data_is_standardised_with_training_statistics():

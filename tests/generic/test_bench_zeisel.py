@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from scsparse.data._zeisel_prep import prepare_zeisel, quantile_normalise, select_variable_genes, split_cells
 from scsparse.generic.benchmarks import BENCHMARKS, run
 from scsparse.generic.benchmarks import _zeisel as zb
 from scsparse.generic.benchmarks._zeisel import (
@@ -17,11 +18,7 @@ from scsparse.generic.benchmarks._zeisel import (
     METHODS,
     RESULT_COLUMNS,
     classify_cell_types,
-    prepare_zeisel,
-    quantile_normalise,
     run_zeisel,
-    select_variable_genes,
-    split_cells,
 )
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"

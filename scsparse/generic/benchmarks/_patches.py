@@ -32,19 +32,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from torch import nn
 
 from scsparse.generic.metrics import feature_collapse_rate, multi_information, posterior_collapse_rate
-from scsparse.nn._mlp import MLP
-from scsparse.nn._sparse_codes import (
-    base_kl,
-    relaxed_spike_slab_sample,
-    sample_base,
-    shifted_soft_threshold,
-    spike_slab_kl,
-    straight_through_spike_slab_sample,
-    straight_through_threshold,
+from scsparse.generic.models import (
+    SPARSE_CODING_THRESHOLDS,
+    LinearSparseCodingVAE,
+    dictionary_step,
+    fista,
+    init_dictionary,
+    sparse_coding_objective,
 )
+from scsparse.generic.models._linear_sparse_coding import SPIKE_TAU_DECAY, SPIKE_TAU_MIN
 
 from ._common import (
     check_positive_int,
@@ -61,12 +59,9 @@ __all__ = [
     "PAPER_TABLE1",
     "PATCH_SETTINGS",
     "RESULT_COLUMNS",
-    "LinearSparseCodingVAE",
     "PatchData",
-    "fista",
     "load_patch_data",
     "run_patches",
-    "sparse_coding_objective",
 ]
 
 #: Methods in the order of the paper's Table 1 (FISTA first, then the variational priors).
@@ -104,7 +99,7 @@ PATCH_SETTINGS: dict[str, Any] = {
     "kl_weight": 1e-2,
     "prior_scale": 0.1,  # Laplace b0; Gaussian variance (std sqrt(0.1))
     "spike_prior": 0.1,
-    "thresholds": {"gaussian": 0.52, "laplace": 0.25},
+    "thresholds": SPARSE_CODING_THRESHOLDS,
     "n_samples": 20,  # J of max-ELBO sampling
     "lr_encoder": 1e-2,  # SGD + Nesterov momentum 0.9, one-cycle schedule
     "lr_dictionary": 0.5,  # plain gradient steps (dictionary_step)
@@ -143,8 +138,6 @@ RESULT_COLUMNS: tuple[str, ...] = (
 
 _DATA_SEED = 0  # the patches are the same for every seed and method
 _PAPER_STEPS = 80_000 * 300 // 100  # the paper's optimiser steps: warm-ups are fractions of these
-#: The spike-and-slab's Gumbel-softmax temperature: x SPIKE_TAU_DECAY per step of the paper's run, floor SPIKE_TAU_MIN.
-SPIKE_TAU_DECAY, SPIKE_TAU_MIN = 0.9995, 0.5
 _VAL_SEED_OFFSET = 7919
 _STD_FLOOR = 1e-8
 
@@ -192,239 +185,6 @@ def load_patch_data(
     val = sample_patches(imgs, n_val, patch_size, seed=seed + _VAL_SEED_OFFSET)
     mean, std = train.mean(axis=0), np.maximum(train.std(axis=0), _STD_FLOOR)
     return PatchData((train - mean) / std, (val - mean) / std, mean, std, patch_size)
-
-
-# ---------------------------------------------------------------------------------------------- FISTA
-def sparse_coding_objective(x: torch.Tensor, A: torch.Tensor, z: torch.Tensor, lam: float) -> torch.Tensor:
-    """Per-row ``0.5 ||x - A z||^2 + lam ||z||_1``: Table 1's validation loss (Eq. 10 less ``kappa ||A||_F^2``).
-
-    Examples
-    --------
-    >>> import torch
-    >>> x = torch.tensor([[1.0, 0.0]]); A = torch.eye(2); z = torch.tensor([[0.5, 0.0]])
-    >>> sparse_coding_objective(x, A, z, 2.0)
-    tensor([1.1250])
-    """
-    resid = x - z @ A.T
-    return 0.5 * resid.pow(2).sum(-1) + lam * z.abs().sum(-1)
-
-
-@torch.no_grad()
-def fista(
-    x: torch.Tensor, A: torch.Tensor, lam: float, n_iter: int = 200, z0: torch.Tensor | None = None
-) -> torch.Tensor:
-    """Codes minimising ``0.5 ||x - A z||^2 + lam ||z||_1`` per row by FISTA (Beck & Teboulle 2009).
-
-    ISTA (gradient step on the quadratic, then soft-thresholding at ``lam / L``) with Nesterov momentum;
-    the step is ``1 / L`` with ``L = sigma_max(A)^2`` the Lipschitz constant of the quadratic's gradient.
-
-    Parameters
-    ----------
-    x
-        Rows ``(B, G)``.
-    A
-        Dictionary ``(G, K)``.
-    lam
-        Weight of the l1 penalty.
-    n_iter
-        Iterations.
-    z0
-        Starting codes (default zeros).
-
-    Returns
-    -------
-    torch.Tensor
-        Codes ``(B, K)``.
-
-    Examples
-    --------
-    >>> import torch
-    >>> z = fista(torch.tensor([[3.0, 0.2]]), torch.eye(2), lam=1.0)  # soft-threshold at lam
-    >>> torch.allclose(z, torch.tensor([[2.0, 0.0]]), atol=1e-4)
-    True
-    """
-    if lam < 0:
-        raise ValueError(f"lam must be non-negative, got {lam}.")
-    gram = A.T @ A
-    lipschitz = float(torch.linalg.matrix_norm(A, ord=2)) ** 2 + 1e-12
-    atx = x @ A
-    z = torch.zeros(x.shape[0], A.shape[1], dtype=x.dtype, device=x.device) if z0 is None else z0.clone()
-    y, t = z.clone(), 1.0
-    thr = lam / lipschitz
-    for _ in range(int(n_iter)):
-        grad = y @ gram - atx
-        v = y - grad / lipschitz
-        z_new = torch.sign(v) * torch.clamp(v.abs() - thr, min=0.0)
-        t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
-        y = z_new + ((t - 1.0) / t_new) * (z_new - z)
-        z, t = z_new, t_new
-    return z
-
-
-def init_dictionary(n_input: int, n_atoms: int, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Random Gaussian atoms scaled to unit norm, ``(n_input, n_atoms)``.
-
-    Examples
-    --------
-    >>> torch.linalg.vector_norm(init_dictionary(16, 4), dim=0)
-    tensor([1.0000, 1.0000, 1.0000, 1.0000])
-    """
-    A = torch.randn(n_input, n_atoms, generator=generator)
-    return A / torch.linalg.vector_norm(A, dim=0, keepdim=True)
-
-
-@torch.no_grad()
-def dictionary_step(A: torch.Tensor, x: torch.Tensor, z: torch.Tensor, lr: float, kappa: float) -> None:
-    """One gradient step, in place, on ``0.5 mean_rows ||x - A z||^2 + kappa ||A||_F^2`` with ``z`` fixed.
-
-    ``A <- A + lr ((x - A z)^T z / B - 2 kappa A)``: how every method of the benchmark learns its dictionary
-    (FISTA codes, or the selected sample of a variational posterior).
-
-    Examples
-    --------
-    >>> A = torch.zeros(2, 1); x = torch.tensor([[1.0, 0.0]]); z = torch.tensor([[1.0]])
-    >>> dictionary_step(A, x, z, lr=0.5, kappa=0.0); A.T
-    tensor([[0.5000, 0.0000]])
-    """
-    resid = x - z @ A.T
-    A.add_(lr * (resid.T @ z / x.shape[0] - 2.0 * kappa * A))
-
-
-# ---------------------------------------------------------------------------------------------- variational
-class LinearSparseCodingVAE(nn.Module):
-    """Inference network for a linear generator ``x ~ A z`` with the objective of Fallah & Rozell (Eq. 11-12).
-
-    Per row: ``min_j mean_pixels (x - A z_j)^2 + beta KL(q || p)`` (max-ELBO sampling over ``J`` samples; the
-    KL, summed over the codes, does not depend on the sample). The reconstruction error is the per-pixel
-    mean, the scaling of the paper's experiments: there ``beta = 0.01`` and the prior scale hold the
-    posterior scales near the prior's, so the thresholds leave about 10% of the codes non-zero; against the
-    sum over pixels the same ``beta`` lets the reconstruction shrink every scale below the threshold (all
-    codes exactly zero). The dictionary ``A`` is a buffer, learned outside the encoder's gradient by
-    :func:`dictionary_step` on the selected sample.
-
-    Parameters
-    ----------
-    n_input
-        Pixels per patch.
-    n_atoms
-        Dictionary size ``K``.
-    prior
-        ``"gaussian"``, ``"laplace"``, ``"spike_slab"``, ``"thresholded_gaussian"`` or ``"thresholded_laplace"``.
-    n_hidden, n_layers
-        Inference network (an MLP with ReLU).
-    prior_scale
-        Laplace scale ``b0``, or the Gaussian prior *variance* (0.1: the reading under which the threshold
-        0.52 leaves 10% of a prior sample non-zero).
-    threshold
-        Threshold of the thresholded priors.
-    spike_prior
-        Prior non-zero probability of the spike-and-slab.
-    kl_weight
-        ``beta``.
-    generator
-        Random generator of the initial dictionary (unit-norm Gaussian atoms).
-
-    Examples
-    --------
-    >>> import torch
-    >>> m = LinearSparseCodingVAE(16, 8, "thresholded_laplace", n_hidden=16)
-    >>> loss, z = m.loss(torch.randn(4, 16), n_samples=3)
-    >>> float(loss.detach()) > 0, tuple(z.shape)
-    (True, (4, 8))
-    """
-
-    def __init__(
-        self,
-        n_input: int,
-        n_atoms: int,
-        prior: str,
-        n_hidden: int = 512,
-        n_layers: int = 3,
-        prior_scale: float = 0.1,
-        threshold: float | None = None,
-        spike_prior: float = 0.1,
-        kl_weight: float = 1e-2,
-        generator: torch.Generator | None = None,
-    ) -> None:
-        super().__init__()
-        if prior not in VARIATIONAL:
-            raise ValueError(f"prior must be one of {VARIATIONAL}, got {prior!r}.")
-        self.prior, self.n_atoms = prior, int(n_atoms)
-        self.base = "laplace" if prior.endswith("laplace") else "gaussian"
-        self.thresholded = prior.startswith("thresholded")
-        # Gaussian base: prior_scale is a variance; sd = sqrt(prior_scale). Laplace: scale b0 = prior_scale.
-        self.prior_sd = math.sqrt(prior_scale) if self.base == "gaussian" else float(prior_scale)
-        default_thr = PATCH_SETTINGS["thresholds"][self.base]
-        self.threshold = float(default_thr if threshold is None else threshold)
-        self.spike_prior, self.kl_weight = float(spike_prior), float(kl_weight)
-        n_params = 3 if prior == "spike_slab" else 2
-        self.encoder = MLP(n_input, n_params * n_atoms, n_hidden=n_hidden, n_layers=n_layers)
-        self.register_buffer("A", init_dictionary(n_input, n_atoms, generator))
-        self.omega = 1.0  # scale (or slab) warm-up factor, set by the trainer
-        self.tau = SPIKE_TAU_MIN  # temperature of the spike-and-slab's Gumbel-softmax gradient, set by the trainer
-
-    def posterior(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Parameters of ``q(z | x)``: ``loc``, ``scale`` (base) or ``mu``, ``log_var``, ``gamma`` (spike-and-slab)."""
-        out = self.encoder(x)
-        k = self.n_atoms
-        if self.prior == "spike_slab":
-            mu, log_var = out[..., :k], out[..., k : 2 * k].clamp(-15.0, 15.0)
-            gamma = torch.sigmoid(out[..., 2 * k :]).clamp(1e-6, 1.0 - 1e-6)
-            lam = self.omega  # slab warm-up: the slab is pulled onto the prior's N(0, prior var) while lam < 1
-            return {"mu": lam * mu, "log_var": lam * log_var + 2.0 * math.log(self.prior_sd), "gamma": gamma}
-        return {"loc": out[..., :k], "scale": self.prior_sd * torch.exp(out[..., k : 2 * k].clamp(-13.8, 13.8))}
-
-    def kl_per_dim(self, q: dict[str, torch.Tensor]) -> torch.Tensor:
-        """``KL(q(z_k | x) || p(z_k))`` per row and atom (base distribution only when thresholded)."""
-        if self.prior == "spike_slab":
-            return spike_slab_kl(
-                q["mu"], q["log_var"], q["gamma"], 0.0, 2.0 * math.log(self.prior_sd), self.spike_prior
-            )
-        return base_kl(self.base, q["loc"], q["scale"], self.prior_sd)
-
-    def sample(self, q: dict[str, torch.Tensor], n_samples: int, train: bool) -> torch.Tensor:
-        """``n_samples`` codes ``(J, B, K)``: straight-through thresholded in training, exact otherwise.
-
-        The base noise is scaled by the warm-up factor ``omega`` (the KL sees the posterior's own scale).
-        """
-        if self.prior == "spike_slab":  # exact Bernoulli selectors; in training a Gumbel-softmax gradient
-            if train:
-                return straight_through_spike_slab_sample(
-                    q["mu"], q["log_var"], q["gamma"], tau=self.tau, sample_shape=(n_samples,)
-                )
-            return relaxed_spike_slab_sample(q["mu"], q["log_var"], q["gamma"], c=math.inf, sample_shape=(n_samples,))
-        s = sample_base(self.base, q["loc"], self.omega * q["scale"], (n_samples,))
-        if not self.thresholded:
-            return s
-        if train:
-            return straight_through_threshold(s, q["loc"], self.threshold)
-        return shifted_soft_threshold(s, q["loc"], self.threshold)
-
-    def _best_sample(self, x: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Max-ELBO selection: per row, the sample ``(B, K)`` of ``z`` ``(J, B, K)`` with the lowest per-pixel
-        mean squared error, and that error ``(B,)`` (the KL does not depend on the sample).
-        """
-        rec = (x - z @ self.A.T).pow(2).mean(-1)  # (J, B)
-        best = rec.argmin(dim=0)
-        rows = torch.arange(x.shape[0], device=x.device)
-        return z[best, rows], rec[best, rows]
-
-    def loss(self, x: torch.Tensor, n_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The encoder's minibatch objective and the selected codes ``(B, K)`` (detached) for the dictionary.
-
-        Mean over rows of the best (lowest) per-pixel mean squared error among ``n_samples`` straight-through
-        samples plus ``beta`` times the KL; ``A`` is held fixed.
-        """
-        q = self.posterior(x)
-        z, rec = self._best_sample(x, self.sample(q, n_samples, train=True))
-        kl = self.kl_per_dim(q).sum(-1)
-        return (rec + self.kl_weight * kl).mean(), z.detach()
-
-    @torch.no_grad()
-    def codes(self, x: torch.Tensor, n_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Exact codes (best of ``n_samples`` reconstructions per row) and the per-dimension KL."""
-        q = self.posterior(x)
-        return self._best_sample(x, self.sample(q, n_samples, train=False))[0], self.kl_per_dim(q)
 
 
 # ---------------------------------------------------------------------------------------------- training

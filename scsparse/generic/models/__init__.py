@@ -9,10 +9,14 @@ factors, or ``None``), ``heldout_nll(X)`` (a true negative log-likelihood per ro
 - :class:`NMF` — scikit-learn NMF;
 - :class:`OIVAE`, :class:`VSC`, :class:`ThresholdedVSC` — oi-VAE, variational sparse coding and
   thresholded VSC;
+- :class:`LinearSparseCodingVAE`, :func:`fista` — sparse coding with a linear generator (Fallah & Rozell
+  2022): an inference network for ``x ~ A z`` and FISTA codes, the dictionary learned by
+  :func:`dictionary_step` (not array models: the caller trains them);
 - :func:`train_module`, :func:`as_loader` — the small trainer the torch models share.
 """
 
 from ._base import ArrayModel, TorchArrayModel, TrainHistory, as_loader, train_module
+from ._linear_sparse_coding import SPARSE_CODING_PRIORS, SPARSE_CODING_THRESHOLDS, LinearSparseCodingVAE
 from ._modules import (
     ARRAY_LIKELIHOODS,
     DenseVAEModule,
@@ -22,6 +26,7 @@ from ._modules import (
 )
 from ._nmf import NMF, NMF_LIKELIHOODS
 from ._oivae import OIVAE
+from ._sparse_coding import dictionary_step, fista, init_dictionary, sparse_coding_objective
 from ._sparse_vae import SparseVAE, feature_variances
 from ._tvsc import ThresholdedVSC
 from ._vae import VAE, BetaVAE
@@ -30,10 +35,13 @@ from ._vsc import VSC
 __all__ = [
     "ARRAY_LIKELIHOODS",
     "NMF_LIKELIHOODS",
+    "SPARSE_CODING_PRIORS",
+    "SPARSE_CODING_THRESHOLDS",
     "ArrayModel",
     "BetaVAE",
     "DenseVAEModule",
     "LatentVariableModule",
+    "LinearSparseCodingVAE",
     "NMF",
     "OIVAE",
     "SparseVAE",
@@ -45,6 +53,10 @@ __all__ = [
     "VSC",
     "as_loader",
     "check_likelihood_data",
+    "dictionary_step",
     "feature_variances",
+    "fista",
+    "init_dictionary",
+    "sparse_coding_objective",
     "train_module",
 ]
