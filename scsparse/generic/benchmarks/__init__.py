@@ -44,7 +44,7 @@ from typing import Any
 
 import pandas as pd
 
-from scsparse.data._registry import DataNotAvailableError
+from scsparse.data import DataNotAvailableError
 
 from ._common import make_output_dir
 

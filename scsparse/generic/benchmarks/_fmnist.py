@@ -21,8 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from scsparse.generic.models import VAE, VSC
-from scsparse.generic.models._base import as_loader
+from scsparse.generic.models import VAE, VSC, as_loader
 from scsparse.generic.models._oivae import init_observation_variance
 
 from ._common import (

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from scsparse.data._simulate_multistudy import MultiStudyData, simulate_multistudy
+from scsparse.data import MultiStudyData, simulate_multistudy
 
 from ._common import (
     RESTART_SEED_STEP,

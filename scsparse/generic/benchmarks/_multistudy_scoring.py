@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from scsparse.data._simulate_multistudy import MultiStudyData
+from scsparse.data import MultiStudyData
 from scsparse.generic.metrics import assign_by_correlation, estimated_support, factor_correlation
 
 __all__ = ["EstimatedBlock", "MultiStudyFit", "score_multistudy"]

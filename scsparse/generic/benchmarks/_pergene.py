@@ -11,8 +11,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from scsparse.nn import MaskedDecoder
-from scsparse.nn._mlp import one_hot_covariates
+from scsparse.nn import MaskedDecoder, one_hot_covariates
 
 __all__ = ["PerGeneLoopDecoder", "per_gene_loop_copy"]
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scsparse.data._simulate import simulate_eq9
+from scsparse.data import simulate_eq9
 
 from ._common import PAPER_HIDDEN_LAYERS, best_of_restarts
 

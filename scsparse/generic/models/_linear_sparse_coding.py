@@ -12,8 +12,8 @@ import math
 import torch
 from torch import nn
 
-from scsparse.nn._mlp import MLP
-from scsparse.nn._sparse_codes import (
+from scsparse.nn import (
+    MLP,
     base_kl,
     relaxed_spike_slab_sample,
     sample_base,

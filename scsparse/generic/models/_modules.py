@@ -14,8 +14,12 @@ import torch
 from torch import nn
 from torch.distributions import Normal
 
-from scsparse.nn import MLP, GaussianEncoder, MaskedDecoder, ObservationModel, SpikeSlabLasso
-from scsparse.nn._elbo import (
+from scsparse.nn import (
+    MLP,
+    GaussianEncoder,
+    MaskedDecoder,
+    ObservationModel,
+    SpikeSlabLasso,
     gaussian_kl,
     importance_sampled_log_likelihood,
     sparse_vae_objective,

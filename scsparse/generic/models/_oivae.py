@@ -10,11 +10,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from scsparse.nn._elbo import gaussian_kl
-from scsparse.nn._encoder import GaussianEncoder
-from scsparse.nn._group_lasso import group_column_norms, group_lasso_penalty, group_lasso_prox
-from scsparse.nn._mlp import make_activation
-from scsparse.nn._observation import LIKELIHOODS, ObservationModel
+from scsparse.nn import (
+    LIKELIHOODS,
+    GaussianEncoder,
+    ObservationModel,
+    gaussian_kl,
+    group_column_norms,
+    group_lasso_penalty,
+    group_lasso_prox,
+    make_activation,
+)
 
 from ._base import TorchArrayModel
 

@@ -52,6 +52,13 @@ class SparseVAE(TorchArrayModel):
     inverse-gamma prior on the per-feature variances), and runs the EM update of ``p*`` and ``eta``
     after every optimiser step.
 
+    Why a second class beside the scvi-tools model: the papers' benchmarks run it on arrays that are not cells x
+    genes (ratings, words, images, motion capture) with a ``"bernoulli"`` likelihood that
+    :class:`scsparse.model.SparseVAE` does not offer, and train it in the same small loop as every baseline they
+    compare with (:class:`~scsparse.generic.models.TorchArrayModel`). The model itself is not written twice: the
+    decoder, prior, encoder and ELBO terms are the :mod:`scsparse.nn` blocks the scvi-tools module uses, so only
+    the training loop and the data handling differ.
+
     Likelihoods: ``"normal"`` (per-feature variance ``sigma_j^2 ~ InvGamma(nu / 2, nu * xi / 2)``, with
     ``xi`` calibrated on the training data by :func:`~scsparse.nn.calibrate_inverse_gamma`: the 5%
     quantile of the per-feature sample variances is the prior's 90% quantile, as the scvi-tools model

@@ -10,10 +10,11 @@ import torch
 from torch import nn
 from torch.distributions import Gamma
 
-from scsparse.nn._mlp import MLP
-from scsparse.nn._observation import LIKELIHOODS, ObservationModel
-from scsparse.nn._sparse_codes import (
+from scsparse.nn import (
     BASES,
+    LIKELIHOODS,
+    MLP,
+    ObservationModel,
     base_kl,
     gamma_threshold_prior,
     kl_gamma,

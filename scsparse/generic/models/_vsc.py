@@ -10,9 +10,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from scsparse.nn._mlp import MLP
-from scsparse.nn._observation import LIKELIHOODS, ObservationModel
-from scsparse.nn._sparse_codes import (
+from scsparse.nn import (
+    LIKELIHOODS,
+    MLP,
+    ObservationModel,
     kl_bernoulli,
     relaxed_spike_slab_sample,
     spike_slab_kl,
