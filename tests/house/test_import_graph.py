@@ -129,3 +129,28 @@ def test_reading_results_does_not_import_torch_or_scvi(modules):
     code = f"import {modules}, sys; print(sorted(m for m in ('torch', 'scvi', 'lightning') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_public_names_are_imported_from_their_package():
+    """``from scsparse.nn._mlp import MLP`` where ``scsparse.nn`` exports ``MLP``: import it from the package."""
+    import importlib
+
+    offending = []
+    for module, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (
+                isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("scsparse.")
+            ):
+                continue
+            parts = node.module.split(".")
+            private = [i for i, part in enumerate(parts) if part.startswith("_")]
+            if not private:
+                continue
+            package = ".".join(parts[: private[0]])
+            if module == package or module.startswith(package + "."):
+                continue  # inside the package its private modules are the way in
+            public = set(getattr(importlib.import_module(package), "__all__", ()))
+            served = [a.name for a in node.names if a.name in public]
+            if served:
+                offending.append(f"{module}: from {node.module} import {', '.join(served)}")
+    assert offending == []
