@@ -11,7 +11,7 @@ import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
 from scsparse.generic.benchmarks import _movielens as ml
-from scsparse.generic.datasets import MovieLensData
+from scsparse.generic.datasets import MovieLensData, split_rows
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
@@ -41,14 +41,14 @@ def test_registered() -> None:
 
 
 def test_split_users_disjoint_and_reproducible() -> None:
-    tr, te = ml.split_users(100, seed=3)
+    tr, te = split_rows(100, seed=3, unit="users")
     assert len(te) == 20 and len(tr) == 80
     assert not set(tr) & set(te)
-    tr2, te2 = ml.split_users(100, seed=3)
+    tr2, te2 = split_rows(100, seed=3, unit="users")
     np.testing.assert_array_equal(te, te2)
-    assert not np.array_equal(te, ml.split_users(100, seed=4)[1])
+    assert not np.array_equal(te, split_rows(100, seed=4, unit="users")[1])
     with pytest.raises(ValueError, match="at least 2 users"):
-        ml.split_users(1, seed=0)
+        split_rows(1, seed=0, unit="users")
 
 
 def test_factor_top_movies_orders_by_abs_weight_among_selected() -> None:

@@ -13,17 +13,16 @@ import torch
 from scipy.special import gammaln
 
 from scsparse.generic.benchmarks import BENCHMARKS, run
+from scsparse.generic.benchmarks._common import beaten_by, verdict_best
 from scsparse.generic.benchmarks._text import (
     METHOD_NAMES,
     RESULT_COLUMNS,
-    beaten_by,
     build_models,
-    document_split,
     nmf_marginal_nll,
     run_text,
     top_words,
-    verdict_best,
 )
+from scsparse.generic.datasets import split_rows
 from scsparse.generic.models import NMF, SparseVAE
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -50,13 +49,13 @@ def write_corpus(root: Path, n_docs: int = 160, seed: int = 0) -> Path:
 
 
 def test_document_split_is_a_seeded_partition() -> None:
-    train, test = document_split(100, seed=3)
+    train, test = split_rows(100, seed=3, unit="documents")
     assert len(test) == 20 and len(train) == 80
     assert np.array_equal(np.sort(np.concatenate([train, test])), np.arange(100))
-    again = document_split(100, seed=3)
-    assert np.array_equal(train, again[0]) and not np.array_equal(test, document_split(100, seed=4)[1])
-    with pytest.raises(ValueError, match="at least 2"):
-        document_split(1, seed=0)
+    again = split_rows(100, seed=3, unit="documents")
+    assert np.array_equal(train, again[0]) and not np.array_equal(test, split_rows(100, seed=4)[1])
+    with pytest.raises(ValueError, match="at least 2 documents"):
+        split_rows(1, seed=0, unit="documents")
 
 
 def test_nmf_marginal_nll_is_the_exact_mixture_likelihood() -> None:

@@ -1,4 +1,8 @@
-"""Pieces shared by the benchmarks: output folder, results table, markdown summary, provenance."""
+"""Pieces shared by the benchmarks: output folder, results table, markdown summary, provenance.
+
+The last section holds what the document benchmarks (text, semi-synthetic) share: their settings, the corpus
+check, and the tables and verdicts on held-out NLL (the best beta of the beta-VAE is MovieLens's too).
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -23,25 +27,39 @@ from scsparse._provenance import package_versions
 from scsparse._threads import torch_threads
 from scsparse.nn import NoActiveFactorWarning, slab_threshold
 
+if TYPE_CHECKING:
+    from scsparse.generic.datasets import TextCorpus
+
 __all__ = [
     "PAPER_DEPTH_NOTE",
     "PAPER_HIDDEN_LAYERS",
     "PROVENANCE_PACKAGES",
     "RESTART_SEED_STEP",
+    "beaten_by",
+    "best_beta",
+    "best_beta_rows",
     "best_of_restarts",
+    "check_corpus",
     "check_positive_int",
     "format_mean_sd",
     "machine_info",
+    "method_label",
     "no_active_factor_note",
     "slab_threshold_note",
     "make_output_dir",
     "markdown_table",
     "package_versions",
+    "paper_comparison_table",
     "provenance",
     "provenance_markdown",
     "quiet_training_logs",
+    "reduced_settings",
+    "resolve_settings",
+    "run_labels",
     "summarise",
     "torch_threads",
+    "unigram_lines",
+    "verdict_best",
     "write_results",
 ]
 
@@ -445,3 +463,180 @@ def quiet_training_logs(level: int = logging.WARNING) -> Iterator[None]:
             lg.setLevel(lvl)
         if scvi is not None:
             scvi.settings.verbosity = saved_verbosity
+
+
+# ---------------------------------------------------------------------------------------------- document benchmarks
+def best_beta(df: pd.DataFrame) -> float | None:
+    """The beta of the beta-VAE rows of ``df`` with the lowest mean held-out NLL (``None`` without such rows)."""
+    bv = df[df["method"] == "beta-VAE"]
+    if bv.empty:
+        return None
+    return float(bv.groupby("beta")["heldout_nll"].mean().idxmin())
+
+
+def best_beta_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with the beta-VAE reduced to the beta of lowest mean held-out NLL (the paper's Table 1 convention)."""
+    best = best_beta(df)
+    if best is None:
+        return df
+    return df[(df["method"] != "beta-VAE") | (df["beta"] == best)]
+
+
+def method_label(df: pd.DataFrame, method: str) -> str:
+    """``"beta-VAE (beta = b)"`` for the beta-VAE rows of ``df`` (one beta), else ``method``."""
+    if method != "beta-VAE":
+        return method
+    betas = df.loc[df["method"] == method, "beta"].unique()
+    return f"beta-VAE (beta = {betas[0]:g})" if len(betas) == 1 else method
+
+
+def run_labels(df: pd.DataFrame) -> list[str]:
+    """One label per row: the method, with the beta for the beta-VAE (``"beta-VAE (beta=2)"``)."""
+    return [m if m != "beta-VAE" else f"beta-VAE (beta={b:g})" for m, b in zip(df["method"], df["beta"], strict=True)]
+
+
+def paper_comparison_table(
+    df: pd.DataFrame,
+    paper: Mapping[str, Sequence[float]],
+    setting_col: str | None = None,
+    settings: Sequence[Any] = (None,),
+    headers: Sequence[str] = ("NLL",),
+) -> str:
+    """Markdown table: our ``mean ± sd`` held-out NLL per setting (best beta only) beside the paper's numbers.
+
+    Parameters
+    ----------
+    df
+        Per-run results (``method``, ``beta``, ``seed``, ``heldout_nll`` and ``setting_col``).
+    paper
+        Method -> the paper's numbers, one per setting.
+    setting_col, settings, headers
+        Column holding the setting, its values in table order, and their column headers.
+    """
+    best = best_beta_rows(df)
+    lines = [
+        "| method | "
+        + " | ".join(f"ours: {h}" for h in headers)
+        + " | "
+        + " | ".join(f"paper: {h}" for h in headers)
+        + " | n seeds |",
+        "|" + "---|" * (2 * len(headers) + 2),
+    ]
+    for method in dict.fromkeys(best["method"]):
+        sub = best[best["method"] == method]
+        ours = [format_mean_sd((sub if s is None else sub[sub[setting_col] == s])["heldout_nll"], 1) for s in settings]
+        ref = paper.get(method)
+        theirs = [f"{v:.1f}" for v in ref] if ref else ["n/a"] * len(headers)
+        label = method_label(best, method)
+        lines.append(f"| {label} | " + " | ".join(ours) + " | " + " | ".join(theirs) + f" | {sub['seed'].nunique()} |")
+    return "\n".join(lines)
+
+
+def beaten_by(df: pd.DataFrame) -> str:
+    """Which runs (method, beta) have a lower mean held-out NLL than the SparseVAE, and by how much."""
+    means = df["heldout_nll"].groupby(run_labels(df), sort=False).mean()
+    if "SparseVAE" not in means.index:
+        return "no SparseVAE in this run"
+    sv = float(means["SparseVAE"])
+    better = means[means < sv].sort_values()
+    if better.empty:
+        return "no method has a lower mean NLL"
+    return "lower mean NLL than SparseVAE: " + ", ".join(f"{m} by {sv - v:.2f} nats" for m, v in better.items())
+
+
+def verdict_best(df: pd.DataFrame, setting_col: str | None = None) -> tuple[bool, str]:
+    """Whether the SparseVAE's mean held-out NLL is below every other method's (every beta), per setting.
+
+    Returns
+    -------
+    tuple
+        ``(met, detail)`` with ``detail`` giving, per setting, the SparseVAE's mean and the best other one.
+    """
+    parts: list[str] = []
+    met = True
+    settings = [None] if setting_col is None else list(dict.fromkeys(df[setting_col]))
+    for s in settings:
+        sub = df if s is None else df[df[setting_col] == s]
+        means = sub["heldout_nll"].groupby(run_labels(sub), sort=False).mean().sort_values()
+        if "SparseVAE" not in means.index:
+            return False, "no SparseVAE in this run"
+        others = means.drop("SparseVAE")
+        sv = float(means["SparseVAE"])
+        prefix = "" if s is None else f"{setting_col} = {s}: "
+        if others.empty:
+            met = False
+            parts.append(f"{prefix}SparseVAE {sv:.2f}, no other method in this run")
+            continue
+        met &= sv < float(others.iloc[0])
+        parts.append(f"{prefix}SparseVAE {sv:.2f} vs best other {others.index[0]} {float(others.iloc[0]):.2f}")
+    return met, "; ".join(parts)
+
+
+def unigram_lines(df: pd.DataFrame, tolerance: float = 1.0) -> list[str]:
+    """The unigram reference beside the methods: which ones are within ``tolerance`` nats of it (collapsed)."""
+    if "unigram_nll" not in df or df["unigram_nll"].isna().all():
+        return []
+    ref = float(df["unigram_nll"].mean())
+    means = df["heldout_nll"].groupby(run_labels(df), sort=False).mean()
+    near = [m for m, v in means.items() if v > ref - tolerance]
+    text = (
+        f"- Reference without latent variables (unigram multinomial with the training word frequencies, same "
+        f"documents): {ref:.1f}."
+    )
+    if near:
+        text += (
+            f" Within {tolerance:g} nat of it (or above): {', '.join(near)} -- these learned (almost) nothing "
+            "from the documents in this run (posterior collapse or too little training)."
+        )
+    return [text]
+
+
+def resolve_settings(
+    defaults: Mapping[str, Any],
+    quick_overrides: Mapping[str, Any],
+    quick: bool,
+    max_epochs: int | None,
+    **overrides: Any,
+) -> dict[str, Any]:
+    """Settings of a run: ``defaults``, then ``quick_overrides`` if ``quick``, then non-``None`` ``overrides``."""
+    cfg = dict(defaults)
+    if quick:
+        cfg.update(quick_overrides)
+    if max_epochs is not None:
+        check_positive_int("max_epochs", max_epochs)
+        cfg["max_epochs"] = int(max_epochs)
+    for key, value in overrides.items():
+        if value is not None:
+            cfg[key] = tuple(value) if key == "betas" else value
+    for key in ("n_is_samples", "vocab_size"):
+        check_positive_int(key, cfg[key])
+    for key in ("n_docs", "n_eval_docs"):
+        if cfg[key] is not None and (int(cfg[key]) != cfg[key] or cfg[key] < 2):
+            raise ValueError(f"{key} must be an integer >= 2 or None, got {cfg[key]}")
+    if not cfg["betas"] or any(b <= 0 for b in cfg["betas"]):
+        raise ValueError(f"betas must be positive numbers, got {cfg['betas']}")
+    if not cfg["lambda0"] > cfg["lambda1"] > 0:
+        raise ValueError(
+            f"lambda1 must lie in (0, lambda0 = {cfg['lambda0']:g}) (the slab wider than the spike), "
+            f"got {cfg['lambda1']}"
+        )
+    return cfg
+
+
+def reduced_settings(cfg: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[str]:
+    """Summary text for each setting of a run that differs from the paper's / full default in ``defaults``."""
+    return [
+        f"{k} = {cfg[k]!r} (paper / full default: {defaults[k]!r})"
+        for k in ("max_epochs", "n_docs", "vocab_size", "n_hidden", "n_is_samples", "n_eval_docs", "betas")
+        if cfg[k] != defaults[k]
+    ]
+
+
+def check_corpus(corpus: TextCorpus, n_latent: int) -> None:
+    """Raise a ``ValueError`` when the corpus is too small for ``n_latent`` factors (NMF needs ``K <= G, N``)."""
+    if corpus.n_words < n_latent or corpus.n_docs < max(n_latent, 10):
+        raise ValueError(
+            f"The corpus has {corpus.n_docs} documents x {corpus.n_words} words: fewer words than the {n_latent} "
+            f"factors, or fewer than max({n_latent}, 10) documents. Pass a larger corpus (source=...) or a larger "
+            "vocab_size."
+        )

@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse.generic.datasets._movielens import DEFAULT_N_MOVIES, MOVIELENS_DATASETS, MovieLensData, load_movielens
+from scsparse.generic.datasets import MovieLensData, describe_movielens, load_movielens, split_rows, subsample_users
+from scsparse.generic.datasets._movielens import DEFAULT_N_MOVIES, MOVIELENS_DATASETS
+from scsparse.generic.datasets._splits import TEST_FRACTION
 from scsparse.generic.metrics import fold_in_evaluate
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, BetaVAE, SparseVAE
 from scsparse.nn import MaskedDecoder, slab_threshold
@@ -22,6 +24,8 @@ from scsparse.nn import MaskedDecoder, slab_threshold
 from ._common import (
     PAPER_DEPTH_NOTE,
     PAPER_HIDDEN_LAYERS,
+    best_beta,
+    best_beta_rows,
     check_positive_int,
     format_mean_sd,
     make_output_dir,
@@ -42,7 +46,6 @@ __all__ = [
     "build_model",
     "factor_top_movies",
     "run_movielens",
-    "split_users",
 ]
 
 #: Settings of the paper's MovieLens experiment (Moran et al. 2022, Table 6 and Appendix C.3).
@@ -114,12 +117,8 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "fit_seconds",
 )
 
-#: Fraction of the users held out per seed.
-TEST_FRACTION = 0.2
 #: Fraction of each held-out user's positive movies hidden in the fold-in protocol (Liang et al. 2018).
 FOLD_IN_FRACTION = 0.2
-#: Offset added to the seed for the user split, so the split stream differs from the models' streams.
-_SPLIT_SEED_OFFSET = 7_919
 #: Movies listed per factor in Table 3a.
 TOP_MOVIES = 5
 
@@ -147,39 +146,6 @@ class _Config:
     betas: tuple[float, ...]
     n_samples: int
     w_init: float | None = None
-
-
-def split_users(n_users: int, seed: int, test_fraction: float = TEST_FRACTION) -> tuple[np.ndarray, np.ndarray]:
-    """Random train / held-out split of the users for one seed, shared by every method.
-
-    Parameters
-    ----------
-    n_users
-        Number of users (rows).
-    seed
-        Seed of the split (offset internally so it differs from the models' random streams).
-    test_fraction
-        Fraction of users held out (at least one, at most ``n_users - 1``).
-
-    Returns
-    -------
-    train_idx, test_idx
-        Sorted row indices.
-
-    Examples
-    --------
-    >>> tr, te = split_users(10, seed=0)
-    >>> len(tr), len(te), sorted(set(tr) | set(te)) == list(range(10))
-    (8, 2, True)
-    """
-    if n_users < 2:
-        raise ValueError(f"Need at least 2 users to split, got {n_users}.")
-    if not 0.0 < test_fraction < 1.0:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}.")
-    rng = np.random.default_rng(seed + _SPLIT_SEED_OFFSET)
-    perm = rng.permutation(n_users)
-    n_test = min(max(int(round(test_fraction * n_users)), 1), n_users - 1)
-    return np.sort(perm[n_test:]), np.sort(perm[:n_test])
 
 
 def build_model(method: str, cfg: _Config, n_features: int, seed: int, beta: float = 1.0) -> ArrayModel:
@@ -338,16 +304,15 @@ def _run_one(
 
 def _table_frame(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
     """Rows of Table 1a: every method, with beta-VAE at its best beta (lowest mean NLL) per dataset."""
-    parts, best_beta = [], {}
+    parts, betas = [], {}
     for ds, g in df.groupby("dataset", sort=False):
-        bv = g[g["method"] == "beta-VAE"]
-        if len(bv):
-            b = float(bv.groupby("beta")["heldout_nll"].mean().idxmin())
-            best_beta[str(ds)] = b
-            g = pd.concat([g[g["method"] != "beta-VAE"], bv[bv["beta"] == b]])
+        b = best_beta(g)
+        if b is not None:
+            betas[str(ds)] = b
+            g = best_beta_rows(g)
         g = g.assign(_order=g["method"].map({m: i for i, m in enumerate(METHODS)}))
         parts.append(g.sort_values(["_order", "seed"], kind="stable").drop(columns="_order"))
-    return pd.concat(parts), best_beta
+    return pd.concat(parts), betas
 
 
 def _paper_table(df: pd.DataFrame, best_beta: dict[str, float]) -> str:
@@ -615,17 +580,6 @@ def _write_figure(out_dir: Path, df: pd.DataFrame) -> Path:
     return path
 
 
-def _data_info(data: MovieLensData) -> dict[str, Any]:
-    pos = data.X.sum(1)
-    return {
-        "n_users": int(data.X.shape[0]),
-        "n_movies": int(data.X.shape[1]),
-        "density": float(data.X.mean()),
-        "mean_pos": float(pos.mean()),
-        "min_movie_ratings": int(data.n_ratings.min()),
-    }
-
-
 def run_movielens(
     out: str | os.PathLike[str],
     *,
@@ -761,20 +715,10 @@ def run_movielens(
     with torch_threads(n_threads), quiet_training_logs():
         prov = provenance("movielens", options)
         for ds in datasets:
-            data = load_movielens(ds, n_movies=n_movies)
-            if max_users is not None and data.X.shape[0] > max_users:
-                keep = np.sort(np.random.default_rng(0).choice(data.X.shape[0], int(max_users), replace=False))
-                data = MovieLensData(
-                    X=data.X[keep],
-                    user_ids=data.user_ids[keep],
-                    movie_ids=data.movie_ids,
-                    titles=data.titles,
-                    name=data.name,
-                    n_ratings=data.n_ratings,
-                )
-            data_info[data.name] = _data_info(data)
+            data = subsample_users(load_movielens(ds, n_movies=n_movies), max_users)
+            data_info[data.name] = describe_movielens(data)
             for seed in range(seeds):
-                tr, te = split_users(data.X.shape[0], seed)
+                tr, te = split_rows(data.X.shape[0], seed, unit="users")
                 for method in methods:
                     for beta in cfg.betas if method == "beta-VAE" else (1.0,):
                         row, model = _run_one(method, beta, cfg, data, tr, te, seed)

@@ -31,39 +31,30 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse.generic.datasets import TextCorpus, text_corpus
+from scsparse.generic.datasets import TextCorpus, eval_subset, split_rows, text_corpus
 
 from ._common import (
     PAPER_DEPTH_NOTE,
     PAPER_HIDDEN_LAYERS,
+    beaten_by,
+    check_corpus,
     make_output_dir,
     markdown_table,
     no_active_factor_note,
+    paper_comparison_table,
     provenance,
     provenance_markdown,
     quiet_training_logs,
-    slab_threshold_note,
-    torch_threads,
-    write_results,
-)
-from ._text import (
-    METHOD_NAMES,
-    NLL_DEFINITION,
-    beaten_by,
-    build_models,
-    check_corpus,
-    document_split,
-    entry_row,
-    eval_subset,
-    fit_and_score,
-    paper_comparison_table,
-    resolve_run,
+    reduced_settings,
     resolve_settings,
     run_labels,
+    slab_threshold_note,
+    torch_threads,
     unigram_lines,
-    unigram_nll,
     verdict_best,
+    write_results,
 )
+from ._text import METHOD_NAMES, NLL_DEFINITION, resolve_run, score_methods
 
 __all__ = [
     "PAPER_SEMISYNTHETIC_NLL",
@@ -296,11 +287,7 @@ def _write_summary(
         met, d = verdict_best(sub)
         why = "" if quick or met else f"; {beaten_by(sub)}"
         per_level.append(f"  - {lv}: {'not assessed' if quick else ('met' if met else 'not met')} ({d}{why})")
-    reduced = [
-        f"{k} = {cfg[k]!r} (paper / full default: {SEMISYNTHETIC_SETTINGS[k]!r})"
-        for k in ("max_epochs", "n_docs", "vocab_size", "n_hidden", "n_is_samples", "n_eval_docs", "betas")
-        if cfg[k] != SEMISYNTHETIC_SETTINGS[k]
-    ]
+    reduced = reduced_settings(cfg, SEMISYNTHETIC_SETTINGS)
     corr = df.groupby("shift", sort=False)[["train_pair_corr", "test_pair_corr"]].mean()
     lambda_note = slab_threshold_note(cfg["lambda0"], cfg["lambda1"], PAPER_SEMISYNTHETIC_LAMBDA1)
     full_table = markdown_table(
@@ -501,7 +488,7 @@ def run_semisynthetic(
             )
         lengths = corpus.counts.sum(1)
         for seed in range(seeds):
-            train_idx, test_idx = document_split(corpus.n_docs, seed)
+            train_idx, test_idx = split_rows(corpus.n_docs, seed, unit="documents")
             eval_idx = eval_subset(test_idx, cfg["n_eval_docs"], seed)
             x_eval = simulate_documents(theta[eval_idx], beta, lengths[eval_idx], _seed_rng(seed, 0)).astype(np.float32)
             test_corr = paired_correlation(theta[test_idx])
@@ -510,10 +497,7 @@ def run_semisynthetic(
                 theta_tr = shifted_factors(theta[train_idx], sigma, rng)
                 x_train = simulate_documents(theta_tr, beta, lengths[train_idx], rng).astype(np.float32)
                 train_corr = paired_correlation(theta_tr)
-                reference = unigram_nll(x_train, x_eval)
-                for entry in build_models(cfg, seed, methods):
-                    fit_and_score(entry, x_train, x_eval, cfg["n_is_samples"])
-                    row = entry_row(entry, seed=seed, reference=reference, n_train=len(train_idx), n_test=len(eval_idx))
+                for entry, row in score_methods(cfg, seed, methods, x_train, x_eval):
                     rows.append(
                         {
                             **row,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,22 +18,30 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse.generic.datasets import TextCorpus, text_corpus
+from scsparse.generic.datasets import TextCorpus, eval_subset, split_rows, text_corpus
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, BetaVAE, SparseVAE
 
 from ._common import (
     PAPER_DEPTH_NOTE,
     PAPER_HIDDEN_LAYERS,
+    beaten_by,
+    best_beta_rows,
+    check_corpus,
     check_positive_int,
-    format_mean_sd,
     make_output_dir,
     markdown_table,
     no_active_factor_note,
+    paper_comparison_table,
     provenance,
     provenance_markdown,
     quiet_training_logs,
+    reduced_settings,
+    resolve_settings,
+    run_labels,
     slab_threshold_note,
     torch_threads,
+    unigram_lines,
+    verdict_best,
     write_results,
 )
 
@@ -45,13 +53,11 @@ __all__ = [
     "RESULT_COLUMNS",
     "TEXT_SETTINGS",
     "FittedMethod",
-    "beaten_by",
     "build_models",
-    "check_corpus",
-    "document_split",
     "fit_and_score",
     "nmf_marginal_nll",
     "run_text",
+    "score_methods",
     "top_words",
 ]
 
@@ -123,10 +129,6 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "eval_seconds",
 )
 
-#: Fraction of the documents held out.
-TEST_FRACTION = 0.2
-#: Offset of the split seed, so that split and model streams differ.
-_SPLIT_SEED_OFFSET = 7_919
 #: Words shown per factor in the topic tables.
 N_TOP_WORDS = 8
 
@@ -240,25 +242,6 @@ class FittedMethod:
     eval_seconds: float
     nll_plugin: float = math.nan
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-def document_split(n_docs: int, seed: int, test_fraction: float = TEST_FRACTION) -> tuple[np.ndarray, np.ndarray]:
-    """Seeded train/test split of ``n_docs`` documents (sorted indices), independent of any model.
-
-    Examples
-    --------
-    >>> train, test = document_split(10, seed=0)
-    >>> len(train), len(test), sorted(set(train) | set(test)) == list(range(10))
-    (8, 2, True)
-    """
-    if n_docs < 2:
-        raise ValueError(f"Need at least 2 documents to split, got {n_docs}.")
-    if not 0.0 < test_fraction < 1.0:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}.")
-    rng = np.random.default_rng(int(seed) + _SPLIT_SEED_OFFSET)
-    n_test = min(max(int(round(test_fraction * n_docs)), 1), n_docs - 1)
-    perm = rng.permutation(n_docs)
-    return np.sort(perm[n_test:]), np.sort(perm[:n_test])
 
 
 def build_models(cfg: Mapping[str, Any], seed: int, methods: Sequence[str] = METHOD_NAMES) -> list[FittedMethod]:
@@ -395,105 +378,6 @@ def top_words(
 
 
 # ---------------------------------------------------------------------------------------------- outputs
-def best_beta_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with the beta-VAE reduced to the beta of lowest mean held-out NLL (the paper's Table 1 convention)."""
-    bv = df[df["method"] == "beta-VAE"]
-    if bv.empty:
-        return df
-    best = bv.groupby("beta")["heldout_nll"].mean().idxmin()
-    return df[(df["method"] != "beta-VAE") | (df["beta"] == best)]
-
-
-def method_label(df: pd.DataFrame, method: str) -> str:
-    """``"beta-VAE (beta = b)"`` for the beta-VAE rows of ``df`` (one beta), else ``method``."""
-    if method != "beta-VAE":
-        return method
-    betas = df.loc[df["method"] == method, "beta"].unique()
-    return f"beta-VAE (beta = {betas[0]:g})" if len(betas) == 1 else method
-
-
-def run_labels(df: pd.DataFrame) -> list[str]:
-    """One label per row: the method, with the beta for the beta-VAE (``"beta-VAE (beta=2)"``)."""
-    return [m if m != "beta-VAE" else f"beta-VAE (beta={b:g})" for m, b in zip(df["method"], df["beta"], strict=True)]
-
-
-def paper_comparison_table(
-    df: pd.DataFrame,
-    paper: Mapping[str, Sequence[float]],
-    setting_col: str | None = None,
-    settings: Sequence[Any] = (None,),
-    headers: Sequence[str] = ("NLL",),
-) -> str:
-    """Markdown table: our ``mean ± sd`` held-out NLL per setting (best beta only) beside the paper's numbers.
-
-    Parameters
-    ----------
-    df
-        Per-run results (``method``, ``beta``, ``seed``, ``heldout_nll`` and ``setting_col``).
-    paper
-        Method -> the paper's numbers, one per setting.
-    setting_col, settings, headers
-        Column holding the setting, its values in table order, and their column headers.
-    """
-    best = best_beta_rows(df)
-    lines = [
-        "| method | "
-        + " | ".join(f"ours: {h}" for h in headers)
-        + " | "
-        + " | ".join(f"paper: {h}" for h in headers)
-        + " | n seeds |",
-        "|" + "---|" * (2 * len(headers) + 2),
-    ]
-    for method in dict.fromkeys(best["method"]):
-        sub = best[best["method"] == method]
-        ours = [format_mean_sd((sub if s is None else sub[sub[setting_col] == s])["heldout_nll"], 1) for s in settings]
-        ref = paper.get(method)
-        theirs = [f"{v:.1f}" for v in ref] if ref else ["n/a"] * len(headers)
-        label = method_label(best, method)
-        lines.append(f"| {label} | " + " | ".join(ours) + " | " + " | ".join(theirs) + f" | {sub['seed'].nunique()} |")
-    return "\n".join(lines)
-
-
-def beaten_by(df: pd.DataFrame) -> str:
-    """Which runs (method, beta) have a lower mean held-out NLL than the SparseVAE, and by how much."""
-    means = df["heldout_nll"].groupby(run_labels(df), sort=False).mean()
-    if "SparseVAE" not in means.index:
-        return "no SparseVAE in this run"
-    sv = float(means["SparseVAE"])
-    better = means[means < sv].sort_values()
-    if better.empty:
-        return "no method has a lower mean NLL"
-    return "lower mean NLL than SparseVAE: " + ", ".join(f"{m} by {sv - v:.2f} nats" for m, v in better.items())
-
-
-def verdict_best(df: pd.DataFrame, setting_col: str | None = None) -> tuple[bool, str]:
-    """Whether the SparseVAE's mean held-out NLL is below every other method's (every beta), per setting.
-
-    Returns
-    -------
-    tuple
-        ``(met, detail)`` with ``detail`` giving, per setting, the SparseVAE's mean and the best other one.
-    """
-    parts: list[str] = []
-    met = True
-    settings = [None] if setting_col is None else list(dict.fromkeys(df[setting_col]))
-    for s in settings:
-        sub = df if s is None else df[df[setting_col] == s]
-        means = sub["heldout_nll"].groupby(run_labels(sub), sort=False).mean().sort_values()
-        if "SparseVAE" not in means.index:
-            return False, "no SparseVAE in this run"
-        others = means.drop("SparseVAE")
-        sv = float(means["SparseVAE"])
-        prefix = "" if s is None else f"{setting_col} = {s}: "
-        if others.empty:
-            met = False
-            parts.append(f"{prefix}SparseVAE {sv:.2f}, no other method in this run")
-            continue
-        met &= sv < float(others.iloc[0])
-        parts.append(f"{prefix}SparseVAE {sv:.2f} vs best other {others.index[0]} {float(others.iloc[0]):.2f}")
-    return met, "; ".join(parts)
-
-
 def _write_figure(
     out_dir: Path, df: pd.DataFrame, W: np.ndarray | None, vocab: np.ndarray, words: pd.DataFrame
 ) -> Path:
@@ -565,11 +449,7 @@ def _write_summary(
         ["heldout_nll", "n_active", "fit_seconds", "eval_seconds"],
         digits={"heldout_nll": 2, "n_active": 1, "fit_seconds": 1, "eval_seconds": 1},
     )
-    reduced = [
-        f"{k} = {cfg[k]!r} (paper / full default: {TEXT_SETTINGS[k]!r})"
-        for k in ("max_epochs", "n_docs", "vocab_size", "n_hidden", "n_is_samples", "n_eval_docs", "betas")
-        if cfg[k] != TEXT_SETTINGS[k]
-    ]
+    reduced = reduced_settings(cfg, TEXT_SETTINGS)
     lambda_note = slab_threshold_note(cfg["lambda0"], cfg["lambda1"], PAPER_TEXT_LAMBDA1)
     lines = [
         "# Text benchmark: held-out likelihood and topics of abstracts (Moran et al. 2022, Tables 1b and 3b)",
@@ -659,25 +539,6 @@ def _write_summary(
     return path
 
 
-def unigram_lines(df: pd.DataFrame, tolerance: float = 1.0) -> list[str]:
-    """The unigram reference beside the methods: which ones are within ``tolerance`` nats of it (collapsed)."""
-    if "unigram_nll" not in df or df["unigram_nll"].isna().all():
-        return []
-    ref = float(df["unigram_nll"].mean())
-    means = df["heldout_nll"].groupby(run_labels(df), sort=False).mean()
-    near = [m for m, v in means.items() if v > ref - tolerance]
-    text = (
-        f"- Reference without latent variables (unigram multinomial with the training word frequencies, same "
-        f"documents): {ref:.1f}."
-    )
-    if near:
-        text += (
-            f" Within {tolerance:g} nat of it (or above): {', '.join(near)} -- these learned (almost) nothing "
-            "from the documents in this run (posterior collapse or too little training)."
-        )
-    return [text]
-
-
 def _reading(df: pd.DataFrame, quick: bool) -> list[str]:
     """A few sentences on what the numbers say (ordering, gaps, caveats)."""
     if quick:
@@ -701,38 +562,6 @@ def _reading(df: pd.DataFrame, quick: bool) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- runner
-def resolve_settings(
-    defaults: Mapping[str, Any],
-    quick_overrides: Mapping[str, Any],
-    quick: bool,
-    max_epochs: int | None,
-    **overrides: Any,
-) -> dict[str, Any]:
-    """Settings of a run: ``defaults``, then ``quick_overrides`` if ``quick``, then non-``None`` ``overrides``."""
-    cfg = dict(defaults)
-    if quick:
-        cfg.update(quick_overrides)
-    if max_epochs is not None:
-        check_positive_int("max_epochs", max_epochs)
-        cfg["max_epochs"] = int(max_epochs)
-    for key, value in overrides.items():
-        if value is not None:
-            cfg[key] = tuple(value) if key == "betas" else value
-    for key in ("n_is_samples", "vocab_size"):
-        check_positive_int(key, cfg[key])
-    for key in ("n_docs", "n_eval_docs"):
-        if cfg[key] is not None and (int(cfg[key]) != cfg[key] or cfg[key] < 2):
-            raise ValueError(f"{key} must be an integer >= 2 or None, got {cfg[key]}")
-    if not cfg["betas"] or any(b <= 0 for b in cfg["betas"]):
-        raise ValueError(f"betas must be positive numbers, got {cfg['betas']}")
-    if not cfg["lambda0"] > cfg["lambda1"] > 0:
-        raise ValueError(
-            f"lambda1 must lie in (0, lambda0 = {cfg['lambda0']:g}) (the slab wider than the spike), "
-            f"got {cfg['lambda1']}"
-        )
-    return cfg
-
-
 def resolve_run(seeds: int, quick: bool, quick_max_seeds: int, methods: Sequence[str]) -> tuple[int, list[str]]:
     """Validated number of seeds (at most ``quick_max_seeds`` when ``quick``) and list of methods."""
     check_positive_int("seeds", seeds)
@@ -760,22 +589,18 @@ def entry_row(entry: FittedMethod, *, seed: int, reference: float, n_train: int,
     }
 
 
-def check_corpus(corpus: TextCorpus, n_latent: int) -> None:
-    """Raise a ``ValueError`` when the corpus is too small for ``n_latent`` factors (NMF needs ``K <= G, N``)."""
-    if corpus.n_words < n_latent or corpus.n_docs < max(n_latent, 10):
-        raise ValueError(
-            f"The corpus has {corpus.n_docs} documents x {corpus.n_words} words: fewer words than the {n_latent} "
-            f"factors, or fewer than max({n_latent}, 10) documents. Pass a larger corpus (source=...) or a larger "
-            "vocab_size."
-        )
+def score_methods(
+    cfg: Mapping[str, Any], seed: int, methods: Sequence[str], x_train: np.ndarray, x_eval: np.ndarray
+) -> Iterator[tuple[FittedMethod, dict[str, Any]]]:
+    """Fit every method on ``x_train``, score it on ``x_eval``, and yield it with its result row (:func:`entry_row`).
 
-
-def eval_subset(test_idx: np.ndarray, n_eval: int | None, seed: int) -> np.ndarray:
-    """A fixed (seeded) subset of ``n_eval`` held-out documents, or all of them when ``n_eval`` is ``None``."""
-    if n_eval is None or n_eval >= len(test_idx):
-        return test_idx
-    rng = np.random.default_rng(int(seed) + 2 * _SPLIT_SEED_OFFSET)
-    return np.sort(rng.choice(test_idx, int(n_eval), replace=False))
+    The models are :func:`build_models` of ``cfg`` and ``seed``; the row carries the unigram reference of the same
+    documents (:func:`unigram_nll`) and the numbers of training and scored documents.
+    """
+    reference = unigram_nll(x_train, x_eval)
+    for entry in build_models(cfg, seed, methods):
+        fit_and_score(entry, x_train, x_eval, cfg["n_is_samples"])
+        yield entry, entry_row(entry, seed=seed, reference=reference, n_train=len(x_train), n_test=len(x_eval))
 
 
 def run_text(
@@ -880,14 +705,10 @@ def run_text(
         if verbose:
             print(f"[text] corpus: {corpus.n_docs} documents x {corpus.n_words} words", flush=True)
         for seed in range(seeds):
-            train_idx, test_idx = document_split(corpus.n_docs, seed)
+            train_idx, test_idx = split_rows(corpus.n_docs, seed, unit="documents")
             eval_idx = eval_subset(test_idx, cfg["n_eval_docs"], seed)
-            reference = unigram_nll(X[train_idx], X[eval_idx])
-            for entry in build_models(cfg, seed, methods):
-                fit_and_score(entry, X[train_idx], X[eval_idx], cfg["n_is_samples"])
-                rows.append(
-                    entry_row(entry, seed=seed, reference=reference, n_train=len(train_idx), n_test=len(eval_idx))
-                )
+            for entry, row in score_methods(cfg, seed, methods, X[train_idx], X[eval_idx]):
+                rows.append(row)
                 if verbose:
                     b = "" if math.isnan(entry.beta) else f" beta={entry.beta:g}"
                     print(
@@ -908,7 +729,7 @@ def run_text(
     )
     n_train = int(df["n_train"].iloc[0]) if len(df) else 0
     n_eval = int(df["n_test"].iloc[0]) if len(df) else 0
-    n_test = len(document_split(corpus.n_docs, 0)[1])
+    n_test = len(split_rows(corpus.n_docs, 0, unit="documents")[1])
     _write_summary(
         out_dir,
         df,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,8 +33,10 @@ __all__ = [
     "MOVIELENS_DATASETS",
     "MovieLensData",
     "binarise_ratings",
+    "describe_movielens",
     "load_movielens",
     "read_movielens",
+    "subsample_users",
 ]
 
 #: Movies kept by default (the paper kept 300 of ML-25M's; see the module docstring).
@@ -328,3 +331,50 @@ def load_movielens(
         min_positives=min_positives,
         name=reg_name,
     )
+
+
+def subsample_users(data: MovieLensData, max_users: int | None, seed: int = 0) -> MovieLensData:
+    """``data`` restricted to a random subset of at most ``max_users`` users (drawn with ``seed``, rows kept in order).
+
+    ``None``, or no more users than ``max_users``, returns ``data`` itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ids = np.arange(4)
+    >>> d = MovieLensData(np.eye(4, dtype=np.float32), ids, ids, np.array(list("abcd")), "toy", np.ones(4))
+    >>> subsample_users(d, 2).user_ids.shape, subsample_users(d, None) is d
+    ((2,), True)
+    """
+    if max_users is None or data.X.shape[0] <= max_users:
+        return data
+    keep = np.sort(np.random.default_rng(seed).choice(data.X.shape[0], int(max_users), replace=False))
+    return MovieLensData(
+        X=data.X[keep],
+        user_ids=data.user_ids[keep],
+        movie_ids=data.movie_ids,
+        titles=data.titles,
+        name=data.name,
+        n_ratings=data.n_ratings,
+    )
+
+
+def describe_movielens(data: MovieLensData) -> dict[str, Any]:
+    """Users, movies, density, mean positives per user and the fewest ratings of a kept movie, for a summary.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ids = np.arange(2)
+    >>> d = MovieLensData(np.array([[1.0, 0.0], [1.0, 1.0]]), ids, ids, np.array(["a", "b"]), "toy", np.array([5, 3]))
+    >>> describe_movielens(d)
+    {'n_users': 2, 'n_movies': 2, 'density': 0.75, 'mean_pos': 1.5, 'min_movie_ratings': 3}
+    """
+    pos = data.X.sum(1)
+    return {
+        "n_users": int(data.X.shape[0]),
+        "n_movies": int(data.X.shape[1]),
+        "density": float(data.X.mean()),
+        "mean_pos": float(pos.mean()),
+        "min_movie_ratings": int(data.n_ratings.min()),
+    }
