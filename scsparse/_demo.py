@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from scsparse._text import format_p
 
 if TYPE_CHECKING:  # pragma: no cover
-    import numpy as np
     import pandas as pd
 
 # numpy, pandas, scanpy and the models are imported inside the functions: the CLI reads DEFAULT_MAX_EPOCHS
@@ -20,7 +19,6 @@ __all__ = [
     "DEFAULT_LR",
     "DEFAULT_MAX_EPOCHS",
     "DEFAULT_N_HIDDEN",
-    "celltype_accuracy",
     "add_diagnostics",
     "factor_table",
     "run_demo",
@@ -51,53 +49,6 @@ RESPONSE_FIGURE = "factor_responses.png"
 def _say(msg: str, verbose: bool) -> None:
     if verbose:
         print(f"[scsparse demo] {msg}", flush=True)
-
-
-def celltype_accuracy(
-    factors: np.ndarray, labels: np.ndarray, seed: int = 0, test_size: float = 0.3
-) -> dict[str, float]:
-    """Held-out accuracy of a multinomial logistic regression predicting labels from standardised factors.
-
-    Parameters
-    ----------
-    factors
-        Cells x factors matrix.
-    labels
-        Cell labels (e.g. cell types).
-    seed
-        Seed of the stratified train/test split.
-    test_size
-        Fraction of cells held out.
-
-    Returns
-    -------
-    dict
-        ``accuracy``, ``balanced_accuracy`` and ``chance`` (the majority-class frequency in the test set).
-
-    Examples
-    --------
-    >>> celltype_accuracy(adata.obsm["X_sparsevae"], adata.obs["cell_type"].to_numpy(), seed=0)
-    """
-    import numpy as np
-    import pandas as pd
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import balanced_accuracy_score
-    from sklearn.model_selection import train_test_split
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    labels = np.asarray(labels).astype(str)
-    stratify = labels if pd.Series(labels).value_counts().min() >= 2 else None
-    x_tr, x_te, y_tr, y_te = train_test_split(
-        np.asarray(factors), labels, test_size=test_size, stratify=stratify, random_state=seed
-    )
-    clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000)).fit(x_tr, y_tr)
-    pred = clf.predict(x_te)
-    return {
-        "accuracy": float(np.mean(pred == y_te)),
-        "balanced_accuracy": float(balanced_accuracy_score(y_te, pred)),
-        "chance": float(pd.Series(y_te).value_counts(normalize=True).iloc[0]),
-    }
 
 
 def factor_table(adata, key: str = KEY, factors: list[str] | None = None, n_top: int = 10) -> pd.DataFrame:
@@ -507,6 +458,7 @@ def run_demo(
     import scanpy as sc
 
     from scsparse import data, pl, tl
+    from scsparse.generic.metrics import label_accuracy
 
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")
     start = time.perf_counter()
@@ -542,8 +494,8 @@ def run_demo(
     n_heldout = len(model.validation_indices) if model.validation_indices is not None else 0
     nll = model.get_heldout_nll(n_mc_samples=20)
     labels = adata.obs["cell_type"].to_numpy()
-    acc = celltype_accuracy(adata.obsm[f"X_{KEY}_active"], labels, seed=seed)
-    acc_all = celltype_accuracy(adata.obsm[f"X_{KEY}"], labels, seed=seed)
+    acc = label_accuracy(adata.obsm[f"X_{KEY}_active"], labels, seed=seed)
+    acc_all = label_accuracy(adata.obsm[f"X_{KEY}"], labels, seed=seed)
 
     _say("neighbours and UMAP on the active factors; figures", verbose)
     sc.pp.neighbors(adata, use_rep=f"X_{KEY}_active", random_state=seed)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from scsparse.generic.metrics import neighbour_agreement, random_agreement
+from scsparse.generic.metrics import neighbour_agreement, predict_labels, random_agreement
 
 from ._common import torch_threads
 from ._multistudy import _model_kwargs, _train
@@ -54,13 +54,11 @@ def _fit_real(
     return model, time.perf_counter() - t0
 
 
-def transfer_predictions(
-    z: np.ndarray, labels: np.ndarray, train: np.ndarray, test: np.ndarray, seed: int = 0
-) -> np.ndarray:
+def transfer_predictions(z: np.ndarray, labels: np.ndarray, train: np.ndarray, test: np.ndarray) -> np.ndarray:
     """Labels of the test cells predicted by a multinomial logistic regression on standardised factors.
 
-    The classifier of :func:`transfer_accuracy`: ``StandardScaler`` then ``LogisticRegression`` fitted on the
-    training cells.
+    The classifier of :func:`transfer_accuracy`: :func:`scsparse.generic.metrics.predict_labels` (at most 2,000
+    solver iterations) fitted on the training cells.
 
     Examples
     --------
@@ -70,16 +68,10 @@ def transfer_predictions(
     >>> transfer_predictions(z, labels, np.arange(4), np.arange(4, 6)).tolist()
     ['a', 'b']
     """
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, random_state=seed))
-    clf.fit(z[train], labels[train])
-    return clf.predict(z[test])
+    return predict_labels(z[train], labels[train], z[test], max_iter=2000)
 
 
-def transfer_accuracy(z: np.ndarray, labels: np.ndarray, train: np.ndarray, test: np.ndarray, seed: int = 0) -> float:
+def transfer_accuracy(z: np.ndarray, labels: np.ndarray, train: np.ndarray, test: np.ndarray) -> float:
     """Held-out accuracy of a multinomial logistic regression on standardised factors.
 
     Parameters
@@ -90,15 +82,13 @@ def transfer_accuracy(z: np.ndarray, labels: np.ndarray, train: np.ndarray, test
         Cell labels, ``(n_cells,)``.
     train, test
         Boolean masks (or indices) of the training and test cells.
-    seed
-        Seed of the regression.
 
     Returns
     -------
     float
         Fraction of the test cells whose label is predicted correctly (:func:`transfer_predictions`).
     """
-    return float(np.mean(transfer_predictions(z, labels, train, test, seed) == labels[test]))
+    return float(np.mean(transfer_predictions(z, labels, train, test) == labels[test]))
 
 
 def lognormalised_genes(adata: AnnData) -> np.ndarray:
@@ -169,13 +159,13 @@ def scvi_reference(adata: AnnData, study_key: str, settings: Mapping[str, Any], 
 
 
 def _reference_predictions(
-    adata: AnnData, labels: np.ndarray, train: np.ndarray, test: np.ndarray, seed: int
+    adata: AnnData, labels: np.ndarray, train: np.ndarray, test: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`transfer_predictions` on 20 PCs of the log-normalised genes and on those genes themselves."""
     x = lognormalised_genes(adata)
     return (
-        transfer_predictions(pca_reference(x), labels, train, test, seed),
-        transfer_predictions(x, labels, train, test, seed),
+        transfer_predictions(pca_reference(x), labels, train, test),
+        transfer_predictions(x, labels, train, test),
     )
 
 
@@ -305,9 +295,9 @@ def _kang_check(seed: int, cfg: Mapping[str, Any], quick: bool) -> tuple[list[di
     cond = adata.obs["condition"].astype(str).to_numpy()
     cell_type = adata.obs["cell_type"].astype(str).to_numpy()
     train, test = cond == "control", cond == "stimulated"
-    pred = transfer_predictions(z_shared, cell_type, train, test, seed)
-    pred_pca, pred_genes = _reference_predictions(adata, cell_type, train, test, seed)
-    pred_scvi = transfer_predictions(scvi_reference(adata, "condition", cfg, seed), cell_type, train, test, seed)
+    pred = transfer_predictions(z_shared, cell_type, train, test)
+    pred_pca, pred_genes = _reference_predictions(adata, cell_type, train, test)
+    pred_scvi = transfer_predictions(scvi_reference(adata, "condition", cfg, seed), cell_type, train, test)
     acc, acc_pca, acc_genes, acc_scvi = (
         float(np.mean(p == cell_type[test])) for p in (pred, pred_pca, pred_genes, pred_scvi)
     )
@@ -370,10 +360,10 @@ def _cellbench_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, 
     tech = adata.obs["technology"].astype(str).to_numpy()
     line = adata.obs["cell_line"].astype(str).to_numpy()
     train, test = tech == "CEL-seq2", tech == "Drop-seq"
-    acc = transfer_accuracy(z_shared, line, train, test, seed)
-    references = _reference_predictions(adata, line, train, test, seed)
+    acc = transfer_accuracy(z_shared, line, train, test)
+    references = _reference_predictions(adata, line, train, test)
     acc_pca, acc_genes = (float(np.mean(p == line[test])) for p in references)
-    acc_scvi = transfer_accuracy(scvi_reference(adata, "technology", cfg, seed), line, train, test, seed)
+    acc_scvi = transfer_accuracy(scvi_reference(adata, "technology", cfg, seed), line, train, test)
     table = model.factor_table()
     rows = _metric_rows(
         "cellbench",
@@ -427,8 +417,8 @@ def _cellbench_query_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict
         seed,
         secs,
         {
-            "cellline_acc_query_mapped": transfer_accuracy(z, line, ~is_query, is_query, seed),
-            "cellline_acc_joint_fit": transfer_accuracy(z_joint, line, ~is_query, is_query, seed),
+            "cellline_acc_query_mapped": transfer_accuracy(z, line, ~is_query, is_query),
+            "cellline_acc_joint_fit": transfer_accuracy(z_joint, line, ~is_query, is_query),
             "n_active_query_specific": float((new_block & table["active"]).sum()),
             "n_active_reference_shared": float(((table["kind"] == "shared") & table["active"]).sum()),
         },

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from scsparse.data._zeisel_prep import TEST_FRACTION, ZeiselData, prepare_zeisel, split_cells
+from scsparse.generic.metrics import predict_labels
 
 from ._common import (
     PAPER_DEPTH_NOTE,
@@ -127,17 +128,9 @@ def classify_cell_types(
     >>> classify_cell_types(f[::2], y[::2], f[1::2], y[1::2])["accuracy"]
     1.0
     """
-    from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import accuracy_score, f1_score
-    from sklearn.preprocessing import StandardScaler
 
-    f_train = np.asarray(f_train, dtype=np.float64)
-    f_test = np.asarray(f_test, dtype=np.float64)
-    if not (np.all(np.isfinite(f_train)) and np.all(np.isfinite(f_test))):
-        raise ValueError("The factors contain NaN or infinite values; the model did not train properly.")
-    scaler = StandardScaler().fit(f_train)
-    clf = LogisticRegression(max_iter=5000).fit(scaler.transform(f_train), y_train)
-    pred = clf.predict(scaler.transform(f_test))
+    pred = predict_labels(f_train, y_train, f_test)
     return {
         "accuracy": float(accuracy_score(y_test, pred)),
         "macro_f1": float(f1_score(y_test, pred, average="macro")),

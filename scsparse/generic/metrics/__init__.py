@@ -12,7 +12,9 @@
   :func:`posterior_collapse_rate`, :func:`feature_collapse_rate`, :func:`dictionary_collapse_rate` —
   statistics of inferred codes (Fallah & Rozell, 2022);
 - :func:`neighbour_agreement`, :func:`random_agreement` — how often a point's nearest neighbours share its label
-  (batch mixing, cell-type conservation).
+  (batch mixing, cell-type conservation);
+- :func:`predict_labels`, :func:`label_accuracy` — labels (e.g. cell types) predicted from factors by a
+  logistic regression on held-out rows.
 """
 
 from ._codes import (
@@ -26,6 +28,7 @@ from ._codes import (
     posterior_collapse_rate,
 )
 from ._dci import DCIResult, dci_disentanglement, dci_from_importance
+from ._labels import label_accuracy, predict_labels
 from ._matching import assign_by_correlation, factor_correlation, match_factors
 from ._neighbours import neighbour_agreement, random_agreement
 from ._recommendation import FoldInSplit, fold_in_evaluate, fold_in_split, ndcg_at_k, recall_at_r
@@ -39,8 +42,10 @@ __all__ = [
     "dci_from_importance",
     "estimated_support",
     "factor_correlation",
+    "label_accuracy",
     "match_factors",
     "neighbour_agreement",
+    "predict_labels",
     "random_agreement",
     "support_confusion",
     "support_fscore",
