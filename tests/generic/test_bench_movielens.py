@@ -11,6 +11,7 @@ import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
 from scsparse.generic.benchmarks import _movielens as ml
+from scsparse.generic.benchmarks import _movielens_factors as ml_factors
 from scsparse.generic.datasets import MovieLensData, split_rows
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -54,7 +55,7 @@ def test_split_users_disjoint_and_reproducible() -> None:
 def test_factor_top_movies_orders_by_abs_weight_among_selected() -> None:
     W = np.array([[0.2, 0.0], [-0.9, 0.0], [0.5, 0.3], [0.01, 0.8]])
     pip = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.1, 1.0]])
-    out = ml.factor_top_movies(W, pip, ["a", "b", "c", "d"], [0, 1], n_top=2)
+    out = ml_factors.factor_top_movies(W, pip, ["a", "b", "c", "d"], [0, 1], n_top=2)
     assert out[0]["movies"] == ["b", "c"] and out[0]["n_selected"] == 3
     assert out[1]["movies"] == ["d", "c"]
     assert out[0]["weights"][0] == pytest.approx(-0.9)
@@ -213,10 +214,10 @@ class _StubSparseVAE:
 def test_describe_factors_active_and_fallback() -> None:
     data = _toy_data(n_movies=4)
     W = np.array([[0.1, 0.9], [0.3, 0.0], [0.2, 0.8], [0.0, 0.1]])
-    active = ml._describe_factors(_StubSparseVAE(W, (np.abs(W) > 0.5).astype(float)), data)
+    active = ml_factors._describe_factors(_StubSparseVAE(W, (np.abs(W) > 0.5).astype(float)), data)
     assert [f["factor"] for f in active] == [1] and active[0]["selection"] == "p* > 0.5"
     assert active[0]["movies"] == ["Movie 0", "Movie 2"] and active[0]["pips"] == [1.0, 1.0]
-    none = ml._describe_factors(_StubSparseVAE(W, np.zeros_like(W)), data)
+    none = ml_factors._describe_factors(_StubSparseVAE(W, np.zeros_like(W)), data)
     assert [f["factor"] for f in none] == [1, 0]  # by sum |w|
     assert none[0]["selection"].startswith("none active") and "|" not in none[0]["selection"]
     assert none[1]["movies"][:2] == ["Movie 1", "Movie 2"] and none[1]["n_selected"] == 0

@@ -37,6 +37,7 @@ from ._common import (
     torch_threads,
     write_results,
 )
+from ._movielens_factors import _describe_factors, _factor_section, _write_factors
 
 __all__ = [
     "METHODS",
@@ -44,7 +45,6 @@ __all__ = [
     "PAPER_TABLE_1A",
     "RESULT_COLUMNS",
     "build_model",
-    "factor_top_movies",
     "run_movielens",
 ]
 
@@ -91,13 +91,6 @@ PAPER_TABLE_1A: dict[str, tuple[float, float, float]] = {
     "NMF": (198.6, 0.90, 0.85),
 }
 
-#: Table 3a of the paper: the top movies of three sparse VAE factors on ML-25M.
-PAPER_TABLE_3A: tuple[str, ...] = (
-    "The Fifth Element; Alien; Gattaca; Aliens",
-    "A Bug's Life; Monsters, Inc.; Toy Story 3 & 2",
-    "Star Wars V, IV & VI; Indiana Jones 1",
-)
-
 #: Columns of ``results.csv``, in order.
 RESULT_COLUMNS: tuple[str, ...] = (
     "dataset",
@@ -119,8 +112,6 @@ RESULT_COLUMNS: tuple[str, ...] = (
 
 #: Fraction of each held-out user's positive movies hidden in the fold-in protocol (Liang et al. 2018).
 FOLD_IN_FRACTION = 0.2
-#: Movies listed per factor in Table 3a.
-TOP_MOVIES = 5
 
 _NLL_KIND = {
     "SparseVAE": "importance-sampled -log p(x)",
@@ -201,74 +192,6 @@ def _heldout_nll(model: ArrayModel, method: str, X: np.ndarray, n_samples: int) 
     if method == "VSC":
         return model.heldout_nll(X, n_samples=n_samples, importance_weighted=True)
     return model.heldout_nll(X, n_samples=n_samples)
-
-
-def factor_top_movies(
-    W: np.ndarray, pip: np.ndarray, titles: Sequence[str], factors: Sequence[int], n_top: int = TOP_MOVIES
-) -> list[dict[str, Any]]:
-    """The movies with the largest ``|w_jk|`` among those selected (``p* > 0.5``) by each factor.
-
-    Parameters
-    ----------
-    W, pip
-        Movies x factors mask and inclusion probabilities of a fitted sparse VAE.
-    titles
-        Title of every movie (row of ``W``).
-    factors
-        Factor indices to describe.
-    n_top
-        Movies listed per factor.
-
-    Returns
-    -------
-    list of dict
-        Per factor: ``factor``, ``n_selected`` (movies with ``p* > 0.5``), ``movies`` (titles, largest
-        ``|w|`` first), ``weights`` (their ``w_jk``) and ``rows`` (their row indices in ``W``).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> W = np.array([[0.9, 0.0], [0.0, 0.5], [0.4, 0.0]])
-    >>> pip = (np.abs(W) > 0.1).astype(float)
-    >>> factor_top_movies(W, pip, ["A", "B", "C"], [0])[0]["movies"]
-    ['A', 'C']
-    """
-    out = []
-    for k in factors:
-        sel = np.flatnonzero(pip[:, k] > 0.5)
-        order = sel[np.argsort(-np.abs(W[sel, k]), kind="stable")][:n_top]
-        out.append(
-            {
-                "factor": int(k),
-                "n_selected": int(sel.size),
-                "movies": [str(titles[j]) for j in order],
-                "weights": [float(W[j, k]) for j in order],
-                "rows": [int(j) for j in order],
-            }
-        )
-    return out
-
-
-def _describe_factors(model: SparseVAE, data: MovieLensData) -> list[dict[str, Any]]:
-    """Factors of a fitted sparse VAE with their top movies, ordered by decreasing ``sum_j |w_jk|``.
-
-    The active factors (some movie with ``p* > 0.5``), movies ranked among those selected. When no factor
-    is active (the prior kept every entry in the spike), every factor is listed with its movies ranked by
-    ``|w_jk|`` alone; ``selection`` records which rule applied.
-    """
-    W, pip = model.loadings(), model.inclusion_probabilities()
-    active = [int(k) for k in model.active_factors()]
-    rule = "p* > 0.5"
-    if not active:
-        active, rule = list(range(W.shape[1])), "none active: by abs(w) only"
-    active.sort(key=lambda k: -float(np.abs(W[:, k]).sum()))
-    ranked_pip = pip if rule == "p* > 0.5" else np.ones_like(pip)
-    out = factor_top_movies(W, ranked_pip, data.titles, active)
-    for f in out:
-        f["selection"] = rule
-        f["pips"] = [float(pip[j, f["factor"]]) for j in f["rows"]]
-        f["n_selected"] = int((pip[:, f["factor"]] > 0.5).sum())
-    return out
 
 
 def _run_one(
@@ -391,30 +314,6 @@ def _seed_wins(g: pd.DataFrame) -> str:
         if len(sv) and len(others) and float(sv.iloc[0]) < float(others.min()):
             n += 1
     return f"{n}/{len(seeds)} seeds"
-
-
-def _factor_section(factors: dict[str, list[dict[str, Any]]]) -> list[str]:
-    lines = [
-        "## Table 3a: top movies of three sparse VAE factors (seed 0)",
-        "",
-        f"Per data set, the three active factors (some movie with p* > 0.5) with the largest `sum_j |w_jk|`, "
-        f"their selected movies ranked by |w_jk| (at most {TOP_MOVIES}). If no factor is active, the three "
-        "factors with the largest `sum_j |w_jk|` with their movies ranked by |w_jk| alone, and the rule says so. "
-        "All listed factors are in `factors.csv`.",
-        "",
-        "| dataset | factor | rule | movies with p* > 0.5 | top movies (w_jk, p*) |",
-        "|---|---|---|---|---|",
-    ]
-    for ds, facs in factors.items():
-        if not facs:
-            lines.append(f"| {ds} | - | - | 0 | - |")
-        for f in facs[:3]:
-            movies = "; ".join(
-                f"{m} ({w:+.2f}, {p:.2f})" for m, w, p in zip(f["movies"], f["weights"], f["pips"], strict=True)
-            )
-            lines.append(f"| {ds} | {f['factor']} | {f['selection']} | {f['n_selected']} | {movies} |")
-    lines += ["", "The paper (ML-25M, 300 movies): " + " / ".join(f"{t}" for t in PAPER_TABLE_3A) + "."]
-    return lines
 
 
 def _write_summary(
@@ -789,23 +688,3 @@ def _w_init_text(cfg: _Config) -> str:
         boundary = slab_threshold(s["lambda0"], s["lambda1"])
         return f"the package default |w| = {default:g} (the spike/slab boundary is at {boundary:.2f})"
     return f"w_init = {cfg.w_init:g} for every entry (set by `w_init`; the package default is {default:g})"
-
-
-def _write_factors(out_dir: Path, factors: dict[str, list[dict[str, Any]]]) -> Path:
-    columns = ["dataset", "factor", "selection", "n_selected", "top_movies", "weights", "pips"]
-    rows = [
-        {
-            "dataset": ds,
-            "factor": f["factor"],
-            "selection": f["selection"],
-            "n_selected": f["n_selected"],
-            "top_movies": "; ".join(f["movies"]),
-            "weights": "; ".join(f"{w:.3f}" for w in f["weights"]),
-            "pips": "; ".join(f"{p:.3f}" for p in f["pips"]),
-        }
-        for ds, facs in factors.items()
-        for f in facs
-    ]
-    path = out_dir / "factors.csv"
-    pd.DataFrame(rows, columns=columns).to_csv(path, index=False)
-    return path
