@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import torch
@@ -15,7 +15,22 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from scsparse.nn import flush_denormals
 
-__all__ = ["ArrayModel", "TorchArrayModel", "TrainHistory", "as_loader", "train_module"]
+__all__ = ["ArrayModel", "TorchArrayModel", "TrainHistory", "as_loader", "check_option", "check_rows", "train_module"]
+
+
+def check_option(name: str, value: Any, options: Sequence[Any]) -> None:
+    """Raise a ``ValueError`` unless ``value`` is one of ``options`` (a likelihood, a base distribution ...).
+
+    Examples
+    --------
+    >>> check_option("likelihood", "normal", ("normal", "bernoulli"))
+    >>> check_option("likelihood", "gamma", ("normal", "bernoulli"))
+    Traceback (most recent call last):
+    ...
+    ValueError: likelihood must be one of ('normal', 'bernoulli'), got 'gamma'.
+    """
+    if value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}.")
 
 
 @dataclass
@@ -27,6 +42,24 @@ class TrainHistory:
     extra: dict[str, list[float]] = field(default_factory=dict)
 
 
+def check_rows(x: np.ndarray) -> None:
+    """Raise a ``ValueError`` unless ``x`` is a finite 2-d array (rows x features).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_rows(np.zeros((2, 3)))
+    >>> check_rows(np.array([[0.0, np.nan]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: The data contain NaN or infinite values; remove or impute them first.
+    """
+    if x.ndim != 2:
+        raise ValueError(f"Expected a 2-d array (rows x features), got shape {tuple(x.shape)}.")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("The data contain NaN or infinite values; remove or impute them first.")
+
+
 def as_loader(
     data: np.ndarray | torch.Tensor | DataLoader, batch_size: int = 128, shuffle: bool = True, seed: int = 0
 ) -> DataLoader:
@@ -36,11 +69,9 @@ def as_loader(
     """
     if isinstance(data, DataLoader):
         return data
-    x = torch.as_tensor(np.asarray(data, dtype=np.float32))
-    if x.ndim != 2:
-        raise ValueError(f"Expected a 2-d array (rows x features), got shape {tuple(x.shape)}.")
-    if not torch.isfinite(x).all():
-        raise ValueError("The data contain NaN or infinite values; remove or impute them first.")
+    rows = np.asarray(data, dtype=np.float32)
+    check_rows(rows)
+    x = torch.as_tensor(rows)
     generator = torch.Generator().manual_seed(seed)
     return DataLoader(TensorDataset(x), batch_size=batch_size, shuffle=shuffle, generator=generator)
 
@@ -144,6 +175,7 @@ class TorchArrayModel(ArrayModel):
     def __init__(self, *, seed: int = 0, lr: float = 1e-3, max_epochs: int = 100, batch_size: int = 128) -> None:
         self.seed, self.lr, self.max_epochs, self.batch_size = int(seed), float(lr), int(max_epochs), int(batch_size)
         self.history_: TrainHistory | None = None
+        self._fit_epochs = self.max_epochs  # epochs of the current (or last) fit, for the schedules of build
 
     @abc.abstractmethod
     def build(self, n_features: int, data: torch.Tensor | None) -> nn.Module:
@@ -152,10 +184,13 @@ class TorchArrayModel(ArrayModel):
     def _hooks(self) -> dict[str, Callable | None]:
         return {"after_step": None, "after_epoch": None}
 
-    def fit(
-        self, X: np.ndarray | DataLoader, *, max_epochs: int | None = None, verbose: bool = False
-    ) -> TorchArrayModel:
-        """Fit on the rows of ``X`` (or a DataLoader of ``(x,)`` batches)."""
+    def fit(self, X: np.ndarray | DataLoader, *, max_epochs: int | None = None, verbose: bool = False) -> Self:
+        """Fit on the rows of ``X`` (or a DataLoader of ``(x,)`` batches) and return the model.
+
+        ``max_epochs`` overrides the model's setting for this fit; the schedules that :meth:`build` sets up
+        (warm-ups, relaxation temperatures) follow the number of epochs actually run (``self._fit_epochs``).
+        """
+        self._fit_epochs = self.max_epochs if max_epochs is None else int(max_epochs)
         torch.manual_seed(self.seed)
         loader = as_loader(X, self.batch_size, shuffle=True, seed=self.seed)
         data = loader.dataset.tensors[0] if isinstance(loader.dataset, TensorDataset) else None
@@ -165,7 +200,7 @@ class TorchArrayModel(ArrayModel):
         self.history_ = train_module(
             self.module,
             loader,
-            max_epochs=self.max_epochs if max_epochs is None else int(max_epochs),
+            max_epochs=self._fit_epochs,
             lr=self.lr,
             n_obs=len(loader.dataset),
             verbose=verbose,
@@ -191,22 +226,24 @@ class TorchArrayModel(ArrayModel):
         return loader
 
     @torch.no_grad()
+    def _map_rows(
+        self, X: np.ndarray, fn: Callable[[torch.Tensor], torch.Tensor], batch_size: int = 1024
+    ) -> torch.Tensor:
+        """``fn`` of the module in eval mode on batches of the rows of ``X`` in order, concatenated along rows."""
+        loader = self._rows(X, batch_size)
+        self.module.eval()
+        return torch.cat([fn(x) for (x,) in loader])
+
     def transform(self, X: np.ndarray) -> np.ndarray:
         """Posterior means of the factors."""
-        loader = self._rows(X, 1024)
-        self.module.eval()
-        out = [self.module.encode(x)[0] for (x,) in loader]
-        return torch.cat(out).numpy()
+        return self._map_rows(X, lambda x: self.module.encode(x)[0]).numpy()
 
-    @torch.no_grad()
     def predict_mean(self, X: np.ndarray) -> np.ndarray:
         """Decoder mean at the posterior mean of the factors (``module.predict_mean``)."""
-        loader = self._rows(X, 1024)
+        self._check_fitted()
         if not hasattr(self.module, "predict_mean"):
             raise NotImplementedError(f"The module of {type(self).__name__} has no predict_mean.")
-        self.module.eval()
-        out = [self.module.predict_mean(x) for (x,) in loader]
-        return torch.cat(out).numpy()
+        return self._map_rows(X, self.module.predict_mean).numpy()
 
     @torch.no_grad()
     def training_objective(self, X: np.ndarray, n_passes: int = 10) -> float:
@@ -256,7 +293,4 @@ class TorchArrayModel(ArrayModel):
     @torch.no_grad()
     def heldout_nll(self, X: np.ndarray, n_samples: int = 100) -> float:
         """Mean ``-log p(x)`` per row, importance-sampled with the encoder as proposal."""
-        loader = self._rows(X, 256)
-        self.module.eval()
-        ll = [self.module.marginal_ll(x, n_samples=n_samples) for (x,) in loader]
-        return -float(torch.cat(ll).mean())
+        return -float(self._map_rows(X, lambda x: self.module.marginal_ll(x, n_samples=n_samples), 256).mean())

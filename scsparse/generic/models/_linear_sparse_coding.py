@@ -23,6 +23,7 @@ from scsparse.nn import (
     straight_through_threshold,
 )
 
+from ._base import check_option
 from ._sparse_coding import init_dictionary
 
 __all__ = [
@@ -103,8 +104,7 @@ class LinearSparseCodingVAE(nn.Module):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        if prior not in SPARSE_CODING_PRIORS:
-            raise ValueError(f"prior must be one of {SPARSE_CODING_PRIORS}, got {prior!r}.")
+        check_option("prior", prior, SPARSE_CODING_PRIORS)
         self.prior, self.n_atoms = prior, int(n_atoms)
         self.base = "laplace" if prior.endswith("laplace") else "gaussian"
         self.thresholded = prior.startswith("thresholded")

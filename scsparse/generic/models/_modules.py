@@ -26,6 +26,9 @@ from scsparse.nn import (
     sparse_vae_penalty,
 )
 
+from ._base import check_option
+from ._common import sample_chunks
+
 __all__ = [
     "ARRAY_LIKELIHOODS",
     "DenseVAEModule",
@@ -98,8 +101,7 @@ class LatentVariableModule(nn.Module):
         kl_warmup_epochs: int = 0,
     ) -> None:
         super().__init__()
-        if likelihood not in ARRAY_LIKELIHOODS:
-            raise ValueError(f"likelihood must be one of {ARRAY_LIKELIHOODS}, got {likelihood!r}.")
+        check_option("likelihood", likelihood, ARRAY_LIKELIHOODS)
         self.n_features, self.n_latent = int(n_features), int(n_latent)
         self.likelihood = likelihood
         self.kl_weight = float(kl_weight)
@@ -160,10 +162,8 @@ class LatentVariableModule(nn.Module):
         The samples are decoded in chunks of at most ``8192`` rows (samples times minibatch rows).
         """
         qz = self.posterior(x)
-        chunk = max(1, _IS_ROWS // max(x.shape[0], 1))
         z_all, log_px_z = [], []
-        for start in range(0, n_samples, chunk):
-            s = min(chunk, n_samples - start)
+        for s in sample_chunks(n_samples, x.shape[0], budget=_IS_ROWS):
             z = qz.sample((s,))
             heads = self.decode(z)
             log_px_z.append(self.observation.log_prob(x.unsqueeze(0).expand(s, *x.shape), heads))

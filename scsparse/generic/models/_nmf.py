@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader
 
 from scsparse.nn import log_multinomial, log_normal, log_poisson
 
-from ._base import ArrayModel
+from ._base import ArrayModel, check_option, check_rows
 from ._modules import check_likelihood_data
 
 __all__ = ["NMF", "NMF_LIKELIHOODS"]
@@ -88,8 +88,7 @@ class NMF(ArrayModel):
         tol: float = 1e-4,
         init: str | None = "nndsvda",
     ) -> None:
-        if likelihood not in NMF_LIKELIHOODS:
-            raise ValueError(f"likelihood must be one of {NMF_LIKELIHOODS}, got {likelihood!r}.")
+        check_option("likelihood", likelihood, NMF_LIKELIHOODS)
         self.n_components, self.likelihood = int(n_components), likelihood
         self.alpha, self.l1_ratio = float(alpha), float(l1_ratio)
         self.seed, self.max_iter, self.tol, self.init = int(seed), int(max_iter), float(tol), init
@@ -118,10 +117,7 @@ class NMF(ArrayModel):
         if isinstance(X, DataLoader):
             X = np.concatenate([np.asarray(x) for (x,) in X])
         x = np.asarray(X, dtype=np.float64)
-        if x.ndim != 2:
-            raise ValueError(f"Expected a 2-d array (rows x features), got shape {x.shape}.")
-        if not np.all(np.isfinite(x)):
-            raise ValueError("The data contain NaN or infinite values; remove or impute them first.")
+        check_rows(x)
         if np.any(x < 0):
             raise ValueError("NMF needs non-negative data.")
         return x

@@ -13,7 +13,6 @@ from torch import nn
 from scsparse.nn import (
     LIKELIHOODS,
     GaussianEncoder,
-    ObservationModel,
     gaussian_kl,
     group_column_norms,
     group_lasso_penalty,
@@ -21,59 +20,15 @@ from scsparse.nn import (
     make_activation,
 )
 
-from ._base import TorchArrayModel
+from ._base import TorchArrayModel, check_option
+from ._common import SampledCodeModule, chunked_logmeanexp, init_observation_variance, observation_log_prob
 
 __all__ = ["OIVAE", "OIVAEModule", "observation_log_prob"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
-#: Floats per chunk of importance samples in held-out likelihoods (bounds memory, ~64 MB).
-_CHUNK_FLOATS = 2**24
 
 
-def split_heads(out: torch.Tensor, n_heads: int, n_features: int) -> torch.Tensor:
-    """Reshape decoder outputs ``(..., n_heads * G)`` to the ``(n_heads, ..., G)`` layout of the likelihoods."""
-    return out.unflatten(-1, (n_heads, n_features)).movedim(-2, 0)
-
-
-def observation_log_prob(obs: ObservationModel, x: torch.Tensor, heads: torch.Tensor) -> torch.Tensor:
-    """``log p(x | heads)`` per row, for decoder outputs with leading sample axes ``(n_heads, S, B, G)``.
-
-    ``x`` (``(B, G)``) is expanded to the sample shape first (some likelihoods do not broadcast).
-    """
-    return obs.log_prob(x.expand(heads.shape[1:]), heads)
-
-
-def init_observation_variance(obs: ObservationModel, data: torch.Tensor | None) -> None:
-    """Start a ``"normal"`` likelihood at the per-feature sample variances of the training data.
-
-    Without it the variances start at 1 and, on data with small variances, the first epochs only learn
-    the noise level while the KL term pulls the posterior onto the prior.
-    """
-    if obs.likelihood != "normal" or data is None or data.shape[0] < 2:
-        return
-    with torch.no_grad():
-        obs.log_var.copy_(torch.log(data.float().var(dim=0).clamp_min(1e-6)))
-
-
-def chunked_logmeanexp(
-    log_weight_fn: Callable[[int], torch.Tensor], n_samples: int, floats_per_sample: int
-) -> torch.Tensor:
-    """``log mean_s exp(w_s)`` over ``n_samples`` importance samples drawn in memory-bounded chunks.
-
-    ``log_weight_fn(s)`` draws ``s`` fresh samples and returns their log-weights, shape ``(s, B)``.
-    """
-    if n_samples < 1:
-        raise ValueError(f"n_samples must be >= 1, got {n_samples}.")
-    chunk = max(1, min(n_samples, _CHUNK_FLOATS // max(int(floats_per_sample), 1)))
-    parts, done = [], 0
-    while done < n_samples:
-        s = min(chunk, n_samples - done)
-        parts.append(log_weight_fn(s))
-        done += s
-    return torch.logsumexp(torch.cat(parts, dim=0), dim=0) - math.log(n_samples)
-
-
-class OIVAEModule(nn.Module):
+class OIVAEModule(SampledCodeModule):
     """The oi-VAE network: Gaussian encoder, per-group latent-to-group maps ``W^(g)`` and generators ``f_g``.
 
     Feature group ``g`` (features ``j`` with ``group_index[j] == g``) is generated from
@@ -138,8 +93,7 @@ class OIVAEModule(nn.Module):
 
         self.n_features, self.n_groups, self.n_latent, self.p = n_features, n_groups, int(n_latent), int(p)
         self.max_size = max_size
-        self.obs = ObservationModel(likelihood, n_features)
-        self.n_heads = self.obs.n_heads
+        self.set_observation(likelihood, n_features)
         self.encoder = GaussianEncoder(
             n_features,
             n_latent,
@@ -184,11 +138,6 @@ class OIVAEModule(nn.Module):
         """Posterior mean and standard deviation of the factors."""
         qz, _ = self.encoder(x)
         return qz.loc, qz.scale
-
-    @torch.no_grad()
-    def predict_mean(self, x: torch.Tensor) -> torch.Tensor:
-        """Decoder mean at the posterior mean of the factors (proportions, probabilities or means)."""
-        return self.obs.mean(self.decode(self.encode(x)[0]))
 
     def weight_prior(self) -> torch.Tensor:
         """``-log N(theta; 0, I)`` up to a constant: ``0.5 * ||theta||^2`` over the generator parameters."""
@@ -354,8 +303,7 @@ class OIVAE(TorchArrayModel):
         seed: int = 0,
     ) -> None:
         super().__init__(seed=seed, lr=lr, max_epochs=max_epochs, batch_size=batch_size)
-        if likelihood not in LIKELIHOODS:
-            raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}.")
+        check_option("likelihood", likelihood, LIKELIHOODS)
         if lambda_ < 0:
             raise ValueError(f"lambda_ must be non-negative, got {lambda_}.")
         if p < 1 or n_latent < 1 or n_layers < 0:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Self
 
 import numpy as np
 import torch
@@ -13,8 +13,8 @@ from torch.utils.data import DataLoader
 from scsparse._matrix import column_variances
 from scsparse.nn import calibrate_inverse_gamma, warn_no_active_factor
 
-from ._base import TorchArrayModel
-from ._modules import ARRAY_LIKELIHOODS, SparseVAEArrayModule, check_likelihood_data
+from ._modules import SparseVAEArrayModule
+from ._vae import _LatentVariableModel
 
 __all__ = ["SparseVAE", "feature_variances"]
 
@@ -37,7 +37,7 @@ def _em_after_step(module: nn.Module, optimizer: torch.optim.Optimizer) -> None:
     module.em_update()
 
 
-class SparseVAE(TorchArrayModel):
+class SparseVAE(_LatentVariableModel):
     """Sparse VAE (Moran et al. 2022) on a rows x features array.
 
     The same model as :class:`scsparse.model.SparseVAE`: ``z_i ~ N(0, I_K)``,
@@ -129,20 +129,15 @@ class SparseVAE(TorchArrayModel):
     ) -> None:
         super().__init__(seed=seed, lr=lr, max_epochs=max_epochs, batch_size=batch_size)
         self.kl_warmup_fraction = float(kl_warmup_fraction)
-        self._epochs = int(max_epochs)
-        if likelihood not in ARRAY_LIKELIHOODS:
-            raise ValueError(f"likelihood must be one of {ARRAY_LIKELIHOODS}, got {likelihood!r}.")
+        self._set_network(n_latent, n_hidden, n_layers, likelihood, dropout_rate)
         if not lambda0 > lambda1 > 0:
             raise ValueError(f"Need lambda0 > lambda1 > 0, got lambda0={lambda0}, lambda1={lambda1}.")
-        self.n_latent, self.n_hidden, self.n_layers = int(n_latent), int(n_hidden), int(n_layers)
-        self.likelihood = likelihood
         self.lambda0, self.lambda1, self.a, self.b = float(lambda0), float(lambda1), float(a), b
         self.sigma_prior_nu = float(sigma_prior_nu)
-        self.dropout_rate = float(dropout_rate)
         self.decoder_kwargs = dict(decoder_kwargs or {})
         self.sigma_prior_xi_ = 1.0
 
-    def fit(self, X: np.ndarray | DataLoader, *, max_epochs: int | None = None, verbose: bool = False) -> SparseVAE:
+    def fit(self, X: np.ndarray | DataLoader, *, max_epochs: int | None = None, verbose: bool = False) -> Self:
         """Fit on the rows of ``X`` (or a DataLoader of ``(x,)`` batches) and return the model.
 
         For ``"normal"`` the variance prior is calibrated on the per-feature sample variances of ``X``
@@ -153,21 +148,18 @@ class SparseVAE(TorchArrayModel):
         NoActiveFactorWarning
             When training ends with every entry of ``W`` in the spike (no active factor).
         """
-        if not isinstance(X, DataLoader):
-            check_likelihood_data(X, self.likelihood)
-        self.sigma_prior_xi_ = (
+        self.sigma_prior_xi_ = (  # the data check (count or binary likelihoods) comes in super().fit
             calibrate_inverse_gamma(feature_variances(X), nu=self.sigma_prior_nu)
             if self.likelihood == "normal"
             else 1.0
         )
-        self._epochs = self.max_epochs if max_epochs is None else int(max_epochs)
         super().fit(X, max_epochs=max_epochs, verbose=verbose)
         if len(self.active_factors()) == 0:
             n_rows = len(X.dataset) if isinstance(X, DataLoader) else len(X)
             steps_per_epoch = len(X) if isinstance(X, DataLoader) else -(-n_rows // self.batch_size)
             warn_no_active_factor(
                 n_rows,
-                self._epochs * steps_per_epoch,
+                self._fit_epochs * steps_per_epoch,
                 rows="training rows",
                 lambda0=self.module.prior.lambda0,
                 lambda1=self.module.prior.lambda1,
@@ -179,10 +171,6 @@ class SparseVAE(TorchArrayModel):
         return SparseVAEArrayModule(
             n_features,
             self.n_latent,
-            likelihood=self.likelihood,
-            n_hidden=self.n_hidden,
-            n_layers=self.n_layers,
-            dropout_rate=self.dropout_rate,
             lambda0=self.lambda0,
             lambda1=self.lambda1,
             a=self.a,
@@ -190,23 +178,12 @@ class SparseVAE(TorchArrayModel):
             sigma_prior_nu=self.sigma_prior_nu,
             sigma_prior_xi=self.sigma_prior_xi_,
             decoder_kwargs=self.decoder_kwargs,
-            kl_warmup_epochs=round(self.kl_warmup_fraction * self._epochs),
+            kl_warmup_epochs=round(self.kl_warmup_fraction * self._fit_epochs),
+            **self._module_kwargs(),
         )
 
     def _hooks(self) -> dict[str, Callable | None]:
         return {"after_step": _em_after_step, "after_epoch": None}
-
-    def heldout_nll(self, X: np.ndarray, n_samples: int = 100, **kwargs: Any) -> float:
-        """Mean ``-log p(x)`` per row of ``X``, importance-sampled with ``q(z | x)`` as proposal.
-
-        ``log p(x) ~= logsumexp_s[log p(x | z_s) + log N(z_s; 0, I) - log q(z_s | x)] - log S`` with
-        ``S = n_samples`` draws, at the MAP ``W``, network and variances; all normalising constants
-        are kept. The draws are made with the torch RNG seeded with ``seed`` inside
-        ``torch.random.fork_rng``, so the estimate is reproducible.
-        """
-        with torch.random.fork_rng():
-            torch.manual_seed(self.seed)
-            return super().heldout_nll(X, n_samples=n_samples)
 
     # ---------------------------------------------------------------- results
     def loadings(self) -> np.ndarray:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import torch
@@ -14,7 +13,6 @@ from scsparse.nn import (
     BASES,
     LIKELIHOODS,
     MLP,
-    ObservationModel,
     base_kl,
     gamma_threshold_prior,
     kl_gamma,
@@ -26,8 +24,8 @@ from scsparse.nn import (
     thresholded_log_prob,
 )
 
-from ._base import TorchArrayModel
-from ._oivae import chunked_logmeanexp, init_observation_variance, observation_log_prob, split_heads
+from ._base import TorchArrayModel, check_option
+from ._common import SampledCodeModule, init_observation_variance, observation_log_prob
 from ._vsc import linear_ramp
 
 __all__ = ["DEFAULT_PRIOR_SCALE", "DEFAULT_THRESHOLD", "ThresholdedVSC", "ThresholdedVSCModule"]
@@ -41,7 +39,7 @@ DEFAULT_PRIOR_SCALE: dict[str, float] = {"gaussian": math.sqrt(0.1), "laplace": 
 _LOG_CLAMP = math.log(1e6)
 
 
-class ThresholdedVSCModule(nn.Module):
+class ThresholdedVSCModule(SampledCodeModule):
     """Encoder, generator and threshold distribution of a thresholded VSC model.
 
     Parameters
@@ -106,8 +104,7 @@ class ThresholdedVSCModule(nn.Module):
         self.scale_warmup = (float(scale_warmup[0]), float(scale_warmup[1]))
         if threshold == "gamma":
             self.alpha0, self.beta0 = gamma_threshold_prior(self.lambda0, gamma_shape)
-        self.obs = ObservationModel(likelihood, n_input)
-        self.n_heads = self.obs.n_heads
+        self.set_observation(likelihood, n_input)
         n_params = 4 if threshold == "gamma" else 2
         self.encoder = MLP(n_input, n_params * n_latent, n_hidden=n_hidden, n_layers=n_layers, activation=activation)
         if generator == "linear":
@@ -152,10 +149,6 @@ class ThresholdedVSCModule(nn.Module):
             return self.lambda0
         return Gamma(alpha, beta).rsample((n_samples,))
 
-    def decode(self, z: torch.Tensor) -> torch.Tensor:
-        """Generator outputs ``(n_heads, ..., G)``."""
-        return split_heads(self.decoder(z), self.n_heads, self.n_input)
-
     def kl(
         self, loc: torch.Tensor, scale: torch.Tensor, alpha: torch.Tensor | None, beta: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -193,11 +186,6 @@ class ThresholdedVSCModule(nn.Module):
         return loc * nonzero, loc, nonzero
 
     @torch.no_grad()
-    def predict_mean(self, x: torch.Tensor) -> torch.Tensor:
-        """Decoder mean at the posterior mean ``E_q[z]`` of the code."""
-        return self.obs.mean(self.decode(self.encode(x)[0]))
-
-    @torch.no_grad()
     def max_elbo_codes(self, x: torch.Tensor, n_samples: int) -> torch.Tensor:
         """For every row, the thresholded sample with the highest ``log p(x | z)`` among ``n_samples``."""
         loc, scale, alpha, beta = self.posterior(x)
@@ -233,11 +221,9 @@ class ThresholdedVSCModule(nn.Module):
             log_q = log_q + Gamma(alpha, beta).log_prob(lam)
         return log_px + (log_p - log_q).sum(-1)
 
-    @torch.no_grad()
-    def marginal_ll(self, x: torch.Tensor, n_samples: int = 100) -> torch.Tensor:
-        """Importance-sampled ``log p(x)`` per row, proposal ``q(z, lambda | x)``."""
-        floats = x.shape[0] * (self.n_input * (self.n_heads + 1) + 6 * self.n_latent)
-        return chunked_logmeanexp(lambda s: self.log_weights(x, s), n_samples, floats)
+    def floats_per_sample(self, n_rows: int) -> int:
+        """Floats held per importance sample of ``n_rows`` rows (:meth:`marginal_ll`, proposal ``q(z, lambda | x)``)."""
+        return n_rows * (self.n_input * (self.n_heads + 1) + 6 * self.n_latent)
 
 
 class ThresholdedVSC(TorchArrayModel):
@@ -367,14 +353,12 @@ class ThresholdedVSC(TorchArrayModel):
         seed: int = 0,
     ) -> None:
         super().__init__(seed=seed, lr=lr, max_epochs=max_epochs, batch_size=batch_size)
-        if base not in BASES:
-            raise ValueError(f"base must be one of {BASES}, got {base!r}.")
+        check_option("base", base, BASES)
         if threshold not in ("fixed", "gamma"):
             raise ValueError(f"threshold must be 'fixed' or 'gamma', got {threshold!r}.")
         if generator not in ("linear", "neural"):
             raise ValueError(f"generator must be 'linear' or 'neural', got {generator!r}.")
-        if likelihood not in LIKELIHOODS:
-            raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}.")
+        check_option("likelihood", likelihood, LIKELIHOODS)
         lambda_ = DEFAULT_THRESHOLD[base] if lambda_ is None else float(lambda_)
         if lambda_ < 0 or (threshold == "gamma" and lambda_ <= 0):
             raise ValueError(f"lambda_ must be >= 0 (> 0 for a Gamma threshold), got {lambda_}.")
@@ -388,13 +372,6 @@ class ThresholdedVSC(TorchArrayModel):
         self.scale_warmup = (float(scale_warmup[0]), float(scale_warmup[1]))
         self.n_hidden, self.n_layers, self.activation = int(n_hidden), int(n_layers), activation
         self.likelihood = likelihood
-        self._fit_epochs = self.max_epochs
-
-    def fit(self, X: np.ndarray | Any, *, max_epochs: int | None = None, verbose: bool = False) -> ThresholdedVSC:
-        """Fit on the rows of ``X``; the scale warm-up follows the number of epochs actually run."""
-        self._fit_epochs = self.max_epochs if max_epochs is None else int(max_epochs)
-        super().fit(X, max_epochs=max_epochs, verbose=verbose)
-        return self
 
     def build(self, n_features: int, data: torch.Tensor | None) -> ThresholdedVSCModule:
         """The :class:`ThresholdedVSCModule` for ``n_features`` features."""
@@ -429,7 +406,6 @@ class ThresholdedVSC(TorchArrayModel):
         """
         return super().transform(X)
 
-    @torch.no_grad()
     def sparse_codes(self, X: np.ndarray, n_samples: int | None = None, seed: int = 0) -> np.ndarray:
         """Exactly sparse codes: per row, the best of ``n_samples`` thresholded samples (max-ELBO rule).
 
@@ -442,16 +418,10 @@ class ThresholdedVSC(TorchArrayModel):
         seed
             Seed of the sampling.
         """
-        loader = self._rows(X, 1024)
-        self.module.eval()
         n = self.n_samples_max_elbo if n_samples is None else int(n_samples)
-        gen_state = torch.random.get_rng_state()
-        torch.manual_seed(seed)
-        try:
-            out = [self.module.max_elbo_codes(x, n) for (x,) in loader]
-        finally:
-            torch.random.set_rng_state(gen_state)
-        return torch.cat(out).cpu().numpy()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            return self._map_rows(X, lambda x: self.module.max_elbo_codes(x, n)).cpu().numpy()
 
     def loadings(self) -> np.ndarray | None:
         """The dictionary ``A`` (``G x K``) of a linear generator; ``None`` for a neural one."""

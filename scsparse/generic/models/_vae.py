@@ -2,19 +2,66 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from ._base import TorchArrayModel
-from ._modules import ARRAY_LIKELIHOODS, DenseVAEModule, check_likelihood_data
+from ._base import TorchArrayModel, check_option
+from ._modules import ARRAY_LIKELIHOODS, DenseVAEModule, LatentVariableModule, check_likelihood_data
 
 __all__ = ["VAE", "BetaVAE"]
 
 
-class VAE(TorchArrayModel):
+class _LatentVariableModel(TorchArrayModel):
+    """What :class:`VAE` and :class:`~scsparse.generic.models.SparseVAE` share: a
+    :class:`~scsparse.generic.models.LatentVariableModule` (encoder, decoder, observation model) fitted on
+    arrays checked against the likelihood, and a seeded importance-sampled held-out likelihood.
+    """
+
+    module: LatentVariableModule
+
+    def _set_network(self, n_latent: int, n_hidden: int, n_layers: int, likelihood: str, dropout_rate: float) -> None:
+        check_option("likelihood", likelihood, ARRAY_LIKELIHOODS)
+        self.n_latent, self.n_hidden, self.n_layers = int(n_latent), int(n_hidden), int(n_layers)
+        self.likelihood = likelihood
+        self.dropout_rate = float(dropout_rate)
+
+    def _module_kwargs(self) -> dict[str, Any]:
+        """The :class:`~scsparse.generic.models.LatentVariableModule` arguments besides the decoder's own."""
+        return {
+            "likelihood": self.likelihood,
+            "n_hidden": self.n_hidden,
+            "n_layers": self.n_layers,
+            "dropout_rate": self.dropout_rate,
+        }
+
+    def fit(self, X: np.ndarray | DataLoader, *, max_epochs: int | None = None, verbose: bool = False) -> Self:
+        """Fit on the rows of ``X`` (or a DataLoader of ``(x,)`` batches) and return the model.
+
+        Arrays are checked against the likelihood (counts for ``"multinomial"``, 0/1 for ``"bernoulli"``).
+        """
+        if not isinstance(X, DataLoader):
+            check_likelihood_data(X, self.likelihood)
+        return super().fit(X, max_epochs=max_epochs, verbose=verbose)
+
+    def heldout_nll(self, X: np.ndarray, n_samples: int = 100, **kwargs: Any) -> float:
+        """Mean ``-log p(x)`` per row of ``X``, importance-sampled with ``q(z | x)`` as proposal.
+
+        ``log p(x) ~= logsumexp_s[log p(x | z_s) + log N(z_s; 0, I) - log q(z_s | x)] - log S`` with
+        ``S = n_samples`` draws from the encoder, at the fitted weights (the MAP ``W``, network and variances
+        of the sparse VAE). This estimates the model's own marginal likelihood whatever KL weight (``beta``)
+        was used in training, and it keeps every normalising constant (``log 2 pi`` and ``log sigma``; the
+        multinomial coefficient). The draws are made with the torch RNG seeded with ``seed`` inside
+        ``torch.random.fork_rng`` (the caller's RNG state is restored), so the estimate is reproducible.
+        """
+        with torch.random.fork_rng():
+            torch.manual_seed(self.seed)
+            return super().heldout_nll(X, n_samples=n_samples)
+
+
+class VAE(_LatentVariableModel):
     """Variational autoencoder with a dense decoder (Kingma & Welling 2014; beta-VAE: Higgins et al. 2017).
 
     Model: ``z_i ~ N(0, I_K)``, ``x_i ~ p(x | f_theta(z_i))`` with ``f_theta`` an MLP
@@ -69,50 +116,14 @@ class VAE(TorchArrayModel):
         dropout_rate: float = 0.1,
     ) -> None:
         super().__init__(seed=seed, lr=lr, max_epochs=max_epochs, batch_size=batch_size)
-        if likelihood not in ARRAY_LIKELIHOODS:
-            raise ValueError(f"likelihood must be one of {ARRAY_LIKELIHOODS}, got {likelihood!r}.")
+        self._set_network(n_latent, n_hidden, n_layers, likelihood, dropout_rate)
         if beta < 0:
             raise ValueError(f"beta must be non-negative, got {beta}.")
-        self.n_latent, self.n_hidden, self.n_layers = int(n_latent), int(n_hidden), int(n_layers)
-        self.likelihood = likelihood
         self.beta = float(beta)
-        self.dropout_rate = float(dropout_rate)
 
     def build(self, n_features: int, data: torch.Tensor | None) -> DenseVAEModule:
         """The torch module for ``n_features`` features."""
-        return DenseVAEModule(
-            n_features,
-            self.n_latent,
-            likelihood=self.likelihood,
-            n_hidden=self.n_hidden,
-            n_layers=self.n_layers,
-            dropout_rate=self.dropout_rate,
-            beta=self.beta,
-        )
-
-    def fit(self, X: np.ndarray | DataLoader, *, max_epochs: int | None = None, verbose: bool = False) -> VAE:
-        """Fit on the rows of ``X`` (or a DataLoader of ``(x,)`` batches) and return the model.
-
-        Arrays are checked against the likelihood (counts for ``"multinomial"``, 0/1 for ``"bernoulli"``).
-        """
-        if not isinstance(X, DataLoader):
-            check_likelihood_data(X, self.likelihood)
-        super().fit(X, max_epochs=max_epochs, verbose=verbose)
-        return self
-
-    def heldout_nll(self, X: np.ndarray, n_samples: int = 100, **kwargs: Any) -> float:
-        """Mean ``-log p(x)`` per row of ``X``, importance-sampled with ``q(z | x)`` as proposal.
-
-        ``log p(x) ~= logsumexp_s[log p(x | z_s) + log N(z_s; 0, I) - log q(z_s | x)] - log S`` with
-        ``S = n_samples`` draws from the encoder. This estimates the model's own marginal likelihood
-        whatever ``beta`` was used in training (the weights are those of the ``beta = 1`` ELBO), and it
-        keeps every normalising constant (``log 2 pi`` and ``log sigma``; the multinomial coefficient).
-        The draws are made with the torch RNG seeded with ``seed`` inside ``torch.random.fork_rng`` (the
-        caller's RNG state is restored), so the estimate is reproducible.
-        """
-        with torch.random.fork_rng():
-            torch.manual_seed(self.seed)
-            return super().heldout_nll(X, n_samples=n_samples)
+        return DenseVAEModule(n_features, self.n_latent, beta=self.beta, **self._module_kwargs())
 
 
 class BetaVAE(VAE):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import torch
@@ -13,15 +12,14 @@ from torch import nn
 from scsparse.nn import (
     LIKELIHOODS,
     MLP,
-    ObservationModel,
     kl_bernoulli,
     relaxed_spike_slab_sample,
     spike_slab_kl,
     spike_slab_log_prob,
 )
 
-from ._base import TorchArrayModel
-from ._oivae import chunked_logmeanexp, init_observation_variance, observation_log_prob, split_heads
+from ._base import TorchArrayModel, check_option
+from ._common import SampledCodeModule, init_observation_variance, observation_log_prob, sample_chunks
 
 __all__ = ["VSC", "VSCModule", "linear_ramp"]
 
@@ -43,7 +41,7 @@ def linear_ramp(epoch: int, start: float, end: float) -> float:
     return float(epoch - start) / float(end - start)
 
 
-class VSCModule(nn.Module):
+class VSCModule(SampledCodeModule):
     """Encoder, decoder, pseudo-inputs and selection network of a VSC model.
 
     Parameters
@@ -99,8 +97,7 @@ class VSCModule(nn.Module):
         self.warmup_epochs = (float(warmup_epochs[0]), float(warmup_epochs[1]))
         self.total_epochs = max(int(total_epochs), 1)
         self.selection_a, self.selection_b = float(selection_a), float(selection_b)
-        self.obs = ObservationModel(likelihood, n_input)
-        self.n_heads = self.obs.n_heads
+        self.set_observation(likelihood, n_input)
         self.encoder = MLP(n_input, 3 * n_latent, n_hidden=n_hidden, n_layers=n_layers, activation=activation)
         self.decoder = MLP(
             n_latent, self.n_heads * n_input, n_hidden=n_hidden, n_layers=n_layers, activation=activation
@@ -131,19 +128,10 @@ class VSCModule(nn.Module):
         gamma = torch.sigmoid(v).clamp(_PROB_EPS, 1.0 - _PROB_EPS)
         return mu, log_var, gamma
 
-    def decode(self, z: torch.Tensor) -> torch.Tensor:
-        """Decoder outputs ``(n_heads, ..., G)``."""
-        return split_heads(self.decoder(z), self.n_heads, self.n_input)
-
     def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(gamma * mu, mu, log_var, gamma)``: the posterior mean ``E_q[z] = gamma mu`` comes first."""
         mu, log_var, gamma = self.posterior(x)
         return gamma * mu, mu, log_var, gamma
-
-    @torch.no_grad()
-    def predict_mean(self, x: torch.Tensor) -> torch.Tensor:
-        """Decoder mean at the posterior mean ``gamma * mu`` of the code."""
-        return self.obs.mean(self.decode(self.encode(x)[0]))
 
     def prior_components(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Slab means, log-variances and spike probabilities of the prior components, each ``(U, K)``.
@@ -228,25 +216,21 @@ class VSCModule(nn.Module):
         log_q = spike_slab_log_prob(z, mu, log_var, gamma).sum(-1)
         return log_px + self.log_prior(z) - log_q
 
-    def _floats_per_sample(self, n_rows: int) -> int:
+    def floats_per_sample(self, n_rows: int) -> int:
+        """Floats held per importance sample of ``n_rows`` rows (decoder outputs, codes, prior components)."""
         return n_rows * (self.n_input * (self.n_heads + 1) + self.n_latent * (self.n_pseudo_inputs + 2))
 
     @torch.no_grad()
     def elbo(self, x: torch.Tensor, n_samples: int = 100) -> torch.Tensor:
-        """Monte Carlo ELBO per row, ``mean_s [log p(x | z_s) + log p(z_s) - log q(z_s | x)]``."""
-        total = torch.zeros(x.shape[0], device=x.device)
-        chunk = max(1, min(n_samples, 2**24 // max(self._floats_per_sample(x.shape[0]), 1)))
-        done = 0
-        while done < n_samples:
-            s = min(chunk, n_samples - done)
-            total = total + self.log_weights(x, s).sum(0)
-            done += s
-        return total / n_samples
+        """Monte Carlo ELBO per row, ``mean_s [log p(x | z_s) + log p(z_s) - log q(z_s | x)]``.
 
-    @torch.no_grad()
-    def marginal_ll(self, x: torch.Tensor, n_samples: int = 100) -> torch.Tensor:
-        """Importance-weighted bound ``log mean_s [p(x | z_s) p(z_s) / q(z_s | x)]`` (exact samples)."""
-        return chunked_logmeanexp(lambda s: self.log_weights(x, s), n_samples, self._floats_per_sample(x.shape[0]))
+        :meth:`marginal_ll` (inherited) is the importance-weighted bound ``log mean_s [p(x | z_s) p(z_s) /
+        q(z_s | x)]`` with the same exact samples.
+        """
+        total = torch.zeros(x.shape[0], device=x.device)
+        for s in sample_chunks(n_samples, self.floats_per_sample(x.shape[0])):
+            total = total + self.log_weights(x, s).sum(0)
+        return total / n_samples
 
 
 class VSC(TorchArrayModel):
@@ -362,8 +346,7 @@ class VSC(TorchArrayModel):
         seed: int = 0,
     ) -> None:
         super().__init__(seed=seed, lr=lr, max_epochs=max_epochs, batch_size=batch_size)
-        if likelihood not in LIKELIHOODS:
-            raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}.")
+        check_option("likelihood", likelihood, LIKELIHOODS)
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {alpha}.")
         if not 0.0 <= spike_warmup[0] <= spike_warmup[1] <= 1.0:
@@ -374,13 +357,6 @@ class VSC(TorchArrayModel):
         self.selection_a, self.selection_b = float(selection_a), float(selection_b)
         self.n_hidden, self.n_layers, self.activation = int(n_hidden), int(n_layers), activation
         self.likelihood = likelihood
-        self._fit_epochs = self.max_epochs
-
-    def fit(self, X: np.ndarray | Any, *, max_epochs: int | None = None, verbose: bool = False) -> VSC:
-        """Fit on the rows of ``X``; the schedules follow the number of epochs actually run."""
-        self._fit_epochs = self.max_epochs if max_epochs is None else int(max_epochs)
-        super().fit(X, max_epochs=max_epochs, verbose=verbose)
-        return self
 
     def build(self, n_features: int, data: torch.Tensor | None) -> VSCModule:
         """The :class:`VSCModule`; pseudo-inputs start at random training rows when available."""
@@ -409,15 +385,10 @@ class VSC(TorchArrayModel):
         init_observation_variance(module.obs, data)
         return module
 
-    @torch.no_grad()
     def spike_probabilities(self, X: np.ndarray) -> np.ndarray:
         """Posterior spike (non-zero) probabilities ``gamma``, shape ``(n_rows, K)``."""
-        loader = self._rows(X, 1024)
-        self.module.eval()
-        out = [self.module.posterior(x)[2] for (x,) in loader]
-        return torch.cat(out).cpu().numpy()
+        return self._map_rows(X, lambda x: self.module.posterior(x)[2]).cpu().numpy()
 
-    @torch.no_grad()
     def heldout_nll(self, X: np.ndarray, n_samples: int = 100, importance_weighted: bool = False) -> float:
         """Mean **upper bound** on ``-log p(x)`` per row: the negative ELBO (see ``nll_is_bound``).
 
@@ -431,8 +402,6 @@ class VSC(TorchArrayModel):
             Return ``-log mean_s w_s`` (importance-weighted bound, tighter, approaching ``-log p(x)`` as
             ``n_samples`` grows) instead of ``-mean_s log w_s`` (the ELBO).
         """
-        loader = self._rows(X, 256)
-        self.module.eval()
-        fn = self.module.marginal_ll if importance_weighted else self.module.elbo
-        ll = [fn(x, n_samples=n_samples) for (x,) in loader]
-        return -float(torch.cat(ll).mean())
+        if not importance_weighted:
+            return -float(self._map_rows(X, lambda x: self.module.elbo(x, n_samples=n_samples), 256).mean())
+        return super().heldout_nll(X, n_samples=n_samples)
