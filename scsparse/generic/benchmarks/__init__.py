@@ -46,7 +46,7 @@ import pandas as pd
 
 from scsparse.data import DataNotAvailableError
 
-from ._common import make_output_dir
+from ._report import make_output_dir, write_summary
 
 __all__ = ["BENCHMARKS", "run", "run_all"]
 
@@ -241,7 +241,7 @@ def run_all(
     for r in rows:
         link = f"[{r['benchmark']}/summary.md]({r['benchmark']}/summary.md)"
         lines.append(f"| {r['benchmark']} | {r['status']} | {r['rows']} | {r['seconds']} | {link} |")
-    (Path(root) / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_summary(root, lines)
     index.to_csv(Path(root) / "index.csv", index=False)
     if failures:
         detail = "\n".join(f"--- {n}\n{tb}" for n, tb in failures.items())

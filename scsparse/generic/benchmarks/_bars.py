@@ -20,6 +20,7 @@ when ``max_g L[g, k] < OFF_REL * max L`` (for oi-VAE also counted as exact zeros
 
 from __future__ import annotations
 
+import functools
 import math
 import multiprocessing
 import os
@@ -33,17 +34,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import (
-    RESTART_SEED_STEP,
-    best_of_restarts,
-    check_positive_int,
-    make_output_dir,
-    markdown_table,
-    provenance,
-    provenance_markdown,
-    torch_threads,
-    write_results,
-)
+from . import _report as report
+from ._common import RESTART_SEED_STEP, best_of_restarts, check_positive_int, markdown_table, torch_threads
 
 __all__ = [
     "BARS_SETTINGS",
@@ -280,28 +272,14 @@ def _jacobian_of(model: Any, X_test: np.ndarray) -> np.ndarray:
     return jacobian_group_influence(lambda zz: module.observation.mean(module.decode(zz)), z, groups)
 
 
-def _fit_vae(X: np.ndarray, K: int, seed: int, epochs: int, w_lr: float) -> tuple[Any, None, str]:
-    from scsparse.generic.models import VAE
+def _fit_comparison(
+    model_name: str, X: np.ndarray, K: int, seed: int, epochs: int, w_lr: float
+) -> tuple[Any, None, str]:
+    """A comparison model (``VAE`` or ``SparseVAE`` of :mod:`scsparse.generic.models`) with the bars settings."""
+    from scsparse.generic import models
 
     s = BARS_SETTINGS
-    model = VAE(
-        n_latent=K,
-        n_hidden=s["n_hidden"],
-        n_layers=1,
-        lr=s["lr"],
-        max_epochs=epochs,
-        batch_size=s["batch_size"],
-        seed=seed,
-        dropout_rate=0.0,
-    ).fit(X)
-    return model, None, "decoder Jacobian"
-
-
-def _fit_sparsevae(X: np.ndarray, K: int, seed: int, epochs: int, w_lr: float) -> tuple[Any, None, str]:
-    from scsparse.generic.models import SparseVAE
-
-    s = BARS_SETTINGS
-    model = SparseVAE(
+    model = getattr(models, model_name)(
         n_latent=K,
         n_hidden=s["n_hidden"],
         n_layers=1,
@@ -318,8 +296,8 @@ def _fit_sparsevae(X: np.ndarray, K: int, seed: int, epochs: int, w_lr: float) -
 #: oi-VAE uses ``w_lr``).
 METHODS: dict[str, Callable[[np.ndarray, int, int, int, float], tuple[Any, np.ndarray | None, str]]] = {
     "oi-VAE": _fit_oivae,
-    "VAE": _fit_vae,
-    "SparseVAE": _fit_sparsevae,
+    "VAE": functools.partial(_fit_comparison, "VAE"),
+    "SparseVAE": functools.partial(_fit_comparison, "SparseVAE"),
 }
 
 
@@ -366,7 +344,7 @@ def _verdicts(df: pd.DataFrame, seeds: int) -> list[str]:
         n_ok = int(sub["all_rows_owned"].sum())
         per_seed = ", ".join(f"seed {int(r.seed)}: {int(r.rows_owned)}/8" for r in sub.itertuples())
         target = f">= {need} of {len(sub)} seeds" if seeds >= 5 else f">= 4 of 5 seeds (this run has {len(sub)})"
-        verdict = "met" if (seeds >= 5 and n_ok >= 4) else ("not met" if seeds >= 5 else "not assessed (< 5 seeds)")
+        verdict = report.target_verdict(n_ok >= 4, assessed=seeds >= 5, unassessed="not assessed (< 5 seeds)")
         lines.append(
             f"- **K = {K}: each of the 8 rows owned by one factor in {target}** — all 8 rows owned in "
             f"{n_ok}/{len(sub)} seeds (rows owned per seed: {per_seed}): **{verdict}**."
@@ -391,7 +369,7 @@ def _verdicts(df: pd.DataFrame, seeds: int) -> list[str]:
         offs = ", ".join(
             f"seed {int(r.seed)}: {int(r.n_off)} off ({int(r.n_exact_zero)} exact zeros)" for r in s.itertuples()
         )
-        verdict = "met" if n_ok == len(s) else ("not met" if n_ok == 0 else f"partly met ({n_ok}/{len(s)} seeds)")
+        verdict = report.count_verdict(n_ok, len(s), counts=True)
         lines.append(
             f"- **K = {K}: the {K - 8} extra factors switched off** (exactly 8 active) — {offs}: **{verdict}**."
         )
@@ -435,12 +413,10 @@ def _write_summary(
         .reset_index()
     )
     lines = [
-        "# Bars benchmark: which factor drives which row (oi-VAE, Ainsworth et al. 2018, Fig. 2, Fig. 8, Table 3)",
-        "",
-        "## Provenance",
-        "",
-        provenance_markdown(prov),
-        "",
+        *report.summary_head(
+            "# Bars benchmark: which factor drives which row (oi-VAE, Ainsworth et al. 2018, Fig. 2, Fig. 8, Table 3)",
+            prov,
+        ),
         "## What ran",
         "",
         f"- Data: `make_bars`: {n_train} training and {n_test} test images per seed, 8 x 8, one row (drawn "
@@ -511,22 +487,16 @@ def _write_summary(
         "(oi-VAE: ||W^(g)[:, k]||; comparisons: RMS Jacobian norms), factors ordered by their owned row.",
         "",
     ]
-    path = out_dir / "summary.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return report.write_summary(out_dir, lines)
 
 
 def _write_figure(out_dir: Path, mats: dict[tuple[str, int], np.ndarray], example: np.ndarray) -> Path:
     """Heat maps of the group x factor influence matrices of seed 0 (as oi-VAE Fig. 2c and Fig. 8)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     keys = sorted(mats, key=lambda k: (k[0] != "oi-VAE", k[0], k[1]))
     n = len(keys) + 1
     n_cols = min(n, 3)
     n_rows = math.ceil(n / n_cols)
-    fig = Figure(figsize=(5.2 * n_cols, 4.2 * n_rows), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = report.new_figure((5.2 * n_cols, 4.2 * n_rows))
     ax = fig.add_subplot(n_rows, n_cols, 1)
     ax.imshow(example.reshape(8, 8), cmap="gray_r", vmin=0.0, vmax=0.6)
     ax.set_title("example training image (seed 0)")
@@ -548,9 +518,7 @@ def _write_figure(out_dir: Path, mats: dict[tuple[str, int], np.ndarray], exampl
         )
         fig.colorbar(im, ax=ax, shrink=0.8)
     fig.suptitle("Bars: which latent factor drives which image row (seed 0)")
-    path = out_dir / "bars.png"
-    fig.savefig(path, dpi=110)
-    return path
+    return report.save_figure(fig, out_dir / "bars.png")
 
 
 # ---------------------------------------------------------------------------------------------- runner
@@ -677,21 +645,10 @@ def run_bars(
     left_out = [m for m in METHODS if m not in methods]
     if left_out:
         reduced.append(f"comparisons {', '.join(left_out)} not run")
-    out_dir = make_output_dir(out)
-    options = {
-        "out": str(out_dir),
-        "seeds": seeds,
-        "quick": bool(quick),
-        "max_epochs": max_epochs,
-        "epochs_used": epochs,
-        "k_values": k_values,
-        "methods": methods,
-        "n_train": n_train,
-        "n_test": n_test,
-        "w_lr": w_lr,
-        "n_jobs": n_jobs,
-        "n_threads": n_threads,
-    }
+    out_dir = report.make_output_dir(out)
+    options = report.run_options(out_dir, seeds, quick, max_epochs, epochs_used=epochs, k_values=k_values,
+                                 methods=methods, n_train=n_train, n_test=n_test, w_lr=w_lr, n_jobs=n_jobs,
+                                 n_threads=n_threads)  # fmt: skip
     size = s["size"]
     bars_kw = {"size": size, "intensity": s["intensity"], "noise_sd": s["noise_sd"]}
     X_test, _ = make_bars(n_test, _TEST_SEED_OFFSET, **bars_kw)
@@ -700,7 +657,7 @@ def run_bars(
     example = None
     gauss_ll = math.nan
     with torch_threads(n_threads):
-        prov = provenance("bars", options)
+        prov = report.provenance("bars", options)
         X0, _ = make_bars(n_train, 0, **bars_kw)
         example = X0[0]
         gauss_ll = gaussian_reference_ll(X0, X_test)
@@ -727,7 +684,7 @@ def run_bars(
                     flush=True,
                 )
     df = pd.DataFrame(rows)
-    write_results(df, out_dir, RESULT_COLUMNS)
+    report.write_results(df, out_dir, RESULT_COLUMNS)
     _write_summary(
         out_dir,
         df,

@@ -1,7 +1,9 @@
-"""Pieces shared by the benchmarks: output folder, results table, markdown summary, provenance.
+"""Pieces shared by the benchmarks: settings, restarts, checks, and the tables of their summaries.
 
-The last section holds what the document benchmarks (text, semi-synthetic) share: their settings, the corpus
-check, and the tables and verdicts on held-out NLL (the best beta of the beta-VAE is MovieLens's too).
+What a run writes (output folder, ``results.csv``, provenance, ``summary.md``, figures, the closing lines) is
+in :mod:`._report`. The last section holds what the document benchmarks (text, semi-synthetic) share: their
+settings, the corpus check, and the tables and verdicts on held-out NLL (the best beta of the beta-VAE is
+MovieLens's too).
 """
 
 from __future__ import annotations
@@ -9,21 +11,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
-import platform
-import subprocess
-import sys
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
-from pathlib import Path
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from scsparse._provenance import DEFAULT_PACKAGES as PROVENANCE_PACKAGES
-from scsparse._provenance import package_versions
 from scsparse._threads import torch_threads
 from scsparse.nn import NoActiveFactorWarning, slab_threshold
 
@@ -33,7 +27,6 @@ if TYPE_CHECKING:
 __all__ = [
     "PAPER_DEPTH_NOTE",
     "PAPER_HIDDEN_LAYERS",
-    "PROVENANCE_PACKAGES",
     "RESTART_SEED_STEP",
     "beaten_by",
     "best_beta",
@@ -42,25 +35,21 @@ __all__ = [
     "check_corpus",
     "check_positive_int",
     "format_mean_sd",
-    "machine_info",
+    "markdown_rows",
+    "markdown_table",
     "method_label",
     "no_active_factor_note",
-    "slab_threshold_note",
-    "make_output_dir",
-    "markdown_table",
-    "package_versions",
     "paper_comparison_table",
-    "provenance",
-    "provenance_markdown",
     "quiet_training_logs",
     "reduced_settings",
     "resolve_settings",
     "run_labels",
+    "run_settings",
+    "slab_threshold_note",
     "summarise",
     "torch_threads",
     "unigram_lines",
     "verdict_best",
-    "write_results",
 ]
 
 
@@ -180,26 +169,6 @@ def no_active_factor_note(n_active: pd.Series | Sequence[float], method: str = "
     ]
 
 
-def make_output_dir(out: str | os.PathLike[str]) -> Path:
-    """Create the output folder (and its parents) if needed.
-
-    Parameters
-    ----------
-    out
-        Folder that receives ``results.csv``, ``summary.md`` and the figures.
-
-    Returns
-    -------
-    pathlib.Path
-        The folder, resolved to an absolute path.
-    """
-    path = Path(out).expanduser().resolve()
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"out={str(out)!r} exists and is not a folder")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def check_positive_int(name: str, value: Any, *, optional: bool = False) -> None:
     """Raise ``ValueError("<name> must be a positive integer, got <value>")`` unless ``value`` is one.
 
@@ -214,33 +183,6 @@ def check_positive_int(name: str, value: Any, *, optional: bool = False) -> None
         return
     if value is None or int(value) != value or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value}")
-
-
-def write_results(df: pd.DataFrame, out_dir: Path, columns: Sequence[str], name: str = "results.csv") -> Path:
-    """Write the per-run results with exactly the given columns, in that order.
-
-    Parameters
-    ----------
-    df
-        One row per method, setting and seed.
-    out_dir
-        Output folder (see :func:`make_output_dir`).
-    columns
-        The columns to write; every one must be in ``df``.
-    name
-        File name inside ``out_dir``.
-
-    Returns
-    -------
-    pathlib.Path
-        Path of the written CSV file.
-    """
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"results lack the columns {missing}")
-    path = out_dir / name
-    df.loc[:, list(columns)].to_csv(path, index=False)
-    return path
 
 
 def format_mean_sd(values: Sequence[float] | np.ndarray | pd.Series, digits: int = 3) -> str:
@@ -329,7 +271,7 @@ def markdown_table(
     """
     labels = dict(labels or {})
     header = [labels.get(c, c) for c in by] + [labels.get(m, m) for m in metrics] + ["n seeds"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
+    rows = []
     for key, group in df.groupby(list(by), sort=False):
         key = key if isinstance(key, tuple) else (key,)
         cells = [str(k) for k in key]
@@ -337,94 +279,24 @@ def markdown_table(
             d = digits.get(m, 3) if isinstance(digits, Mapping) else digits
             cells.append(format_mean_sd(pd.to_numeric(group[m], errors="coerce"), d))
         cells.append(str(len(group)))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append(cells)
+    return "\n".join(markdown_rows(header, rows))
 
 
-def _git(root: Path, *args: str) -> str | None:
-    """Stripped stdout of a read-only ``git -C root ARGS`` (``None`` when git cannot run)."""
-    try:
-        res = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return res.stdout.strip()
+def markdown_rows(header: Sequence[Any], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """The lines of a GitHub-flavoured markdown table: ``header``, the ``|---|`` rule, one line per row.
 
-
-def _git_commit() -> str:
-    """The source tree's commit (read-only ``git``), ``+dirty`` when tracked files differ from it, or ``"unknown"``."""
-    root = Path(__file__).resolve().parents[3]
-    commit = _git(root, "rev-parse", "--short", "HEAD")
-    if not commit:
-        return "unknown"
-    status = _git(root, "status", "--porcelain", "--untracked-files=no")
-    return f"{commit}+dirty" if status else commit
-
-
-def machine_info() -> dict[str, Any]:
-    """CPU count, torch threads, compute device and platform of the machine running the benchmark."""
-    info: dict[str, Any] = {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-    }
-    try:
-        import torch
-
-        info["torch_threads"] = torch.get_num_threads()
-        if torch.cuda.is_available():
-            info["device"] = f"cuda ({torch.cuda.get_device_name(0)})"
-        elif getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            info["device"] = "mps"
-        else:
-            info["device"] = "cpu"
-    except ImportError:  # pragma: no cover - torch is a dependency
-        info["torch_threads"] = "n/a"
-        info["device"] = "cpu"
-    return info
-
-
-def provenance(benchmark: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """Everything needed to tell where a benchmark result came from.
-
-    Parameters
-    ----------
-    benchmark
-        Benchmark name.
-    options
-        The options the benchmark was run with (as passed by the caller, after defaults).
-
-    Returns
-    -------
-    dict
-        ``benchmark``, ``date`` (UTC, ISO 8601), ``command`` (interpreter and ``sys.argv``), ``options``,
-        ``git_commit``, ``machine`` (:func:`machine_info`) and ``versions`` (:func:`package_versions`).
+    Examples
+    --------
+    >>> markdown_rows(["method", "n"], [["VAE", 3]])
+    ['| method | n |', '|---|---|', '| VAE | 3 |']
     """
-    return {
-        "benchmark": benchmark,
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": " ".join([sys.executable, *sys.argv]),
-        "options": dict(options),
-        "git_commit": _git_commit(),
-        "machine": machine_info(),
-        "versions": package_versions(),
-    }
-
-
-def provenance_markdown(prov: Mapping[str, Any]) -> str:
-    """Render :func:`provenance` as a short markdown block (for the top of ``summary.md``)."""
-    opts = ", ".join(f"`{k}={v!r}`" for k, v in prov["options"].items())
-    m = prov["machine"]
-    vers = ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
-    return "\n".join(
-        [
-            f"- benchmark: `{prov['benchmark']}`; date (UTC): {prov['date']}; commit: `{prov['git_commit']}`",
-            f"- options: {opts}",
-            f"- command: `{prov['command']}`",
-            f"- machine: {m['cpu_count']} CPUs, {m['torch_threads']} torch threads, device {m['device']}; "
-            f"{m['platform']}",
-            f"- versions: {vers}",
-        ]
-    )
+    header = [str(h) for h in header]
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] * len(header)) + "|",
+        *("| " + " | ".join(str(c) for c in row) + " |" for row in rows),
+    ]
 
 
 @contextlib.contextmanager
@@ -514,22 +386,15 @@ def paper_comparison_table(
         Column holding the setting, its values in table order, and their column headers.
     """
     best = best_beta_rows(df)
-    lines = [
-        "| method | "
-        + " | ".join(f"ours: {h}" for h in headers)
-        + " | "
-        + " | ".join(f"paper: {h}" for h in headers)
-        + " | n seeds |",
-        "|" + "---|" * (2 * len(headers) + 2),
-    ]
+    rows = []
     for method in dict.fromkeys(best["method"]):
         sub = best[best["method"] == method]
         ours = [format_mean_sd((sub if s is None else sub[sub[setting_col] == s])["heldout_nll"], 1) for s in settings]
         ref = paper.get(method)
         theirs = [f"{v:.1f}" for v in ref] if ref else ["n/a"] * len(headers)
-        label = method_label(best, method)
-        lines.append(f"| {label} | " + " | ".join(ours) + " | " + " | ".join(theirs) + f" | {sub['seed'].nunique()} |")
-    return "\n".join(lines)
+        rows.append([method_label(best, method), *ours, *theirs, sub["seed"].nunique()])
+    header = ["method", *(f"ours: {h}" for h in headers), *(f"paper: {h}" for h in headers), "n seeds"]
+    return "\n".join(markdown_rows(header, rows))
 
 
 def beaten_by(df: pd.DataFrame) -> str:
@@ -591,6 +456,28 @@ def unigram_lines(df: pd.DataFrame, tolerance: float = 1.0) -> list[str]:
     return [text]
 
 
+def run_settings(
+    defaults: Mapping[str, Any], quick_overrides: Mapping[str, Any], quick: bool, **counts: int | None
+) -> dict[str, Any]:
+    """Settings of a run: ``defaults``, then ``quick_overrides`` if ``quick``, then the ``counts`` not ``None``.
+
+    Each count is checked (:func:`check_positive_int`, in the order given) and stored as an ``int``.
+
+    Examples
+    --------
+    >>> run_settings({"n_hidden": 400, "lr": 0.1}, {"n_hidden": 64}, True, n_hidden=None, max_epochs=3)
+    {'n_hidden': 64, 'lr': 0.1, 'max_epochs': 3}
+    """
+    cfg = dict(defaults)
+    if quick:
+        cfg.update(quick_overrides)
+    for key, value in counts.items():
+        if value is not None:
+            check_positive_int(key, value)
+            cfg[key] = int(value)
+    return cfg
+
+
 def resolve_settings(
     defaults: Mapping[str, Any],
     quick_overrides: Mapping[str, Any],
@@ -598,13 +485,8 @@ def resolve_settings(
     max_epochs: int | None,
     **overrides: Any,
 ) -> dict[str, Any]:
-    """Settings of a run: ``defaults``, then ``quick_overrides`` if ``quick``, then non-``None`` ``overrides``."""
-    cfg = dict(defaults)
-    if quick:
-        cfg.update(quick_overrides)
-    if max_epochs is not None:
-        check_positive_int("max_epochs", max_epochs)
-        cfg["max_epochs"] = int(max_epochs)
+    """Settings of a document benchmark: :func:`run_settings` with ``max_epochs``, then non-``None`` ``overrides``."""
+    cfg = run_settings(defaults, quick_overrides, quick, max_epochs=max_epochs)
     for key, value in overrides.items():
         if value is not None:
             cfg[key] = tuple(value) if key == "betas" else value

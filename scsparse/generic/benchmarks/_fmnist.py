@@ -24,15 +24,8 @@ import torch
 from scsparse.generic.models import VAE, VSC, as_loader
 from scsparse.generic.models._oivae import init_observation_variance
 
-from ._common import (
-    check_positive_int,
-    make_output_dir,
-    markdown_table,
-    provenance,
-    provenance_markdown,
-    torch_threads,
-    write_results,
-)
+from . import _report as report
+from ._common import check_positive_int, markdown_table, run_settings, torch_threads
 
 __all__ = ["FMNIST_SETTINGS", "RESULT_COLUMNS", "active_fraction", "heldout_elbo", "run_fmnist"]
 
@@ -171,12 +164,8 @@ def _fit(method: str, n_latent: int, cfg: dict[str, Any], seed: int, epochs: int
 
 
 def _write_figure(out_dir: Path, df: pd.DataFrame) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig = report.new_figure((10, 4), layout=None)
+    axes = fig.subplots(1, 2)
     for method, group in df.groupby("method", sort=False):
         agg = group.groupby("n_latent")[["heldout_elbo", "active_fraction"]].agg(["mean", "std"])
         x = agg.index.to_numpy()
@@ -190,10 +179,7 @@ def _write_figure(out_dir: Path, df: pd.DataFrame) -> Path:
         ax.legend()
     fig.suptitle("Fashion-MNIST: VSC (alpha=0.01) vs VAE (beta=1)")
     fig.tight_layout()
-    path = out_dir / "fmnist_elbo.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return report.save_figure(fig, out_dir / "fmnist_elbo.png")
 
 
 def _claims(df: pd.DataFrame) -> list[str]:
@@ -206,7 +192,7 @@ def _claims(df: pd.DataFrame) -> list[str]:
         )
         lines.append(
             "- Sparser codes (VSC active fraction below the VAE's at every latent size): "
-            f"**{'met' if sparser else 'not met'}**."
+            f"**{report.target_verdict(sparser)}**."
         )
         k = sizes[-1]
         gap = means.loc[("vsc", k), "heldout_elbo"] - means.loc[("vae", k), "heldout_elbo"]
@@ -214,7 +200,7 @@ def _claims(df: pd.DataFrame) -> list[str]:
         lines.append(
             f"- ELBO at the largest latent size ({k}): VSC {means.loc[('vsc', k), 'heldout_elbo']:.1f}, VAE "
             f"{means.loc[('vae', k), 'heldout_elbo']:.1f} (VSC - VAE = {gap:.1f} nats, {100 * rel:.1f}%); "
-            f"'competitive at high latent dimension' read as within 5%: **{'met' if rel >= -0.05 else 'not met'}**."
+            f"'competitive at high latent dimension' read as within 5%: **{report.target_verdict(rel >= -0.05)}**."
         )
         if not (sparser and rel >= -0.05):
             lines.append(
@@ -282,25 +268,21 @@ def run_fmnist(
     if likelihood not in ("bernoulli", "normal"):
         raise ValueError(f"likelihood must be 'bernoulli' or 'normal', got {likelihood!r}")
     check_positive_int("seeds", seeds)
-    cfg = dict(FMNIST_SETTINGS)
-    if quick:
-        cfg.update(QUICK_SETTINGS)
-    for key, value in (("n_hidden", n_hidden), ("n_train", n_train), ("max_epochs", max_epochs)):
-        if value is not None:
-            check_positive_int(key, value)
-            cfg[key] = int(value)
+    cfg = run_settings(
+        FMNIST_SETTINGS, QUICK_SETTINGS, quick, n_hidden=n_hidden, n_train=n_train, max_epochs=max_epochs
+    )
     if latent_sizes is not None:
         if not latent_sizes or any(int(k) != k or k < 1 for k in latent_sizes):
             raise ValueError(f"latent_sizes must be positive integers, got {latent_sizes}")
         cfg["latent_sizes"] = tuple(int(k) for k in latent_sizes)
     epochs = int(cfg["max_epochs"])
-    out_dir = make_output_dir(out)
-    options = {"seeds": int(seeds), "quick": bool(quick), "max_epochs": max_epochs, "epochs_used": epochs,
-               "n_threads": n_threads, **{k: cfg[k] for k in ("latent_sizes", "n_hidden", "n_train", "n_test",
-               "alpha", "beta", "batch_size")}, "likelihood": likelihood}  # fmt: skip
+    out_dir = report.make_output_dir(out)
+    options = report.run_options(None, int(seeds), quick, max_epochs, epochs_used=epochs, n_threads=n_threads,
+                                 **{k: cfg[k] for k in ("latent_sizes", "n_hidden", "n_train", "n_test", "alpha",
+                                 "beta", "batch_size")}, likelihood=likelihood)  # fmt: skip
     rows: list[dict[str, Any]] = []
     with torch_threads(n_threads):
-        prov = provenance("fmnist", options)
+        prov = report.provenance("fmnist", options)
         x_train, _ = fashion_mnist("train")
         x_test, _ = fashion_mnist("test")
         train, test = (_prepare(x[:n], likelihood) for x, n in ((x_train, cfg["n_train"]), (x_test, cfg["n_test"])))
@@ -326,7 +308,7 @@ def run_fmnist(
                             flush=True,
                         )
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
-    write_results(df, out_dir, RESULT_COLUMNS)
+    report.write_results(df, out_dir, RESULT_COLUMNS)
     table = markdown_table(
         df,
         ["method", "n_latent"],
@@ -335,10 +317,9 @@ def run_fmnist(
     )
     full = cfg["n_train"] == 60_000 and cfg["n_hidden"] >= 3000 and not quick
     lines = [
-        "# Fashion-MNIST: held-out ELBO against latent size (Tonolini et al. 2019)",
-        "",
-        provenance_markdown(prov),
-        "",
+        *report.summary_head(
+            "# Fashion-MNIST: held-out ELBO against latent size (Tonolini et al. 2019)", prov, section=False
+        ),
         "## Data and setting",
         "",
         f"- Fashion-MNIST (registry `fashion_mnist`): the first {cfg['n_train']} training images, the first "
@@ -376,9 +357,6 @@ def run_fmnist(
         "",
         "Figure: `fmnist_elbo.png` (held-out ELBO and active fraction against latent size).",
     ]
-    (out_dir / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report.write_summary(out_dir, lines)
     _write_figure(out_dir, df)
-    if verbose:
-        print(table, flush=True)
-    df.attrs["out_dir"] = str(out_dir)
-    return df
+    return report.finish_run(df, out_dir, table, verbose=verbose)

@@ -27,15 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._common import (
-    check_positive_int,
-    make_output_dir,
-    markdown_table,
-    provenance,
-    provenance_markdown,
-    torch_threads,
-    write_results,
-)
+from . import _report as report
+from ._common import check_positive_int, markdown_table, torch_threads
 
 __all__ = ["JOINT_NAMES", "MOCAP_SETTINGS", "RESULT_COLUMNS", "MocapSplit", "prepare_mocap", "run_mocap"]
 
@@ -304,12 +297,9 @@ def _write_summary(
                 f"- {n} training trial(s): best oi-VAE (K = {best_k}) {ois[best_k]:.1f} vs VAE {vae:.1f}: {verdict}."
             )
     lines = [
-        "# Motion-capture benchmark: oi-VAE vs VAE, joints as groups (Ainsworth et al. 2018, Sec. 6.2)",
-        "",
-        "## Provenance",
-        "",
-        provenance_markdown(prov),
-        "",
+        *report.summary_head(
+            "# Motion-capture benchmark: oi-VAE vs VAE, joints as groups (Ainsworth et al. 2018, Sec. 6.2)", prov
+        ),
         "## What ran",
         "",
         f"- Data: CMU subject 07 (registry `cmu_mocap07`). Training pool: trials "
@@ -376,15 +366,10 @@ def _write_summary(
         "oi-VAE on all training trials (seed 0), as the paper's Fig. 3; `top_joints.csv` lists Table 1.",
         "",
     ]
-    path = out_dir / "summary.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return report.write_summary(out_dir, lines)
 
 
 def _write_figure(out_dir: Path, mats: dict[int, np.ndarray], group_names: Sequence[str]) -> Path:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     ks = sorted(mats)
     anatomical = list(JOINT_NAMES)
     order = sorted(
@@ -393,8 +378,7 @@ def _write_figure(out_dir: Path, mats: dict[int, np.ndarray], group_names: Seque
     )
     group_names = [group_names[g] for g in order]
     mats = {K: L[order] for K, L in mats.items()}
-    fig = Figure(figsize=(3.0 + 0.45 * sum(ks) + 2.0 * len(ks), 8.5), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = report.new_figure((3.0 + 0.45 * sum(ks) + 2.0 * len(ks), 8.5))
     labels = [JOINT_NAMES.get(str(g), str(g)) for g in group_names]
     widths = [max(k, 4) for k in ks] or [1]
     grid = fig.add_gridspec(1, max(len(ks), 1), width_ratios=widths)
@@ -408,9 +392,7 @@ def _write_figure(out_dir: Path, mats: dict[int, np.ndarray], group_names: Seque
         ax.set_title(f"oi-VAE, K = {K}", fontsize=10)
         fig.colorbar(im, ax=ax, shrink=0.6, label="||W^(g)[:, k]||")
     fig.suptitle("Motion capture (CMU 07): joint x factor group weights")
-    path = out_dir / "mocap.png"
-    fig.savefig(path, dpi=110)
-    return path
+    return report.save_figure(fig, out_dir / "mocap.png")
 
 
 # ---------------------------------------------------------------------------------------------- runner
@@ -491,26 +473,16 @@ def run_mocap(
         reduced.append(f"training trials {n_trials} only (paper: 1, 2, 5, 10)")
     if sorted(configs) != sorted(CONFIGS):
         reduced.append(f"configurations {configs} only")
-    out_dir = make_output_dir(out)
-    options = {
-        "out": str(out_dir),
-        "seeds": seeds,
-        "quick": bool(quick),
-        "max_epochs": max_epochs,
-        "epochs_used": epochs,
-        "n_trials": n_trials,
-        "configs": configs,
-        "w_lr": w_lr,
-        "theta_prior": theta_prior,
-        "n_threads": n_threads,
-    }
+    out_dir = report.make_output_dir(out)
+    options = report.run_options(out_dir, seeds, quick, max_epochs, epochs_used=epochs, n_trials=n_trials,
+                                 configs=configs, w_lr=w_lr, theta_prior=theta_prior, n_threads=n_threads)  # fmt: skip
     split = prepare_mocap()
     rows: list[dict[str, Any]] = []
     mats: dict[int, np.ndarray] = {}
     group_names: list[str] = []
     tops = None
     with torch_threads(n_threads):
-        prov = provenance("mocap", options)
+        prov = report.provenance("mocap", options)
         for seed in range(seeds):
             order = np.random.default_rng(seed).permutation(list(s["train_trials"]))
             for n in n_trials:
@@ -548,7 +520,7 @@ def run_mocap(
                             flush=True,
                         )
     df = pd.DataFrame(rows)
-    write_results(df, out_dir, RESULT_COLUMNS)
+    report.write_results(df, out_dir, RESULT_COLUMNS)
     if tops is not None:
         pd.DataFrame(
             [{"factor": t["factor"], "total_norm": t["total"], "top_joints": "; ".join(t["joints"])} for t in tops]

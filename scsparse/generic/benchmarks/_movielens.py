@@ -21,6 +21,7 @@ from scsparse.generic.metrics import fold_in_evaluate
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, BetaVAE, SparseVAE
 from scsparse.nn import MaskedDecoder, slab_threshold
 
+from . import _report as report
 from ._common import (
     PAPER_DEPTH_NOTE,
     PAPER_HIDDEN_LAYERS,
@@ -28,14 +29,10 @@ from ._common import (
     best_beta_rows,
     check_positive_int,
     format_mean_sd,
-    make_output_dir,
     markdown_table,
     no_active_factor_note,
-    provenance,
-    provenance_markdown,
     quiet_training_logs,
     torch_threads,
-    write_results,
 )
 from ._movielens_factors import _describe_factors, _factor_section, _write_factors
 
@@ -273,7 +270,7 @@ def _claims(df: pd.DataFrame) -> list[str]:
         rivals = means.drop("SparseVAE")
         best_name, best_val = str(rivals.index[0]), float(rivals.iloc[0])
         wins = _seed_wins(g)
-        verdict = "met" if sv < best_val else "not met"
+        verdict = report.target_verdict(sv < best_val)
         lines.append(
             f"| SparseVAE has the best held-out NLL | {ds} | SparseVAE {sv:.2f} vs best other {best_name} "
             f"{best_val:.2f} (mean over seeds; SparseVAE lowest in {wins}) | {verdict} |"
@@ -355,12 +352,7 @@ def _write_summary(
             f"{prov['options']['n_movies']} most rated movies."
         )
     lines = [
-        "# MovieLens benchmark (Moran et al. 2022, Tables 1a and 3a)",
-        "",
-        "## Provenance",
-        "",
-        provenance_markdown(prov),
-        "",
+        *report.summary_head("# MovieLens benchmark (Moran et al. 2022, Tables 1a and 3a)", prov),
         "## Data, and how it differs from the paper",
         "",
         "- The paper: MovieLens 25M, ratings >= 4 -> 1, users with > 20 ratings, the 300 most rated movies, "
@@ -422,16 +414,11 @@ def _write_summary(
         "Per-seed values are in `results.csv`; the figure is `movielens.png`.",
         "",
     ]
-    path = out_dir / "summary.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return report.write_summary(out_dir, lines)
 
 
 def _write_figure(out_dir: Path, df: pd.DataFrame) -> Path:
     """Per data set and metric: mean ± sd over seeds per method, with the seeds as points."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     table_df, best_beta = _table_frame(df)
     datasets = list(dict.fromkeys(table_df["dataset"]))
     panels = [
@@ -443,8 +430,7 @@ def _write_figure(out_dir: Path, df: pd.DataFrame) -> Path:
     sv = table_df[table_df["method"] == "SparseVAE"].set_index(["dataset", "seed"])["heldout_nll"]
     keys = pd.MultiIndex.from_frame(table_df[["dataset", "seed"]])
     table_df = table_df.assign(nll_gap=table_df["heldout_nll"].to_numpy() - sv.reindex(keys).to_numpy())
-    fig = Figure(figsize=(19.0, 4.4 * len(datasets)), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = report.new_figure((19.0, 4.4 * len(datasets)))
     axes = fig.subplots(len(datasets), len(panels), squeeze=False)
     rng = np.random.default_rng(0)
     for r, ds in enumerate(datasets):
@@ -474,9 +460,7 @@ def _write_figure(out_dir: Path, df: pd.DataFrame) -> Path:
             elif metric != "nll_gap":
                 ax.set_ylim(0.0, 1.0)
     fig.suptitle("MovieLens (binarised ratings): held-out likelihood and fold-in ranking")
-    path = out_dir / "movielens.png"
-    fig.savefig(path, dpi=110)
-    return path
+    return report.save_figure(fig, out_dir / "movielens.png")
 
 
 def run_movielens(
@@ -589,7 +573,7 @@ def run_movielens(
     n_movies = int(n_movies if n_movies is not None else (q["n_movies"] if quick else DEFAULT_N_MOVIES))
     max_users = max_users if max_users is not None else (q["max_users"] if quick else None)
     reduced = _reductions(cfg, quick, n_movies, max_users, seeds)
-    out_dir = make_output_dir(out)
+    out_dir = report.make_output_dir(out)
     options = {
         "out": str(out_dir),
         "datasets": datasets,
@@ -612,7 +596,7 @@ def run_movielens(
     factors: dict[str, list[dict[str, Any]]] = {}
     data_info: dict[str, dict[str, Any]] = {}
     with torch_threads(n_threads), quiet_training_logs():
-        prov = provenance("movielens", options)
+        prov = report.provenance("movielens", options)
         for ds in datasets:
             data = subsample_users(load_movielens(ds, n_movies=n_movies), max_users)
             data_info[data.name] = describe_movielens(data)
@@ -633,14 +617,11 @@ def run_movielens(
                                 flush=True,
                             )
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
-    write_results(df, out_dir, RESULT_COLUMNS)
+    report.write_results(df, out_dir, RESULT_COLUMNS)
     _write_factors(out_dir, factors)
-    _write_summary(out_dir, df, prov, cfg, data_info, factors, seeds, reduced)
+    summary = _write_summary(out_dir, df, prov, cfg, data_info, factors, seeds, reduced)
     _write_figure(out_dir, df)
-    if verbose:
-        print((out_dir / "summary.md").read_text(encoding="utf-8"), flush=True)
-    df.attrs["out_dir"] = str(out_dir)
-    return df
+    return report.finish_run(df, out_dir, summary.read_text(encoding="utf-8"), verbose=verbose)
 
 
 #: Data sets of the full run.

@@ -8,6 +8,7 @@ in ``_multistudy_real``.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,17 +20,14 @@ import pandas as pd
 
 from scsparse.data import MultiStudyData, simulate_multistudy
 
+from . import _report as report
 from ._common import (
     RESTART_SEED_STEP,
     best_of_restarts,
     check_positive_int,
-    make_output_dir,
     markdown_table,
-    provenance,
-    provenance_markdown,
     quiet_training_logs,
     torch_threads,
-    write_results,
 )
 from ._multistudy_scoring import (
     EstimatedBlock,
@@ -335,12 +333,8 @@ MULTISTUDY_METHODS: list[tuple[str, MultiStudyFitFn]] = [
 # ---------------------------------------------------------------------------------------------- outputs
 def _targets_section(df: pd.DataFrame, settings: Mapping[str, Any], quick: bool = False) -> list[str]:
     """The issue's targets beside our numbers, with an honest verdict for each (none in quick mode)."""
-
-    def verdict(ok: bool) -> str:
-        if quick:  # a smoke run on tiny data says nothing about the targets
-            return "not assessed (quick smoke run)"
-        return "met" if ok else "not met"
-
+    # a smoke run on tiny data says nothing about the targets
+    verdict = functools.partial(report.target_verdict, assessed=not quick, unassessed=report.NOT_ASSESSED_QUICK)
     data_settings = settings["simulate"]
     ours_name = MULTISTUDY_METHODS[0][0]
     means = df.groupby("method", sort=False)[["shared_fscore", "specific_fscore"]].mean()
@@ -373,13 +367,12 @@ def _targets_section(df: pd.DataFrame, settings: Mapping[str, Any], quick: bool 
     k_s = int(data_settings["n_shared"])
     k_spec = int(data_settings["n_specific"]) * int(data_settings["n_studies"])
     exact = int(((ours["n_active_shared"] == k_s) & (ours["n_active_specific"] == k_spec)).sum())
-    partly = "not met" if exact == 0 else "partly met"
     lines.append(
         f"| extra factor columns switched off ({k_s} active shared of {settings['n_latent_shared']}, "
         f"{k_spec} active specific of {data_settings['n_studies']} x {settings['n_latent_specific']}) "
         f"| exactly right in {exact}/{len(ours)} seeds; mean active shared "
         f"{ours['n_active_shared'].mean():.2f}, specific {ours['n_active_specific'].mean():.2f} "
-        f"| {verdict(True) if exact == len(ours) else (verdict(False) if quick else partly)} |"
+        f"| {report.NOT_ASSESSED_QUICK if quick else report.count_verdict(exact, len(ours))} |"
     )
     return lines
 
@@ -415,13 +408,12 @@ def _write_summary(
         digits={"fit_seconds": 1, "n_active_shared": 2, "n_active_specific": 2, "n_active_total": 2},
     )
     lines = [
-        "# Multi-study benchmark: shared and study-specific programmes (simulated counts)",
-        "",
-        "## Provenance",
-        "",
-        provenance_markdown(prov),
-        f"- total wall-clock: {total_seconds / 60:.1f} min ({'quick' if quick else 'full'} mode)",
-        "",
+        *report.summary_head(
+            "# Multi-study benchmark: shared and study-specific programmes (simulated counts)",
+            prov,
+            total_seconds=total_seconds,
+            mode=f"{'quick' if quick else 'full'} mode",
+        ),
         "## What ran",
         "",
         f"- Data: `simulate_multistudy(seed=s)` with {sim['n_studies']} studies x {sim['n_cells_per_study']} cells, "
@@ -484,9 +476,7 @@ def _write_summary(
         "method and seed; seed 0's estimated support of the multi-study model beside the truth).",
         "",
     ]
-    path = out_dir / "summary.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return report.write_summary(out_dir, lines)
 
 
 def _support_panel(data: MultiStudyData, fit: MultiStudyFit) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -512,12 +502,8 @@ def _support_panel(data: MultiStudyData, fit: MultiStudyFit) -> tuple[np.ndarray
 
 def _write_figure(out_dir: Path, df: pd.DataFrame, panel: tuple[np.ndarray, np.ndarray, list[str]] | None) -> Path:
     """Strip/box plots of the metrics per method, and seed 0's support of the multi-study model."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     methods = list(dict.fromkeys(df["method"]))
-    fig = Figure(figsize=(15.0, 9.5), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = report.new_figure((15.0, 9.5))
     grid = fig.add_gridspec(2, 3)
     colours = ["tab:blue", "tab:orange", "tab:green", "tab:red"]
     rng = np.random.default_rng(0)
@@ -559,9 +545,7 @@ def _write_figure(out_dir: Path, df: pd.DataFrame, panel: tuple[np.ndarray, np.n
             if j == 1:
                 fig.colorbar(im, ax=ax, shrink=0.8, label="|w|")
     fig.suptitle("Multi-study simulation: recovery of shared and study-specific programmes")
-    path = out_dir / "multistudy.png"
-    fig.savefig(path, dpi=110)
-    return path
+    return report.save_figure(fig, out_dir / "multistudy.png")
 
 
 # ---------------------------------------------------------------------------------------------- runner
@@ -632,22 +616,15 @@ def run_multistudy(
     methods = list(MULTISTUDY_METHODS if methods is None else methods)
     if not methods:
         raise ValueError("methods must contain at least one (name, fit_fn) pair")
-    out_dir = make_output_dir(out)
-    options = {
-        "out": str(out_dir),
-        "seeds": seeds,
-        "quick": bool(quick),
-        "max_epochs": max_epochs,
-        "epochs_used": cfg["max_epochs"],
-        "methods": [name for name, _ in methods],
-        "n_threads": n_threads,
-    }
+    out_dir = report.make_output_dir(out)
+    options = report.run_options(out_dir, seeds, quick, max_epochs, epochs_used=cfg["max_epochs"],
+                                 methods=[name for name, _ in methods], n_threads=n_threads)  # fmt: skip
 
     t_start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     panel = None
     with torch_threads(n_threads), quiet_training_logs():
-        prov = provenance("multistudy", options)
+        prov = report.provenance("multistudy", options)
         for s in range(seeds):
             data = simulate_multistudy(**cfg["simulate"], seed=s)
             adata = data.to_anndata()
@@ -667,11 +644,9 @@ def run_multistudy(
                     )
     total = time.perf_counter() - t_start
     df = pd.DataFrame(rows)
-    write_results(df, out_dir, MULTISTUDY_RESULT_COLUMNS)
+    report.write_results(df, out_dir, MULTISTUDY_RESULT_COLUMNS)
     df = df.loc[:, list(MULTISTUDY_RESULT_COLUMNS)]
     _write_summary(out_dir, df, prov, settings=cfg, seeds=seeds, quick=quick, total_seconds=total)
     _write_figure(out_dir, df, panel)
-    if verbose:
-        print(f"[multistudy] done in {total / 60:.1f} min; wrote {out_dir / 'results.csv'}, summary.md, multistudy.png")
-    df.attrs["out_dir"] = str(out_dir)
-    return df
+    files = [out_dir / "results.csv", "summary.md", "multistudy.png"]
+    return report.finish_run(df, out_dir, report.wrote_line("multistudy", files, seconds=total), verbose=verbose)

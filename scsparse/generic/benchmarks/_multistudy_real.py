@@ -12,16 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._common import (
-    check_positive_int,
-    format_mean_sd,
-    make_output_dir,
-    provenance,
-    provenance_markdown,
-    quiet_training_logs,
-    torch_threads,
-    write_results,
-)
+from . import _report as report
+from ._common import check_positive_int, format_mean_sd, markdown_rows, quiet_training_logs, torch_threads
 from ._multistudy import _bias_words
 from ._multistudy_real_checks import (
     PBMC_MARKERS,
@@ -136,7 +128,7 @@ def _target_cells(metric: str, value: float) -> tuple[str, Any]:
 def _df_markdown(table: pd.DataFrame) -> str:
     """A factor table as markdown (top genes shortened to five)."""
     cols = list(table.columns)
-    out = ["| " + " | ".join(cols) + " |", "|" + "|".join(["---"] * len(cols)) + "|"]
+    rows = []
     for _, row in table.iterrows():
         cells = []
         for c in cols:
@@ -145,9 +137,9 @@ def _df_markdown(table: pd.DataFrame) -> str:
                 v = ", ".join(str(v).split(", ")[:5])
             elif isinstance(v, float):
                 v = f"{v:.3g}"
-            cells.append(str(v))
-        out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out)
+            cells.append(v)
+        rows.append(cells)
+    return "\n".join(markdown_rows(cols, rows))
 
 
 def _confusion_section(confusion: Mapping[str, pd.DataFrame]) -> list[str]:
@@ -185,12 +177,11 @@ def _write_real_summary(
     quick: bool,
 ) -> Path:
     lines = [
-        "# Multi-study sparse VAE on real data: Kang et al. (2018), CellBench (with query mapping), PBMC chemistries",
-        "",
-        "## Provenance",
-        "",
-        provenance_markdown(prov),
-        "",
+        *report.summary_head(
+            "# Multi-study sparse VAE on real data: Kang et al. (2018), CellBench (with query mapping), PBMC "
+            "chemistries",
+            prov,
+        ),
         "## What ran",
         "",
     ]
@@ -286,9 +277,9 @@ def _write_real_summary(
         n_met = sum(m is True for m in g["met"].tolist())
         verdict = ""
         if target and quick:
-            verdict = "not assessed (quick smoke run)"
+            verdict = report.NOT_ASSESSED_QUICK
         elif target:
-            verdict = "met" if n_met == len(g) else ("not met" if n_met == 0 else "partly met")
+            verdict = report.count_verdict(n_met, len(g))
             if len(g) > 1:
                 verdict += f" ({n_met}/{len(g)} seeds)"
         lines.append(f"| {dataset} | {metric} | {text} | {target} | {verdict} |")
@@ -337,9 +328,7 @@ def _write_real_summary(
             lines += ["", f"PBMC chemistries, `{variant}` factor table (seed 0, with each factor's study shift):", ""]
             lines.append(_df_markdown(table))
     lines.append("")
-    path = out_dir / "summary.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return report.write_summary(out_dir, lines)
 
 
 def run_multistudy_real(
@@ -402,21 +391,14 @@ def run_multistudy_real(
     unknown = sorted(set(datasets) - set(REAL_SETTINGS))
     if unknown or not datasets:
         raise ValueError(f"datasets must be a non-empty subset of {sorted(REAL_SETTINGS)}, got {list(datasets)}")
-    out_dir = make_output_dir(out)
+    out_dir = report.make_output_dir(out)
     cfgs = {name: _real_cfg(name, quick, max_epochs) for name in datasets}
-    options = {
-        "out": str(out_dir),
-        "seeds": int(seeds),
-        "quick": bool(quick),
-        "max_epochs": max_epochs,
-        "datasets": list(datasets),
-        "n_threads": n_threads,
-    }
+    options = report.run_options(out_dir, int(seeds), quick, max_epochs, datasets=list(datasets), n_threads=n_threads)
     rows: list[dict[str, Any]] = []
     details: dict[str, list[dict[str, Any]]] = {name: [] for name in datasets}
     t_start = time.perf_counter()
     with torch_threads(n_threads), quiet_training_logs():
-        prov = provenance("multistudy_real", options)
+        prov = report.provenance("multistudy_real", options)
         for s in range(int(seeds)):
             for name in datasets:
                 if name == "kang":
@@ -435,9 +417,7 @@ def run_multistudy_real(
     for r in rows:
         r["target"], r["met"] = _target_cells(r["metric"], float(r["value"]))
     df = pd.DataFrame(rows, columns=list(REAL_RESULT_COLUMNS))
-    write_results(df, out_dir, REAL_RESULT_COLUMNS)
+    report.write_results(df, out_dir, REAL_RESULT_COLUMNS)
     _write_real_summary(out_dir, df, prov, details, cfgs, quick)
-    if verbose:
-        print(f"[multistudy_real] done in {(time.perf_counter() - t_start) / 60:.1f} min; wrote {out_dir}")
-    df.attrs["out_dir"] = str(out_dir)
-    return df
+    done = report.wrote_line("multistudy_real", [out_dir], seconds=time.perf_counter() - t_start)
+    return report.finish_run(df, out_dir, done, verbose=verbose)

@@ -44,15 +44,8 @@ from scsparse.generic.models import (
 )
 from scsparse.generic.models._linear_sparse_coding import SPIKE_TAU_DECAY, SPIKE_TAU_MIN
 
-from ._common import (
-    check_positive_int,
-    make_output_dir,
-    markdown_table,
-    provenance,
-    provenance_markdown,
-    torch_threads,
-    write_results,
-)
+from . import _report as report
+from ._common import check_positive_int, markdown_table, run_settings, torch_threads
 
 __all__ = [
     "METHODS",
@@ -367,14 +360,14 @@ def _claims(df: pd.DataFrame, reduced: str | None = None) -> list[str]:
     else:
         lines.append(
             f"- Ordering of the variational methods by validation loss, paper: {' < '.join(have)}; ours: "
-            f"{' < '.join(f'{m} ({means[m]:.4g})' for m in ours)} — **{'met' if met else 'not met'}**."
+            f"{' < '.join(f'{m} ({means[m]:.4g})' for m in ours)} — **{report.target_verdict(met)}**."
         )
     if "thresholded_laplace" in means.index:
         v = float(means["thresholded_laplace"])
         rel = abs(v - 194.0) / 194.0
         lines.append(
             f"- Thresholded Laplace within 20% of 1.94e2: ours {v:.4g} ({100 * rel:.1f}% off) — "
-            f"**{'met' if rel <= 0.2 else 'not met'}**."
+            f"**{report.target_verdict(rel <= 0.2)}**."
         )
         met = met and rel <= 0.2
     if not met:
@@ -419,10 +412,9 @@ def _write_summary(
             )
     full = cfg["n_train"] == PATCH_SETTINGS["n_train"] and epochs == PATCH_SETTINGS["max_epochs"]
     lines = [
-        "# Patches: sparse coding with a linear generator (Fallah & Rozell 2022, Table 1)",
-        "",
-        provenance_markdown(prov),
-        "",
+        *report.summary_head(
+            "# Patches: sparse coding with a linear generator (Fallah & Rozell 2022, Table 1)", prov, section=False
+        ),
         "## Data and setting",
         "",
         f"- Data: Olshausen's 10 whitened 512x512 images (sparsenet-tcl copy, registry `olshausen_images`); "
@@ -479,19 +471,12 @@ def _write_summary(
         "Figure: `patches.png` (validation loss per method, ours vs the paper; the first 64 atoms of the "
         "thresholded Laplace and FISTA dictionaries).",
     ]
-    path = out_dir / "summary.md"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return report.write_summary(out_dir, lines)
 
 
 def _write_figure(out_dir: Path, df: pd.DataFrame, dictionaries: dict[str, np.ndarray], patch_size: int) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 1 + len(dictionaries), figsize=(5 + 4 * len(dictionaries), 4.2))
-    axes = np.atleast_1d(axes)
+    fig = report.new_figure((5 + 4 * len(dictionaries), 4.2), layout=None)
+    axes = np.atleast_1d(fig.subplots(1, 1 + len(dictionaries)))
     means = df.groupby("method", sort=False)["val_loss"].agg(["mean", "std"])
     pos = np.arange(len(means))
     axes[0].bar(pos - 0.2, means["mean"], 0.4, yerr=means["std"].fillna(0), label="ours")
@@ -514,10 +499,7 @@ def _write_figure(out_dir: Path, df: pd.DataFrame, dictionaries: dict[str, np.nd
         ax.set_title(f"{name}: 64 largest atoms", fontsize=10)
         ax.axis("off")
     fig.tight_layout()
-    path = out_dir / "patches.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return report.save_figure(fig, out_dir / "patches.png")
 
 
 # ---------------------------------------------------------------------------------------------- runner
@@ -592,33 +574,21 @@ def run_patches(
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise ValueError(f"methods must be a non-empty subset of {METHODS}, got unknown {unknown}")
-    cfg = dict(PATCH_SETTINGS)
-    if quick:
-        cfg.update(QUICK_SETTINGS)
-    for key, value in (
-        ("n_train", n_train),
-        ("n_val", n_val),
-        ("n_samples", n_samples),
-        ("batch_size", batch_size),
-        ("encoder_hidden", n_hidden),
-        ("encoder_layers", n_layers),
-        ("fista_iters", fista_iters),
-    ):
-        if value is not None:
-            check_positive_int(key, value)
-            cfg[key] = int(value)
+    cfg = run_settings(PATCH_SETTINGS, QUICK_SETTINGS, quick, n_train=n_train, n_val=n_val, n_samples=n_samples,
+                       batch_size=batch_size, encoder_hidden=n_hidden, encoder_layers=n_layers,
+                       fista_iters=fista_iters)  # fmt: skip
     check_positive_int("max_epochs", max_epochs, optional=True)
     epochs = int(max_epochs) if max_epochs is not None else int(cfg["max_epochs"])
     dev = _resolve_device(device)
-    out_dir = make_output_dir(out)
-    options = {"seeds": int(seeds), "quick": bool(quick), "max_epochs": max_epochs, "epochs_used": epochs,
-               "methods": list(methods), "device": str(dev), "n_threads": n_threads,
-               **{k: cfg[k] for k in ("n_train", "n_val", "n_atoms", "n_samples", "batch_size", "encoder_hidden",
-               "encoder_layers", "fista_iters")}}  # fmt: skip
+    out_dir = report.make_output_dir(out)
+    options = report.run_options(None, int(seeds), quick, max_epochs, epochs_used=epochs, methods=list(methods),
+                                 device=str(dev), n_threads=n_threads, **{k: cfg[k] for k in ("n_train", "n_val",
+                                 "n_atoms", "n_samples", "batch_size", "encoder_hidden", "encoder_layers",
+                                 "fista_iters")})  # fmt: skip
     rows: list[dict[str, Any]] = []
     dictionaries: dict[str, np.ndarray] = {}
     with torch_threads(n_threads):
-        prov = provenance("patches", options)
+        prov = report.provenance("patches", options)
         data = load_patch_data(cfg["n_train"], cfg["n_val"], cfg["patch_size"], images=images)
         train = torch.as_tensor(data.train, device=dev)
         val = torch.as_tensor(data.val, device=dev)
@@ -653,10 +623,7 @@ def run_patches(
                         flush=True,
                     )
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
-    write_results(df, out_dir, RESULT_COLUMNS)
-    _write_summary(out_dir, df, prov, cfg, epochs, int(seeds))
+    report.write_results(df, out_dir, RESULT_COLUMNS)
+    summary = _write_summary(out_dir, df, prov, cfg, epochs, int(seeds))
     _write_figure(out_dir, df, dictionaries, cfg["patch_size"])
-    if verbose:
-        print((out_dir / "summary.md").read_text(encoding="utf-8"), flush=True)
-    df.attrs["out_dir"] = str(out_dir)
-    return df
+    return report.finish_run(df, out_dir, summary.read_text(encoding="utf-8"), verbose=verbose)

@@ -33,17 +33,15 @@ import pandas as pd
 
 from scsparse.generic.datasets import TextCorpus, eval_subset, split_rows, text_corpus
 
+from . import _report as report
 from ._common import (
     PAPER_DEPTH_NOTE,
     PAPER_HIDDEN_LAYERS,
     beaten_by,
     check_corpus,
-    make_output_dir,
     markdown_table,
     no_active_factor_note,
     paper_comparison_table,
-    provenance,
-    provenance_markdown,
     quiet_training_logs,
     reduced_settings,
     resolve_settings,
@@ -52,7 +50,6 @@ from ._common import (
     torch_threads,
     unigram_lines,
     verdict_best,
-    write_results,
 )
 from ._text import METHOD_NAMES, NLL_DEFINITION, resolve_run, score_methods
 
@@ -243,11 +240,7 @@ def _seed_rng(seed: int, *stream: int) -> np.random.Generator:
 # ---------------------------------------------------------------------------------------------- outputs
 def _write_figure(out_dir: Path, df: pd.DataFrame, levels: Sequence[str]) -> Path:
     """Held-out NLL against the shift level, one line per method (every beta)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(9, 5.5), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = report.new_figure((9, 5.5))
     ax = fig.add_subplot(1, 1, 1)
     labelled = df.assign(label=run_labels(df))
     for label, sub in labelled.groupby("label", sort=False):
@@ -261,9 +254,7 @@ def _write_figure(out_dir: Path, df: pd.DataFrame, levels: Sequence[str]) -> Pat
     ax.set_ylabel("held-out NLL per document (lower is better)")
     ax.set_title("Semi-synthetic text: held-out NLL under a shift of topic correlations (Table 2)")
     ax.legend(fontsize=8, ncols=2)
-    path = out_dir / "semisynthetic.png"
-    fig.savefig(path, dpi=110)
-    return path
+    return report.save_figure(fig, out_dir / "semisynthetic.png")
 
 
 def _write_summary(
@@ -280,13 +271,13 @@ def _write_summary(
 ) -> Path:
     names = list(levels)
     ok, detail = verdict_best(df, "shift")
-    verdict = "not assessed (quick smoke run)" if quick else ("met" if ok else "not met")
+    verdict = report.target_verdict(ok, assessed=not quick, unassessed=report.NOT_ASSESSED_QUICK)
     per_level = []
     for lv in names:
         sub = df[df["shift"] == lv]
         met, d = verdict_best(sub)
         why = "" if quick or met else f"; {beaten_by(sub)}"
-        per_level.append(f"  - {lv}: {'not assessed' if quick else ('met' if met else 'not met')} ({d}{why})")
+        per_level.append(f"  - {lv}: {report.target_verdict(met, assessed=not quick)} ({d}{why})")
     reduced = reduced_settings(cfg, SEMISYNTHETIC_SETTINGS)
     corr = df.groupby("shift", sort=False)[["train_pair_corr", "test_pair_corr"]].mean()
     lambda_note = slab_threshold_note(cfg["lambda0"], cfg["lambda1"], PAPER_SEMISYNTHETIC_LAMBDA1)
@@ -298,13 +289,12 @@ def _write_summary(
     )
     lengths = corpus.counts.sum(1)
     lines = [
-        "# Semi-synthetic text benchmark: shifted topic correlations (Moran et al. 2022, Table 2)",
-        "",
-        "## Provenance",
-        "",
-        provenance_markdown(prov),
-        f"- total wall-clock: {total_seconds / 60:.1f} min ({'quick' if quick else 'full'} mode)",
-        "",
+        *report.summary_head(
+            "# Semi-synthetic text benchmark: shifted topic correlations (Moran et al. 2022, Table 2)",
+            prov,
+            total_seconds=total_seconds,
+            mode=f"{'quick' if quick else 'full'} mode",
+        ),
         "## What ran",
         "",
         f"- Base corpus: **NeurIPS 2023-2025 abstracts** (registry `text_neurips`, the PeerRead stand-in): "
@@ -361,9 +351,7 @@ def _write_summary(
         "Per-seed values are in `results.csv`; `semisynthetic.png` plots the NLL against the shift level.",
         "",
     ]
-    path = out_dir / "summary.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return report.write_summary(out_dir, lines)
 
 
 def _reading(df: pd.DataFrame, levels: Sequence[str], quick: bool) -> list[str]:
@@ -460,21 +448,13 @@ def run_semisynthetic(
         betas=betas,
         lambda1=lambda1,
     )
-    out_dir = make_output_dir(out)
-    options = {
-        "out": str(out_dir),
-        "seeds": seeds,
-        "quick": bool(quick),
-        "max_epochs": max_epochs,
-        "methods": methods,
-        "shift_levels": levels,
-        "n_threads": n_threads,
-        **{k: cfg[k] for k in sorted(cfg)},
-    }
+    out_dir = report.make_output_dir(out)
+    options = report.run_options(out_dir, seeds, quick, max_epochs, methods=methods, shift_levels=levels,
+                                 n_threads=n_threads, config=cfg)  # fmt: skip
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     with torch_threads(n_threads), quiet_training_logs():
-        prov = provenance("semisynthetic", options)
+        prov = report.provenance("semisynthetic", options)
         corpus = text_corpus(source, vocab_size=cfg["vocab_size"], max_docs=cfg["n_docs"])
         check_corpus(corpus, max(cfg["n_latent"], cfg["n_topics"]))
         cfg["n_features"] = corpus.n_words
@@ -516,10 +496,8 @@ def run_semisynthetic(
                         )
     total = time.perf_counter() - start
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
-    write_results(df, out_dir, RESULT_COLUMNS)
+    report.write_results(df, out_dir, RESULT_COLUMNS)
     _write_summary(out_dir, df, prov, cfg, corpus, levels, quick=quick, seeds=seeds, total_seconds=total)
     _write_figure(out_dir, df, list(levels))
-    if verbose:
-        print(f"[semisynthetic] wrote {out_dir / 'results.csv'}, {out_dir / 'summary.md'}", flush=True)
-    df.attrs["out_dir"] = str(out_dir)
-    return df
+    done = report.wrote_line("semisynthetic", [out_dir / "results.csv", out_dir / "summary.md"])
+    return report.finish_run(df, out_dir, done, verbose=verbose)

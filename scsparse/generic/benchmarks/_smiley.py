@@ -18,15 +18,8 @@ import pandas as pd
 
 from scsparse.generic.models import VAE, VSC
 
-from ._common import (
-    check_positive_int,
-    make_output_dir,
-    markdown_table,
-    provenance,
-    provenance_markdown,
-    torch_threads,
-    write_results,
-)
+from . import _report as report
+from ._common import check_positive_int, markdown_table, run_settings, torch_threads
 from ._fmnist import active_fraction, heldout_elbo
 
 __all__ = ["RESULT_COLUMNS", "SMILEY_SETTINGS", "attribute_correlation", "run_smiley"]
@@ -142,13 +135,8 @@ def _model(method: str, cfg: dict[str, Any], seed: int, epochs: int) -> Any:
 
 
 def _write_figure(out_dir: Path, mats: dict[str, np.ndarray]) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(mats), figsize=(6 * len(mats), 5))
-    axes = np.atleast_1d(axes)
+    fig = report.new_figure((6 * len(mats), 5), layout=None)
+    axes = np.atleast_1d(fig.subplots(1, len(mats)))
     for ax, (name, m) in zip(axes, mats.items(), strict=True):
         im = ax.imshow(m, vmin=0, vmax=1, cmap="viridis", aspect="auto")
         ax.set_title(f"{name}: |corr(attribute, latent)|, seed 0", fontsize=10)
@@ -157,10 +145,7 @@ def _write_figure(out_dir: Path, mats: dict[str, np.ndarray]) -> Path:
         ax.set_ylabel("attribute (18 presence flags, then 18 values where present)")
         fig.colorbar(im, ax=ax, shrink=0.8)
     fig.tight_layout()
-    path = out_dir / "smiley_correlation.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return report.save_figure(fig, out_dir / "smiley_correlation.png")
 
 
 def _corr_matrix(codes: np.ndarray, attrs: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -225,13 +210,9 @@ def run_smiley(
     from scsparse.generic.datasets import smiley
 
     check_positive_int("seeds", seeds)
-    cfg = dict(SMILEY_SETTINGS)
-    if quick:
-        cfg.update(QUICK_SETTINGS)
-    for key, value in (("n_latent", n_latent), ("n_hidden", n_hidden), ("max_epochs", max_epochs)):
-        if value is not None:
-            check_positive_int(key, value)
-            cfg[key] = int(value)
+    cfg = run_settings(
+        SMILEY_SETTINGS, QUICK_SETTINGS, quick, n_latent=n_latent, n_hidden=n_hidden, max_epochs=max_epochs
+    )
     if alpha is not None:
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {alpha}")
@@ -241,14 +222,14 @@ def run_smiley(
             raise ValueError(f"beta must be non-negative, got {beta}")
         cfg["beta"] = float(beta)
     epochs = int(cfg["max_epochs"])
-    out_dir = make_output_dir(out)
-    options = {"seeds": int(seeds), "quick": bool(quick), "max_epochs": max_epochs, "epochs_used": epochs,
-               "n_threads": n_threads, **{k: cfg[k] for k in ("n_latent", "n_hidden", "alpha", "beta", "batch_size",
-               "lr")}}  # fmt: skip
+    out_dir = report.make_output_dir(out)
+    options = report.run_options(None, int(seeds), quick, max_epochs, epochs_used=epochs, n_threads=n_threads,
+                                 **{k: cfg[k] for k in ("n_latent", "n_hidden", "alpha", "beta", "batch_size",
+                                 "lr")})  # fmt: skip
     rows: list[dict[str, Any]] = []
     mats: dict[str, np.ndarray] = {}
     with torch_threads(n_threads):
-        prov = provenance("smiley", options)
+        prov = report.provenance("smiley", options)
         images, presence, values = smiley()
         n = min(images.shape[0], cfg.get("n_images", images.shape[0]))
         perm = np.random.default_rng(_SPLIT_SEED).permutation(images.shape[0])[:n]
@@ -285,17 +266,16 @@ def run_smiley(
                         flush=True,
                     )
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
-    write_results(df, out_dir, RESULT_COLUMNS)
+    report.write_results(df, out_dir, RESULT_COLUMNS)
     metrics = ["corr_all", "corr_presence", "corr_values", "active_fraction", "heldout_elbo", "fit_seconds"]
     table = markdown_table(df, ["method"], metrics, digits={"heldout_elbo": 1, "fit_seconds": 1})
     means = df.groupby("method")[["corr_all", "active_fraction"]].mean()
     better = bool(means.loc["vsc", "corr_all"] > means.loc["beta_vae", "corr_all"])
     sparser = bool(means.loc["vsc", "active_fraction"] < means.loc["beta_vae", "active_fraction"])
     lines = [
-        "# Smiley: latent-attribute correlation, VSC vs beta-VAE (Tonolini et al. 2019)",
-        "",
-        provenance_markdown(prov),
-        "",
+        *report.summary_head(
+            "# Smiley: latent-attribute correlation, VSC vs beta-VAE (Tonolini et al. 2019)", prov, section=False
+        ),
         "## Data and setting",
         "",
         f"- Smiley sparse data set, **test split only** (registry `smiley_vsc`; the 60,000-image training split "
@@ -322,7 +302,7 @@ def run_smiley(
         "",
         f"- VSC's codes correlate more strongly with the attributes than the beta-VAE's: "
         f"{means.loc['vsc', 'corr_all']:.3f} vs {means.loc['beta_vae', 'corr_all']:.3f} — "
-        f"**{'met' if better else 'not met'}**.",
+        f"**{report.target_verdict(better)}**.",
         *(
             []
             if better
@@ -335,14 +315,11 @@ def run_smiley(
             ]
         ),
         f"- VSC's codes are sparser: active fraction {means.loc['vsc', 'active_fraction']:.3f} vs "
-        f"{means.loc['beta_vae', 'active_fraction']:.3f} — **{'met' if sparser else 'not met'}**.",
+        f"{means.loc['beta_vae', 'active_fraction']:.3f} — **{report.target_verdict(sparser)}**.",
         "- The paper reports correlation matrices (a figure), not numbers; none are restated here.",
         "",
         "Figure: `smiley_correlation.png` (|corr| of every attribute with every latent dimension, seed 0).",
     ]
-    (out_dir / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report.write_summary(out_dir, lines)
     _write_figure(out_dir, mats)
-    if verbose:
-        print(table, flush=True)
-    df.attrs["out_dir"] = str(out_dir)
-    return df
+    return report.finish_run(df, out_dir, table, verbose=verbose)

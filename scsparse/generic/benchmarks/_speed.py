@@ -29,15 +29,8 @@ import numpy as np
 import pandas as pd
 from lightning.pytorch.callbacks import Callback
 
-from ._common import (
-    check_positive_int,
-    make_output_dir,
-    provenance,
-    provenance_markdown,
-    quiet_training_logs,
-    torch_threads,
-    write_results,
-)
+from . import _report as report
+from ._common import check_positive_int, quiet_training_logs, torch_threads
 from ._pergene import per_gene_loop_copy
 
 __all__ = ["RESULT_COLUMNS", "decoder_step_flops", "run_speed", "simulate_counts"]
@@ -511,7 +504,7 @@ def run_speed(
     scale = (not quick) if scale is None else scale
     sparsity_cells = sparsity_cells or (n_cells if quick else 3_000)
     sparsity_epochs = sparsity_epochs or (2 if quick else 40)
-    out_dir = make_output_dir(out)
+    out_dir = report.make_output_dir(out)
     options = {
         "seeds": seeds,
         "quick": quick,
@@ -529,7 +522,7 @@ def run_speed(
     }
     rows: list[dict[str, Any]] = []
     with torch_threads(n_threads), quiet_training_logs():
-        prov = provenance("speed", options)
+        prov = report.provenance("speed", options)
         for seed in range(seeds):
             if verbose:
                 print(f"speed: seed {seed}, {n_cells} cells x {n_genes} genes, device {device}", flush=True)
@@ -574,8 +567,8 @@ def run_speed(
             rows += _scale_rows(device=device, batch_size=batch_size, quick=quick, verbose=verbose)
     df = pd.DataFrame(rows)
     df["device"] = device
-    write_results(df, out_dir, RESULT_COLUMNS)
-    (out_dir / "summary.md").write_text(_summary(df, prov), encoding="utf-8")
+    report.write_results(df, out_dir, RESULT_COLUMNS)
+    report.write_summary(out_dir, _summary(df, prov))
     return df.loc[:, RESULT_COLUMNS]
 
 
@@ -615,7 +608,7 @@ def _value(df: pd.DataFrame, section: str, method: str, metric: str) -> float:
     return float(sel.mean()) if len(sel) else math.nan
 
 
-def _summary(df: pd.DataFrame, prov: dict[str, Any]) -> str:
+def _summary(df: pd.DataFrame, prov: dict[str, Any]) -> list[str]:
     opts = prov["options"]
     ratio_loop = _value(df, "epoch", "per-gene loop / SparseVAE", "ratio")
     ratio_scvi = _value(df, "epoch", "SparseVAE / SCVI", "ratio")
@@ -623,10 +616,7 @@ def _summary(df: pd.DataFrame, prov: dict[str, Any]) -> str:
     frac_same = _value(df, "flops", "decoder / same-shape matmul", "fraction")
     diff = _value(df, "step", "vectorised vs loop", "abs_loss_difference")
     lines = [
-        "# Speed: scsparse SparseVAE vs the per-gene loop vs SCVI",
-        "",
-        provenance_markdown(prov),
-        "",
+        *report.summary_head("# Speed: scsparse SparseVAE vs the per-gene loop vs SCVI", prov, section=False),
         f"Simulated negative-binomial counts, {opts['n_cells']} cells x {opts['n_genes']} genes; batch size "
         f"{opts['batch_size']}, {opts['n_hidden']} hidden units, {opts['n_latent']} latent factors, one hidden "
         f"layer, for every method. Epoch times are medians over epochs 2..{opts['epochs']} (the first epoch is "
@@ -724,7 +714,7 @@ def _summary(df: pd.DataFrame, prov: dict[str, Any]) -> str:
         "few epochs of fine-tuning) drops spike entries that are small but not zero: "
         f"here the decoder's outputs moved by up to {change:.3g} (logits), so fine-tune after pruning.",
     ]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _target(ok: bool, text: str) -> str:

@@ -19,15 +19,8 @@ import pandas as pd
 
 from scsparse.generic.metrics import dci_disentanglement, estimated_support, match_factors, support_confusion
 
-from ._common import (
-    check_positive_int,
-    make_output_dir,
-    markdown_table,
-    provenance,
-    quiet_training_logs,
-    torch_threads,
-    write_results,
-)
+from . import _report as report
+from ._common import check_positive_int, markdown_table, quiet_training_logs, torch_threads
 from ._synthetic_methods import (
     ACTIVE_UNIT_THRESHOLD,
     BETA_GRID,
@@ -318,7 +311,7 @@ def run_synthetic(
         raise ValueError("betas must contain at least one value, e.g. betas=[2, 4, 6, 8, 16]")
     check_positive_int("n_validation", n_validation)
     has_beta = any(fn is fit_beta_vae for _, fn in methods)
-    out_dir = make_output_dir(out)
+    out_dir = report.make_output_dir(out)
     options = {
         "out": str(out_dir),
         "rho": rhos,
@@ -339,7 +332,7 @@ def run_synthetic(
     selections: list[pd.DataFrame] = []
     heatmaps: dict[float, dict[str, Any]] = {}
     with torch_threads(n_threads), quiet_training_logs():
-        prov = provenance("synthetic", options)
+        prov = report.provenance("synthetic", options)
         for r in rhos:
             fits: list[tuple[str, FitFn]] = []
             for name, fit_fn in methods:
@@ -382,10 +375,10 @@ def run_synthetic(
                             "active": list(res.extra.get("active_factors", [])),
                             "column_match": res.extra.get("column_match"),
                         }
-                write_results(pd.DataFrame(rows, columns=list(RESULT_COLUMNS)), out_dir, RESULT_COLUMNS)
+                report.write_results(pd.DataFrame(rows, columns=list(RESULT_COLUMNS)), out_dir, RESULT_COLUMNS)
 
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
-    write_results(df, out_dir, RESULT_COLUMNS)
+    report.write_results(df, out_dir, RESULT_COLUMNS)
     selection = (
         pd.concat(selections, ignore_index=True)
         if selections
@@ -411,8 +404,8 @@ def run_synthetic(
     )
     _write_figure3(out_dir, df)
     _write_figure(out_dir, df, heatmaps)
-    if verbose:
-        print(markdown_table(df, ["method", "rho"], ["n_active", "w_fscore", "dci", "heldout_mse"]), flush=True)
-        print(f"[synthetic] wrote results.csv, beta_selection.csv, summary.md, figure3.png, synthetic.png to {out_dir}")
-    df.attrs["out_dir"] = str(out_dir)
-    return df
+    table = markdown_table(df, ["method", "rho"], ["n_active", "w_fscore", "dci", "heldout_mse"])
+    files = ["results.csv", "beta_selection.csv", "summary.md", "figure3.png", "synthetic.png"]
+    return report.finish_run(
+        df, out_dir, table, report.wrote_line("synthetic", files, out_dir=out_dir), verbose=verbose
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +13,8 @@ import pandas as pd
 
 from scsparse.data._simulate import EQ9_FEATURE_NAMES
 
-from ._common import PAPER_DEPTH_NOTE, RESTART_SEED_STEP, markdown_table, provenance_markdown
+from . import _report as report
+from ._common import PAPER_DEPTH_NOTE, RESTART_SEED_STEP, markdown_table
 from ._synthetic_methods import (
     ACTIVE_UNIT_THRESHOLD,
     BETA_NAME,
@@ -37,6 +39,9 @@ from ._synthetic_methods import (
 )
 
 __all__: list[str] = []
+
+#: The verdicts of a quick run, which assesses no target.
+_verdict = functools.partial(report.target_verdict, unassessed="not assessed (quick)")
 
 
 def _mean(df: pd.DataFrame, method: str, rho: float, metric: str) -> float:
@@ -78,7 +83,7 @@ def _variant_targets(
             parts.append(f"{_beta_label(df, r) if m == BETA_NAME else m} {v:.3f}")
             ok &= bool(mean_dci > v)
         wins, n = _paired_wins(df, r, "dci", rivals, ours=ours)
-        verdict = "not assessed (quick)" if quick else ("met" if ok else "not met")
+        verdict = _verdict(ok, assessed=not quick)
         lines.append(
             f"| {ours}: DCI above VAE and beta-VAE | {r:g} | mean DCI {' vs '.join(parts)}; "
             f"above both in {wins}/{n} datasets | {verdict} |"
@@ -102,7 +107,7 @@ def _variant_targets(
         k = int((at["w_fscore"] >= TARGET_FSCORE).sum())
         prec, rec = float(at["w_precision"].mean()), float(at["w_recall"].mean())
         met = f >= TARGET_FSCORE
-        verdict = "not assessed (quick)" if quick else ("met" if met else "not met")
+        verdict = _verdict(met, assessed=not quick)
         lines.append(
             f"| {ours}: W support F-score >= {TARGET_FSCORE} (rho <= {TARGET_FSCORE_MAX_RHO:g}) | {r:g} "
             f"| mean F {f:.3f} (precision {prec:.3f}, recall {rec:.3f}); >= {TARGET_FSCORE} in {k}/{len(at)} "
@@ -172,8 +177,7 @@ def _claims_section(df: pd.DataFrame, rhos: Sequence[float], *, quick: bool) -> 
     ]
     have = set(df["method"])
 
-    def verdict(ok: bool) -> str:
-        return "not assessed (quick)" if quick else ("met" if ok else "not met")
+    verdict = functools.partial(_verdict, assessed=not quick)
 
     def per_rho(metric: str, a: str, b: str, digits: int = 3) -> tuple[str, list[bool]]:
         txt, flags = [], []
@@ -267,13 +271,12 @@ def _write_summary(
         else ("full (paper) setting" if seeds >= PAPER_SEEDS and epochs >= 200 else "reduced setting")
     )
     lines = [
-        "# Synthetic benchmark: recovering the ground-truth factors (Moran et al. 2022, Eq. 9, Figure 3)",
-        "",
-        "## Provenance",
-        "",
-        provenance_markdown(prov),
-        f"- total wall-clock: {total_seconds / 60:.1f} min ({mode})",
-        "",
+        *report.summary_head(
+            "# Synthetic benchmark: recovering the ground-truth factors (Moran et al. 2022, Eq. 9, Figure 3)",
+            prov,
+            total_seconds=total_seconds,
+            mode=mode,
+        ),
         "## What ran",
         "",
         f"- Data: Eq. 9, `simulate_eq9(n_obs={n_obs}, rho, seed=s)`: G = 7 features, 2 true factors with "
@@ -351,9 +354,7 @@ def _write_summary(
         "p* in each cell.",
         "",
     ]
-    path = out_dir / "summary.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return report.write_summary(out_dir, lines)
 
 
 def _collapse_section(df: pd.DataFrame) -> list[str]:
@@ -443,13 +444,9 @@ def _box_strip(ax: Any, df: pd.DataFrame, metric: str, rhos: Sequence[float], me
 
 def _write_figure3(out_dir: Path, df: pd.DataFrame) -> Path:
     """The paper's Figure 3: held-out MSE (a) and DCI (b) against rho for every method."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     rhos = sorted(df["rho"].unique())
     methods = list(dict.fromkeys(df["method"]))
-    fig = Figure(figsize=(max(11.0, 2.4 * len(rhos) * 2), 4.8), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = report.new_figure((max(11.0, 2.4 * len(rhos) * 2), 4.8))
     ax_mse, ax_dci = fig.subplots(1, 2)
     _box_strip(ax_mse, df, "heldout_mse", rhos, methods)
     mse = df["heldout_mse"].to_numpy(dtype=np.float64)
@@ -475,22 +472,16 @@ def _write_figure3(out_dir: Path, df: pd.DataFrame) -> Path:
         title=f"{per_box} dataset(s) per box",
     )
     fig.suptitle("Synthetic data (Eq. 9), as Figure 3 of Moran et al. (2022)")
-    path = out_dir / "figure3.png"
-    fig.savefig(path, dpi=120)
-    return path
+    return report.save_figure(fig, out_dir / "figure3.png", dpi=120)
 
 
 def _write_figure(out_dir: Path, df: pd.DataFrame, heatmaps: dict[float, dict[str, Any]]) -> Path:
     """Box/strip plots of DCI and F-score per rho, and heat maps of seed 0's W with p* annotations."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     rhos = sorted(df["rho"].unique())
     methods = list(dict.fromkeys(df["method"]))
     n_heat = max(len(heatmaps), 1)
     n_cols = max(2, n_heat)
-    fig = Figure(figsize=(max(10.0, 4.2 * n_cols), 9.0), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = report.new_figure((max(10.0, 4.2 * n_cols), 9.0))
     grid = fig.add_gridspec(2, n_cols)
     half = n_cols // 2
     for i, (metric, title) in enumerate([("dci", "DCI disentanglement"), ("w_fscore", "F-score of W support")]):
@@ -534,6 +525,4 @@ def _write_figure(out_dir: Path, df: pd.DataFrame, heatmaps: dict[float, dict[st
         ax.set_title(f"{hm['method']} W, seed {hm['seed']}, rho={rho:g}", fontsize=10)
         fig.colorbar(im, ax=ax, shrink=0.8, label="w_jk")
     fig.suptitle("Synthetic data (Eq. 9): factor recovery")
-    path = out_dir / "synthetic.png"
-    fig.savefig(path, dpi=120)
-    return path
+    return report.save_figure(fig, out_dir / "synthetic.png", dpi=120)

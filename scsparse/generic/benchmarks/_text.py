@@ -21,6 +21,7 @@ import pandas as pd
 from scsparse.generic.datasets import TextCorpus, eval_subset, split_rows, text_corpus
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, BetaVAE, SparseVAE
 
+from . import _report as report
 from ._common import (
     PAPER_DEPTH_NOTE,
     PAPER_HIDDEN_LAYERS,
@@ -28,12 +29,9 @@ from ._common import (
     best_beta_rows,
     check_corpus,
     check_positive_int,
-    make_output_dir,
     markdown_table,
     no_active_factor_note,
     paper_comparison_table,
-    provenance,
-    provenance_markdown,
     quiet_training_logs,
     reduced_settings,
     resolve_settings,
@@ -42,7 +40,6 @@ from ._common import (
     torch_threads,
     unigram_lines,
     verdict_best,
-    write_results,
 )
 
 __all__ = [
@@ -382,11 +379,7 @@ def _write_figure(
     out_dir: Path, df: pd.DataFrame, W: np.ndarray | None, vocab: np.ndarray, words: pd.DataFrame
 ) -> Path:
     """Held-out NLL per method and seed, and the SparseVAE mask W on the top words of its active factors."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(14, 6), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = report.new_figure((14, 6))
     ax = fig.add_subplot(1, 2, 1)
     labels = [lab.replace(" (", "\n(") for lab in run_labels(df)]
     order = list(dict.fromkeys(labels))
@@ -417,9 +410,7 @@ def _write_figure(
     else:
         ax2.text(0.5, 0.5, "no active SparseVAE factor", ha="center", va="center")
         ax2.set_axis_off()
-    path = out_dir / "text.png"
-    fig.savefig(path, dpi=110)
-    return path
+    return report.save_figure(fig, out_dir / "text.png")
 
 
 def _write_summary(
@@ -439,7 +430,7 @@ def _write_summary(
     total_seconds: float,
 ) -> Path:
     ok, detail = verdict_best(df)
-    verdict = "not assessed (quick smoke run)" if quick else ("met" if ok else "not met")
+    verdict = report.target_verdict(ok, assessed=not quick, unassessed=report.NOT_ASSESSED_QUICK)
     reasons = ""
     if not quick and not ok:
         reasons = f" Why: {beaten_by(df)}; see 'Reading the result' below."
@@ -452,13 +443,12 @@ def _write_summary(
     reduced = reduced_settings(cfg, TEXT_SETTINGS)
     lambda_note = slab_threshold_note(cfg["lambda0"], cfg["lambda1"], PAPER_TEXT_LAMBDA1)
     lines = [
-        "# Text benchmark: held-out likelihood and topics of abstracts (Moran et al. 2022, Tables 1b and 3b)",
-        "",
-        "## Provenance",
-        "",
-        provenance_markdown(prov),
-        f"- total wall-clock: {total_seconds / 60:.1f} min ({'quick' if quick else 'full'} mode)",
-        "",
+        *report.summary_head(
+            "# Text benchmark: held-out likelihood and topics of abstracts (Moran et al. 2022, Tables 1b and 3b)",
+            prov,
+            total_seconds=total_seconds,
+            mode=f"{'quick' if quick else 'full'} mode",
+        ),
         "## What ran",
         "",
         f"- Data: **NeurIPS 2023-2025 abstracts** (registry `text_neurips`, a stand-in for PeerRead, which is not "
@@ -534,9 +524,7 @@ def _write_summary(
         "on the top words of its active factors.",
         "",
     ]
-    path = out_dir / "summary.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return report.write_summary(out_dir, lines)
 
 
 def _reading(df: pd.DataFrame, quick: bool) -> list[str]:
@@ -681,23 +669,15 @@ def run_text(
         betas=betas,
         lambda1=lambda1,
     )
-    out_dir = make_output_dir(out)
-    options = {
-        "out": str(out_dir),
-        "seeds": seeds,
-        "quick": bool(quick),
-        "max_epochs": max_epochs,
-        "methods": methods,
-        "n_threads": n_threads,
-        **{k: cfg[k] for k in sorted(cfg)},
-    }
+    out_dir = report.make_output_dir(out)
+    options = report.run_options(out_dir, seeds, quick, max_epochs, methods=methods, n_threads=n_threads, config=cfg)
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     words_sv = pd.DataFrame(columns=["factor", "active", "n_selected", "words"])
     words_nmf = pd.DataFrame(columns=["factor", "active", "n_selected", "words"])
     W0: np.ndarray | None = None
     with torch_threads(n_threads), quiet_training_logs():
-        prov = provenance("text", options)
+        prov = report.provenance("text", options)
         corpus = text_corpus(source, vocab_size=cfg["vocab_size"], max_docs=cfg["n_docs"])
         check_corpus(corpus, cfg["n_latent"])
         X = corpus.counts.astype(np.float32)
@@ -723,7 +703,7 @@ def run_text(
                     words_nmf = top_words(entry.model, corpus.vocabulary)
     total = time.perf_counter() - start
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
-    write_results(df, out_dir, RESULT_COLUMNS)
+    report.write_results(df, out_dir, RESULT_COLUMNS)
     pd.concat([words_sv.assign(method="SparseVAE"), words_nmf.assign(method="NMF")]).to_csv(
         out_dir / "top_words.csv", index=False
     )
@@ -746,7 +726,5 @@ def run_text(
         total_seconds=total,
     )
     _write_figure(out_dir, df, W0, corpus.vocabulary, words_sv)
-    if verbose:
-        print(f"[text] wrote {out_dir / 'results.csv'}, {out_dir / 'summary.md'}, {out_dir / 'text.png'}", flush=True)
-    df.attrs["out_dir"] = str(out_dir)
-    return df
+    done = report.wrote_line("text", [out_dir / "results.csv", out_dir / "summary.md", out_dir / "text.png"])
+    return report.finish_run(df, out_dir, done, verbose=verbose)

@@ -29,17 +29,14 @@ import pandas as pd
 from scsparse.data._zeisel_prep import TEST_FRACTION, ZeiselData, prepare_zeisel, split_cells
 from scsparse.generic.metrics import predict_labels
 
+from . import _report as report
 from ._common import (
     PAPER_DEPTH_NOTE,
     PAPER_HIDDEN_LAYERS,
     check_positive_int,
     format_mean_sd,
-    make_output_dir,
-    provenance,
-    provenance_markdown,
     quiet_training_logs,
     torch_threads,
-    write_results,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -392,7 +389,7 @@ def _claims_section(df: pd.DataFrame, *, epochs: int, full_data: bool) -> list[s
     if np.isfinite(sv):
         ok = sv >= TARGET_ACCURACY
         line = f"- SparseVAE held-out accuracy >= {TARGET_ACCURACY} (normalised setting): mean {sv:.3f} — "
-        lines.append(line + ("**met**." if ok else f"**not met**. Why: {why}."))
+        lines.append(line + _verdict_why(ok, why))
     else:
         lines.append(
             f"- SparseVAE held-out accuracy >= {TARGET_ACCURACY} (normalised setting): the normalised setting's "
@@ -405,7 +402,7 @@ def _claims_section(df: pd.DataFrame, *, epochs: int, full_data: bool) -> list[s
             f"- SparseVAE accuracy at least the VAE's in the same run: mean {sv:.3f} vs {vae:.3f} "
             f"(SparseVAE >= VAE on {wins} of {n} seeds) — "
         )
-        lines.append(line + ("**met**." if ok else f"**not met**. Why: {why}."))
+        lines.append(line + _verdict_why(ok, why))
     else:
         lines.append("- SparseVAE accuracy at least the VAE's (normalised setting): both must run — **not assessed**.")
     nb, scvi_acc = _mean(df, "counts", "SparseVAE (NB, scvi-tools)"), _mean(df, "counts", "scVI (NB)")
@@ -416,6 +413,11 @@ def _claims_section(df: pd.DataFrame, *, epochs: int, full_data: bool) -> list[s
             f"(SparseVAE >= scVI on {wins} of {n} seeds)."
         )
     return lines
+
+
+def _verdict_why(ok: bool, why: str) -> str:
+    """``"**met**."``, or ``"**not met**. Why: <why>."``."""
+    return f"**{report.target_verdict(ok)}**." + ("" if ok else f" Why: {why}.")
 
 
 def _reductions(seeds: int, epochs: int, full_data: bool) -> str:
@@ -469,12 +471,7 @@ def _write_summary(
     n_train = int(df["n_train"].iloc[0]) if len(df) else 0
     n_test = int(df["n_test"].iloc[0]) if len(df) else 0
     lines = [
-        "# Zeisel benchmark: cell types from the factors (Moran et al. 2022, Table 4)",
-        "",
-        "## Provenance",
-        "",
-        provenance_markdown(prov),
-        "",
+        *report.summary_head("# Zeisel benchmark: cell types from the factors (Moran et al. 2022, Table 4)", prov),
         "## What ran",
         "",
         f"- Data: Zeisel et al. (2015) via `scsparse.data.load('zeisel_full')`: {data.labels.size} cells "
@@ -523,21 +520,15 @@ def _write_summary(
         f"Per-seed values are in `results.csv`; the figure is `{figure}`.",
         "",
     ]
-    path = out_dir / "summary.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return report.write_summary(out_dir, lines)
 
 
 def _write_figure(out_dir: Path, df: pd.DataFrame, settings: Sequence[str]) -> Path:
     """Held-out accuracy per method (dots: seeds; bar: mean), the paper's values as black diamonds."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     present = [s for s in settings if (df["setting"] == s).any()]
     n = max(len(present), 1)
     widths = [max(len(df[df["setting"] == s]["method"].unique()), 1) for s in present] or [1]
-    fig = Figure(figsize=(3.0 + 1.5 * sum(widths), 5.0), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = report.new_figure((3.0 + 1.5 * sum(widths), 5.0))
     axes = fig.subplots(1, n, squeeze=False, width_ratios=widths)[0]
     rng = np.random.default_rng(0)
     for ax, setting in zip(axes, present, strict=False):
@@ -567,9 +558,7 @@ def _write_figure(out_dir: Path, df: pd.DataFrame, settings: Sequence[str]) -> P
         ax.set_title(f"{setting} setting")
         ax.legend(loc="lower left", fontsize=8)
     fig.suptitle("Zeisel: multinomial logistic regression on the factors (test cells)")
-    path = out_dir / "zeisel_accuracy.png"
-    fig.savefig(path, dpi=120)
-    return path
+    return report.save_figure(fig, out_dir / "zeisel_accuracy.png", dpi=120)
 
 
 # ---------------------------------------------------------------------------------------------- runner
@@ -656,25 +645,16 @@ def run_zeisel(
     epochs = int(max_epochs) if max_epochs is not None else (QUICK_EPOCHS if quick else ZEISEL_SETTINGS["max_epochs"])
     n_genes = int(n_genes) if n_genes is not None else (QUICK_GENES if quick else ZEISEL_SETTINGS["n_genes"])
     n_cells = n_cells if n_cells is not None else (QUICK_CELLS if quick else None)
-    out_dir = make_output_dir(out)
-    options = {
-        "out": str(out_dir),
-        "seeds": seeds,
-        "quick": bool(quick),
-        "max_epochs": max_epochs,
-        "epochs_used": epochs,
-        "settings": settings,
-        "methods": sorted(chosen),
-        "n_cells": n_cells,
-        "n_genes": n_genes,
-        "n_threads": n_threads,
-    }
+    out_dir = report.make_output_dir(out)
+    options = report.run_options(out_dir, seeds, quick, max_epochs, epochs_used=epochs, settings=settings,
+                                 methods=sorted(chosen), n_cells=n_cells, n_genes=n_genes,
+                                 n_threads=n_threads)  # fmt: skip
     _import_models(settings)
     data = prepare_zeisel(adata, n_genes=n_genes, n_cells=n_cells)
     full_data = n_cells is None and n_genes == ZEISEL_SETTINGS["n_genes"]
     rows: list[dict[str, Any]] = []
     with torch_threads(n_threads), quiet_training_logs():
-        prov = provenance("zeisel", options)
+        prov = report.provenance("zeisel", options)
         for seed in range(seeds):
             train, test = split_cells(data.labels, seed)
             y_train, y_test = data.labels[train], data.labels[test]
@@ -709,9 +689,9 @@ def run_zeisel(
                             flush=True,
                         )
             # keep what is done so far, in case a long run is stopped
-            write_results(pd.DataFrame(rows, columns=list(RESULT_COLUMNS)), out_dir, RESULT_COLUMNS)
+            report.write_results(pd.DataFrame(rows, columns=list(RESULT_COLUMNS)), out_dir, RESULT_COLUMNS)
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
-    write_results(df, out_dir, RESULT_COLUMNS)
+    report.write_results(df, out_dir, RESULT_COLUMNS)
     fig_path = _write_figure(out_dir, df, settings)
     _write_summary(
         out_dir,
@@ -724,8 +704,5 @@ def run_zeisel(
         full_data=full_data,
         figure=fig_path.name,
     )
-    if verbose:
-        print(_table(df), flush=True)
-        print(f"[zeisel] wrote {out_dir / 'results.csv'}, {out_dir / 'summary.md'}, {fig_path}")
-    df.attrs["out_dir"] = str(out_dir)
-    return df
+    done = report.wrote_line("zeisel", [out_dir / "results.csv", out_dir / "summary.md", fig_path])
+    return report.finish_run(df, out_dir, _table(df), done, verbose=verbose)
