@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scsparse.data import simulate_eq9
+from scsparse.generic.datasets import split_rows
 
 from ._common import PAPER_HIDDEN_LAYERS, best_of_restarts
 
@@ -191,10 +192,7 @@ def split_indices(n_obs: int, seed: int, test_fraction: float = TEST_FRACTION) -
     >>> len(train), len(test)
     (8, 2)
     """
-    rng = np.random.default_rng(int(seed) + _SPLIT_SEED_OFFSET)
-    n_test = min(max(int(round(test_fraction * n_obs)), 1), n_obs - 1)
-    perm = rng.permutation(n_obs)
-    return np.sort(perm[n_test:]), np.sort(perm[:n_test])
+    return split_rows(n_obs, seed, test_fraction, unit="cells", seed_offset=_SPLIT_SEED_OFFSET)
 
 
 def _make_split(n_obs: int, rho: float, seed: int) -> tuple[Any, SyntheticSplit]:

@@ -13,12 +13,17 @@ SPLIT_SEED_OFFSET = 7_919
 
 
 def split_rows(
-    n_rows: int, seed: int, test_fraction: float = TEST_FRACTION, *, unit: str = "rows"
+    n_rows: int,
+    seed: int,
+    test_fraction: float = TEST_FRACTION,
+    *,
+    unit: str = "rows",
+    seed_offset: int = SPLIT_SEED_OFFSET,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Seeded train/test split of ``n_rows`` rows (sorted indices), independent of any model.
 
-    The split is drawn with ``numpy.random.default_rng(seed + SPLIT_SEED_OFFSET)``; at least one row is held
-    out and at least one kept. ``unit`` names the rows in the error message (``"documents"``, ``"users"``).
+    The split is drawn with ``numpy.random.default_rng(seed + seed_offset)``; at least one row is held out and
+    at least one kept. ``unit`` names the rows in the error message (``"documents"``, ``"users"``).
 
     Examples
     --------
@@ -30,7 +35,7 @@ def split_rows(
         raise ValueError(f"Need at least 2 {unit} to split, got {n_rows}.")
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}.")
-    rng = np.random.default_rng(int(seed) + SPLIT_SEED_OFFSET)
+    rng = np.random.default_rng(int(seed) + int(seed_offset))
     n_test = min(max(int(round(test_fraction * n_rows)), 1), n_rows - 1)
     perm = rng.permutation(n_rows)
     return np.sort(perm[n_test:]), np.sort(perm[:n_test])
