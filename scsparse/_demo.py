@@ -450,7 +450,6 @@ def run_demo(
     >>> out["active_factors"], out["celltype_accuracy"]["accuracy"]
     """
     import matplotlib
-    import numpy as np
 
     if matplotlib.get_backend().lower() not in ("agg", "pdf", "svg", "ps", "cairo"):
         matplotlib.use("Agg")
@@ -459,6 +458,7 @@ def run_demo(
 
     from scsparse import data, pl, tl
     from scsparse.generic.metrics import label_accuracy
+    from scsparse.results import factors_key, read_results
 
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")
     start = time.perf_counter()
@@ -483,22 +483,21 @@ def run_demo(
         model_kwargs={"n_hidden": n_hidden},
         train_kwargs={"batch_size": 128, "lr": lr, "enable_progress_bar": verbose},
     )
-    uns = adata.uns[KEY]
-    names = [str(f) for f in uns["factor_names"]]
-    active = [str(f) for f in uns["active_factors"]]
-    shown = active or names
-    idx = [names.index(f) for f in shown]
-    adata.obsm[f"X_{KEY}_active"] = np.asarray(adata.obsm[f"X_{KEY}"])[:, idx]
+    res = read_results(adata, KEY)
+    active = res.active_factors
+    shown = active or res.factor_names
+    active_key = factors_key(KEY, "active")
+    adata.obsm[active_key] = res.Z[:, [res.factor_names.index(f) for f in shown]]
 
     _say(f"{len(active)} active factors; held-out NLL and cell-type accuracy", verbose)
     n_heldout = len(model.validation_indices) if model.validation_indices is not None else 0
     nll = model.get_heldout_nll(n_mc_samples=20)
     labels = adata.obs["cell_type"].to_numpy()
-    acc = label_accuracy(adata.obsm[f"X_{KEY}_active"], labels, seed=seed)
-    acc_all = label_accuracy(adata.obsm[f"X_{KEY}"], labels, seed=seed)
+    acc = label_accuracy(adata.obsm[active_key], labels, seed=seed)
+    acc_all = label_accuracy(res.Z, labels, seed=seed)
 
     _say("neighbours and UMAP on the active factors; figures", verbose)
-    sc.pp.neighbors(adata, use_rep=f"X_{KEY}_active", random_state=seed)
+    sc.pp.neighbors(adata, use_rep=active_key, random_state=seed)
     sc.tl.umap(adata, random_state=seed)
     fallback = {} if active else {"factors": shown, "pip_threshold": 0.0}
     figures = [out / name for name in FIGURES]

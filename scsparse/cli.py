@@ -84,15 +84,15 @@ def _fit_figures(adata, key: str, folder: Path, seed: int, model=None, groupby: 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
     import scanpy as sc
 
     from scsparse import pl, tl
+    from scsparse.results import factors_key, read_results
 
     folder.mkdir(parents=True, exist_ok=True)
-    uns = adata.uns[key]
-    active = [str(f) for f in uns["active_factors"]]
-    multistudy = "shared_factors" in uns
+    res = read_results(adata, key)
+    active = res.active_factors
+    multistudy = bool(res.studies)
     written = []
     if multistudy:
         written.append(folder / "multistudy_overview.png")
@@ -107,18 +107,13 @@ def _fit_figures(adata, key: str, folder: Path, seed: int, model=None, groupby: 
     ax = pl.loadings_heatmap(adata, key=key, show=False, save=written[-1])
     plt.close(ax.figure)
     if "X_umap" not in adata.obsm:
-        z, names = (
-            (adata.obsm[f"X_{key}_shared"], uns["shared_factors"])
-            if multistudy
-            else (adata.obsm[f"X_{key}"], uns["factor_names"])
-        )
-        names = [str(f) for f in names]
-        use = [names.index(f) for f in active if f in names]
+        use = [f for f in active if res.cell_masks[f] is None]  # factors defined on every cell (shared ones)
         if not use:
             print(f"{PROG}: no active shared factor; no UMAP drawn.", file=sys.stderr)
             return written
-        adata.obsm[f"X_{key}_active"] = np.asarray(z)[:, use]
-        sc.pp.neighbors(adata, use_rep=f"X_{key}_active", random_state=seed)
+        active_key = factors_key(key, "active")
+        adata.obsm[active_key] = res.Z[:, [res.factor_names.index(f) for f in use]]
+        sc.pp.neighbors(adata, use_rep=active_key, random_state=seed)
         sc.tl.umap(adata, random_state=seed)
     written.append(folder / "factors_umap.png")
     axes = pl.factor_embedding(adata, key=key, basis="umap", show=False, save=written[-1])
