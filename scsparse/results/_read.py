@@ -9,7 +9,7 @@ import numpy as np
 from anndata import AnnData
 
 from ._factors import resolve_factors
-from ._keys import factors_key, loadings_key, pip_key
+from ._keys import factors_key, loadings_key, pip_key, result_keys
 from ._programmes import rank_genes
 
 __all__ = ["FitResults", "MissingResultsError", "is_multistudy", "read_results", "study_cells"]
@@ -179,7 +179,7 @@ def _multistudy_blocks(adata: AnnData, key: str) -> dict:
 
 def _single_blocks(adata: AnnData, key: str) -> dict:
     """The factors, mask and ``p*`` of a :class:`~scsparse.model.SparseVAE` fit; a clear error when one is missing."""
-    wanted = {"obsm": [factors_key(key)], "varm": [loadings_key(key), pip_key(key)], "uns": [key]}
+    wanted = result_keys(key)
     missing = [
         f"adata.{attr}[{name!r}]"
         for attr, names in wanted.items()
