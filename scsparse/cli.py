@@ -72,10 +72,20 @@ def _read_h5ad(path: Path):
         raise CLIError(f"could not read {str(path)!r} as an .h5ad file ({type(exc).__name__}: {exc}).") from exc
 
 
+#: What each figure of ``scsparse fit --figures`` shows (listed in its ``factors.md``).
+FIGURE_NOTES = {
+    "multistudy_overview.png": "shared and study-specific programmes at a glance",
+    "loadings_heatmap.png": "|W| of the top genes of each active factor",
+    "factors_umap.png": "activity of each active factor on the UMAP",
+    "factor_responses.png": "decoded expression of the genes that change most along each active factor",
+}
+
+
 def _fit_figures(adata, key: str, folder: Path, seed: int, model=None, groupby: list[str] | None = None) -> list[Path]:
     """Figures of a fit: loadings heatmap, factor UMAP, with the model the traversals of the active factors
-    (``factor_responses.png``), for a multi-study fit the shared/specific overview, and ``factors.md`` (what each
-    active factor is: :func:`scsparse.tl.describe_factors` related to the ``groupby`` columns, in words).
+    (``factor_responses.png``), for a multi-study fit the shared/specific overview, and ``factors.md``
+    (:func:`scsparse.tl.fit_report`: settings, active factors, diagnostics and what each factor is, related to the
+    ``groupby`` columns).
 
     The UMAP is computed when the input has none, on the active factors (the active *shared* factors of a
     multi-study fit, which place every study's cells in one space), stored as ``obsm[f"X_{key}_active"]``.
@@ -123,9 +133,13 @@ def _fit_figures(adata, key: str, folder: Path, seed: int, model=None, groupby: 
         axes = pl.factor_response(model.get_factor_response(seed=seed), n_genes=6, show=False, save=written[-1])
         plt.close(axes[0].figure)
     written.append(folder / "factors.md")
-    description = tl.describe_factors(adata, key=key, groupby=groupby or [])
-    lines = [f"# What each factor of {key!r} is", "", *tl.factor_report(description), ""]
-    written[-1].write_text("\n".join(lines))
+    tl.fit_report(
+        adata,
+        key=key,
+        groupby=groupby or [],
+        files={path.name: FIGURE_NOTES[path.name] for path in written[:-1]},
+        path=written[-1],
+    )
     return written
 
 

@@ -14,6 +14,9 @@
 - :func:`describe_factors` — what each factor is, one row per factor: genes up and down with it, best gene sets,
   the groups where it is highest and lowest; :func:`factor_report` says it in words (Markdown);
   :func:`short_term` — a gene-set name shortened for display.
+- :func:`fit_report` — a fit's Markdown report: settings and provenance, active factors, diagnostics and what each
+  factor is (used by ``scsparse demo`` and ``scsparse fit --figures``); :func:`diagnostics_report` — the
+  diagnostics in words.
 - :func:`factor_diagnostics` — programme size relative to the genes, best gene set, and flags for broad factors
   without any enriched gene set and for factors that overlap another one.
 - :func:`stability` — reproducibility of each factor across seeds.
@@ -37,6 +40,7 @@ from ._genesets import (
     read_panglaodb,
     short_term,
 )
+from ._report import diagnostics_report, fit_report
 from ._sparse_vae import multistudy_sparse_vae, sparse_vae
 from ._stability import stability
 from ._top_genes import factor_gene_correlation, top_genes
@@ -50,11 +54,13 @@ __all__ = [
     "STUDY_SHIFT",
     "bh_adjust",
     "describe_factors",
+    "diagnostics_report",
     "enrich",
     "factor_association",
     "factor_diagnostics",
     "factor_gene_correlation",
     "factor_report",
+    "fit_report",
     "load_gene_sets",
     "multistudy_sparse_vae",
     "read_cellmarker",

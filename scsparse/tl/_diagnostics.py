@@ -147,7 +147,7 @@ def factor_diagnostics(
         Factor names or indices (default: the active factors).
     enrichment
         A table of :func:`scsparse.tl.enrich` (default: ``adata.uns[f"{key}_enrichment"]`` when present). Without
-        one, ``enriched`` is missing (``<NA>``) and no factor is flagged.
+        one, or with an empty one (nothing tested), ``enriched`` is missing (``<NA>``) and no factor is flagged.
     broad_fraction
         Fraction of the model's genes above which a programme counts as broad.
     max_p_adj
@@ -204,6 +204,8 @@ def factor_diagnostics(
         enrichment = adata.uns[f"{key}_enrichment"]
     if enrichment is not None and not isinstance(enrichment, pd.DataFrame):
         enrichment = pd.DataFrame(enrichment)
+    if enrichment is not None and not len(enrichment):  # nothing was tested (e.g. no gene of any set in the data)
+        enrichment = None
     mat, _ = _expression_source(adata, layer, res.setup_layer)
     log_library = np.log1p(np.asarray(mat.sum(1), dtype=np.float64).ravel()) if _looks_like_counts(mat) else None
     included = res.pip > thr

@@ -73,6 +73,8 @@ def test_fit_writes_results(input_file, tmp_path, capsys):
         assert (figures / "factor_responses.png").stat().st_size > 1000
         report = (figures / "factors.md").read_text()
         assert all(f"**{f}**" in report for f in back.uns["svae"]["active_factors"]) and "Batch" in report
+        assert "## Settings" in report and "- seed: 4" in report and "`batch_highest`" in report
+        assert "- `loadings_heatmap.png`: |W| of the top genes" in report
 
 
 def test_fit_input_errors(input_file, tmp_path, capsys):
@@ -305,7 +307,7 @@ def test_demo(monkeypatch, tmp_path, capsys):
     responses = out / "factor_responses.png"  # traversals of the active factors
     assert responses.exists() == bool(len(back.uns["sparsevae"]["active_factors"])) == ("factor_responses" in report)
     assert "## What each factor is" in report and "genes up with it" in report
-    assert "Factor-condition and factor-cell-type associations" in report
+    assert "`condition_highest` / `condition_lowest`, `cell_type_highest` / `cell_type_lowest`" in report
     assert {"sparsevae_association_condition", "sparsevae_association_cell_type"} <= set(back.uns)
     if "Gene-set enrichment skipped" not in report:
         assert "MSigDB Hallmark" in report
@@ -346,10 +348,10 @@ def test_demo_summary_lists_genes_by_direction_whatever_the_factor_sign(counts_f
     f = "factor_0"
 
     def summary_line() -> str:
-        table = _demo.factor_table(adata, factors=[f])
         _demo._print_summary(
             {
-                "factor_table": table,
+                "description": scsparse.tl.describe_factors(adata, factors=[f], groupby="cell_type", n_genes=5),
+                "diagnostics": scsparse.tl.factor_diagnostics(adata, factors=[f]),
                 "active_factors": [f],
                 "adata": adata,
                 "heldout_nll": 1.0,

@@ -61,21 +61,27 @@ def test_broad_but_enriched_and_without_enrichment():
         scsparse.tl.factor_diagnostics(adata, key=KEY, broad_fraction=0)
 
 
-def test_demo_table_and_report_explain_the_flag():
-    from scsparse import _demo
-
+def test_report_table_and_text_explain_the_flag(tmp_path):
     adata = _broad_factor_1(planted.planted_adata())
     scsparse.tl.enrich(adata, {"PLANTED_UP": planted.UP, "PLANTED_DOWN": planted.DN}, key=KEY, min_size=3)
     diag = scsparse.tl.factor_diagnostics(adata, key=KEY, broad_fraction=0.3)
     assert diag.attrs["broad_fraction"] == 0.3
-    table = pd.DataFrame({"n_genes": [20, 60], "eta": [0.2, 0.7]}, index=pd.Index(["factor_0", "factor_1"]))
-    out = _demo.add_diagnostics(table, diag)
-    assert list(out.columns) == ["n_genes", "gene_fraction", "eta", "diagnostic"]
-    assert list(out["diagnostic"]) == ["ok", "broad, no gene set"]
-    text = "\n".join(_demo._diagnostic_lines({"diagnostics": diag}, adata.n_vars))
+    text = "\n".join(scsparse.tl.diagnostics_report(diag, adata.n_vars))
     assert "more than 30% of the 80 model genes" in text
     assert "**factor_1**: 60 of 80 genes (75%) with p* > 0.5, 60 anchor genes; no gene set" in text
     assert text.count("**factor_") == 1  # only the flagged factor is listed
+    # without any gene-set test there is no flag to explain
+    untested = scsparse.tl.factor_diagnostics(adata, key=KEY, enrichment=pd.DataFrame(), broad_fraction=0.3)
+    assert untested["enriched"].isna().all() and scsparse.tl.diagnostics_report(untested, adata.n_vars) == []
+
+    report = scsparse.tl.fit_report(adata, key=KEY, diagnostics=diag, metrics=["- extra: 1"], path=tmp_path / "r.md")
+    assert (tmp_path / "r.md").read_text() == report
+    table = report[report.index("| factor |") :].split("\n\n")[0].splitlines()
+    assert table[0] == "| factor | n_genes | gene_fraction | eta | diagnostic |"
+    assert table[2].startswith("| factor_0 | 20 | 0.25 |") and table[2].endswith("| ok |")
+    assert table[3].startswith("| factor_1 | 60 | 0.75 |") and table[3].endswith("| broad, no gene set |")
+    assert "- extra: 1" in report and "### Broad factors without a gene set" in report
+    assert "W is not sparse yet" not in report  # median programme: 40 of 80 genes
 
 
 def test_default_rule():
@@ -121,11 +127,9 @@ def test_overlapping_factors_are_flagged():
     assert diag.loc["factor_1", "diagnostic"] == "overlaps factor_0"
     strict = scsparse.tl.factor_diagnostics(merged, key=KEY, broad_fraction=0.5, overlap_fraction=0.8)
     assert not strict["overlaps"].any()
-    from scsparse import _demo
-
-    report = "\n".join(_demo._diagnostic_lines({"diagnostics": diag.reset_index()}, merged.n_vars))
+    report = "\n".join(scsparse.tl.diagnostics_report(diag.reset_index(), merged.n_vars))
     assert "Overlapping factors" in report and "factor_0 and factor_1." in report
-    assert "Overlapping" not in "\n".join(_demo._diagnostic_lines({"diagnostics": strict}, merged.n_vars))
+    assert "Overlapping" not in "\n".join(scsparse.tl.diagnostics_report(strict, merged.n_vars))
 
     # disjoint genes, one activity mirroring the other: reported, not flagged (real programmes co-vary)
     correlated = planted.planted_adata()

@@ -142,6 +142,17 @@ def test_top_genes_and_association_use_the_study_cells():
         scsparse.tl.factor_association(adata, "study", key=KEY, factors=["stim lab_0"])
 
 
+def test_fit_report_describes_shared_and_specific_factors():
+    adata = planted_multistudy()
+    table = scsparse.tl.enrich(adata, _sets(), key=KEY, min_size=3)
+    report = scsparse.tl.fit_report(adata, key=KEY, groupby="group", enrichment=table)
+    assert "- active factors: 2 of" in report
+    lines = [line for line in report.splitlines() if line.startswith("- **")]
+    assert [line.split("**")[1] for line in lines] == ["shared_0", "stim lab_0"]
+    assert "genes up with it: ST0, ST1" in lines[1] and "STIM SET (up, 10 genes" in lines[1]
+    assert "| stim lab_0 |" in report and "`group_highest` / `group_lowest`" in report
+
+
 def test_plots_read_multistudy_results(tmp_path):
     import matplotlib.pyplot as plt
 
