@@ -17,7 +17,7 @@ from scsparse.module import STUDY_KEY, MultiStudySparseVAEModule
 from scsparse.results import check_keys_free, result_keys, write_multistudy_results
 
 from ._sparsevae import SparseVAE
-from ._validation import check_anndata, check_batch_key, check_study_key
+from ._validation import check_anndata, check_batch_key, check_study_key, check_study_names
 
 __all__ = ["MultiStudySparseVAE"]
 
@@ -45,7 +45,8 @@ def _check_query(
     ------
     InvalidInputError
         Untrained reference, a query model or a study-encoding reference as reference, genes that differ,
-        no study column, studies already in the reference, batches the reference never saw, no new factor.
+        no study column, studies already in the reference or named so that their keys would clash with the
+        reference's, batches the reference never saw, no new factor.
     """
     if not reference.is_trained_:
         raise InvalidInputError("The reference model is not trained; train it before mapping a query onto it.")
@@ -84,6 +85,7 @@ def _check_query(
             f"Studies {known} are already in the reference; their cells need no new factors: use "
             "reference.get_latent_representation(adata). A query names new studies only."
         )
+    check_study_names([*reference.studies, *query_studies], f"the reference's studies and adata.obs[{study_key!r}]")
     if batch_key is not None and batch_key in adata.obs:
         ref_batches = reference.adata_manager.get_state_registry(REGISTRY_KEYS.BATCH_KEY).categorical_mapping
         new_batches = sorted(set(adata.obs[batch_key].astype(str)) - {str(b) for b in ref_batches})

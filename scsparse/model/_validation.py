@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -264,20 +265,39 @@ def check_study_key(adata: AnnData, study_key: str, min_cells: int = 10, min_stu
         raise InvalidInputError(
             f"Studies with fewer than {min_cells} cells in adata.obs[{study_key!r}]: {dict(small)}. Merge or drop them."
         )
-    # a study's factors and keys are named after it: shared_0 / mssvae_W_shared, <study>_0 / mssvae_W_<study>
+    check_study_names(list(counts.index), f"adata.obs[{study_key!r}]")
+
+
+def check_study_names(studies: Sequence[str], where: str) -> None:
+    """Study names that give every study keys of its own, apart from the shared factors' keys.
+
+    A study's factors and keys are named after it (``<study>_0``, ``varm['<key>_W_<study>']``), the shared ones
+    ``shared_0`` and ``varm['<key>_W_shared']``; characters other than letters, digits and ``-_.`` become ``_``.
+
+    Parameters
+    ----------
+    studies
+        Every study name that will be in one model (a query's with its reference's).
+    where
+        Where the names come from, for the message (e.g. ``"adata.obs['study']"``).
+
+    Raises
+    ------
+    InvalidInputError
+        If a study is named like the shared block, or two studies would share keys.
+    """
     key_names: dict[str, list[str]] = {}
-    for study in counts.index:
+    for study in studies:
         key_names.setdefault(study_key_name(study), []).append(str(study))
-    reserved = [s for name, studies in key_names.items() if name in ("shared", "specific") for s in studies]
+    reserved = [s for name, names in key_names.items() if name in ("shared", "specific") for s in names]
     if reserved:
         raise InvalidInputError(
-            f"Study name(s) {reserved} in adata.obs[{study_key!r}] clash with the names of the shared factors and "
-            "their keys (shared_0, ..., varm['<key>_W_shared']). Rename the study, e.g. "
-            f"adata.obs[{study_key!r}] = adata.obs[{study_key!r}].replace({{{reserved[0]!r}: 'study_{reserved[0]}'}})."
+            f"Study name(s) {reserved} in {where} clash with the names of the shared factors and their keys "
+            f"(shared_0, ..., varm['<key>_W_shared']). Rename the study, e.g. to 'study_{reserved[0]}'."
         )
-    clashes = [studies for studies in key_names.values() if len(studies) > 1]
+    clashes = [names for names in key_names.values() if len(names) > 1]
     if clashes:
         raise InvalidInputError(
-            f"Studies {clashes[0]} in adata.obs[{study_key!r}] would share AnnData keys: characters other than "
-            "letters, digits and -_. become '_' in a key (varm['<key>_W_<study>']). Rename one of them."
+            f"Studies {clashes[0]} ({where}) would share AnnData keys: characters other than letters, digits and "
+            "-_. become '_' in a key (varm['<key>_W_<study>']). Rename one of them."
         )

@@ -130,6 +130,17 @@ def test_query_errors_name_the_problem(ref_and_query, counts_factory):
         load(query.copy(), reference, n_latent_specific=0)
     with pytest.raises(InvalidInputError, match="not in the query"):
         load(query.copy(), reference, n_latent_specific={"s9": 2})
+    # query studies whose keys would be the shared block's or each other's
+    halves = np.arange(query.n_obs) % 2 == 0
+    for names, message in (
+        (("shared", "shared"), "clash with the names of the shared"),
+        (("a b", "a_b"), "share AnnData keys"),
+    ):
+        renamed = query.copy()
+        renamed.obs["study"] = np.where(halves, *names)
+        with pytest.raises(InvalidInputError, match=message):
+            load(renamed, reference)
+        assert "_scvi_uuid" not in renamed.uns  # refused before anything is registered
     q = load(query.copy(), reference)
     q.train(max_epochs=1, **TRAIN)
     fourth = query.copy()
