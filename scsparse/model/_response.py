@@ -93,7 +93,7 @@ def factor_response(
                 if inf.get("latent_mask") is not None:
                     z = z * inf["latent_mask"]
                 gen = module.generative(**module._get_generative_input(tensors, {**inf, "z": z}))
-                value = gen["rho"] * float(library_size) if is_count else gen["logits"]
+                value = gen["px"].get_normalized("scale") * (float(library_size) if is_count else 1.0)
                 total += value.sum(1, dtype=torch.float64)
         expression[row] = (total / eligible.size).cpu().numpy()
         counts.append(int(eligible.size))

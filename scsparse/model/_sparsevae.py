@@ -15,7 +15,7 @@ from scvi import REGISTRY_KEYS, settings
 from scvi.data import AnnDataManager
 from scvi.data.fields import CategoricalObsField, LayerField, NumericalObsField
 from scvi.model._utils import get_max_epochs_heuristic, use_distributed_sampler
-from scvi.model.base import BaseModelClass, UnsupervisedTrainingMixin, VAEMixin
+from scvi.model.base import BaseModelClass, RNASeqMixin, UnsupervisedTrainingMixin, VAEMixin
 
 from scsparse._checks import InvalidInputError, accepted_keywords, check_keywords, did_you_mean
 from scsparse._matrix import column_variances, get_matrix, iter_row_chunks
@@ -45,7 +45,7 @@ def _reseed(seed: int, quiet: bool) -> None:
         seed_logger.setLevel(level)
 
 
-class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseModelClass):
+class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMixin, BaseModelClass):
     """Sparse VAE: identifiable gene programmes with a Spike-and-Slab Lasso mask on the decoder.
 
     Every gene ``j`` has a mask row ``w_j`` over the ``K`` latent factors and the decoder sees
@@ -271,9 +271,9 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
             Number of passes over the data; ``None`` uses scvi-tools' heuristic (fewer for more cells).
         lr
             Adam learning rate. The default, 1e-2, is the paper's: ``W`` starts near the spike/slab boundary and
-            its needed entries must grow past it before the first EM updates raise it, so scvi-tools' usual
-            1e-3 can leave every factor in the spike in a short run (Kang PBMCs, 1,975 cells, 60 epochs:
-            0 active factors at 1e-3, 11 at 1e-2; 200 epochs: 6 and 10).
+            its needed entries must grow past it before the EM updates pull their columns into the spike, so
+            scvi-tools' usual 1e-3 can leave every factor in the spike in a short run (measurements:
+            :doc:`/user-guide/settings`).
         batch_size
             Minibatch size.
         train_size
@@ -385,82 +385,87 @@ class SparseVAE(SparseFactorMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMode
         return [r".*smaller than the logging interval.*"]
 
     # ------------------------------------------------------------------ results
-    @torch.inference_mode()
     def get_normalized_expression(
         self,
         adata: AnnData | None = None,
         indices: Sequence[int] | None = None,
-        n_samples: int = 1,
-        library_size: float | Literal["latent"] = 1.0,
-        batch_size: int | None = None,
-        return_numpy: bool = False,
+        transform_batch: str | int | Sequence[str | int] | None = None,
         gene_list: Sequence[str] | None = None,
-        transform_batch: str | None = None,
+        library_size: float | Literal["latent"] = 1,
+        n_samples: int = 1,
+        n_samples_overall: int | None = None,
+        weights: Literal["uniform", "importance"] | None = None,
+        batch_size: int | None = None,
+        return_mean: bool = True,
+        return_numpy: bool | None = None,
+        silent: bool = True,
+        dataloader: Any = None,
+        data_loader_kwargs: dict | None = None,
+        **importance_weighting_kwargs: Any,
     ) -> pd.DataFrame | np.ndarray:
-        """Denoised expression from the decoder, computed in minibatches.
+        """Denoised expression from the decoder, as :meth:`scvi.model.base.RNASeqMixin.get_normalized_expression`.
 
-        For count likelihoods this is ``library_size * softmax(f(W ⊙ z))`` (``library_size=1`` gives
-        proportions; ``"latent"`` uses each cell's observed library size); for ``"normal"`` the decoder
-        mean. ``z`` is the posterior mean when ``n_samples == 1``, otherwise the average over samples.
+        For count likelihoods ``library_size * softmax(f(W ⊙ z))`` (``library_size=1``: proportions;
+        ``"latent"``: each cell's observed library size); for ``"normal"`` the decoder mean. Same arguments and
+        results as scvi-tools' method (``n_samples``, ``n_samples_overall``, ``return_mean``, a list of batches
+        for ``transform_batch`` averages over them), with two differences: with one code per cell
+        (``n_samples=1`` and no ``n_samples_overall``) the decoder sees each cell's posterior mean rather than
+        one random draw, so the result is deterministic; and a ``gene_list`` or ``transform_batch`` naming a
+        gene or a batch the model does not have raises :class:`~scsparse.model.InvalidInputError` instead of
+        being ignored. Columns follow ``gene_list``'s order.
 
         Parameters
         ----------
         adata, indices
             Cells (default: all cells of the model's AnnData).
-        n_samples
-            Posterior samples of ``z`` per cell (1: the posterior mean).
+        transform_batch
+            Decode every cell as if it came from this category of the model's ``batch_key`` (its factors are
+            still inferred from its own batch), or average over several: expression with the batch effect
+            removed. ``None``: each cell's own batch.
+        gene_list
+            Only these genes.
         library_size
             Scale of the count likelihoods' expression (see above).
+        n_samples
+            Posterior samples of ``z`` per cell (1: the posterior mean).
+        n_samples_overall, weights, return_mean, silent, dataloader, data_loader_kwargs
+            As in scvi-tools.
         batch_size
             Minibatch size (default: scvi-tools' ``settings.batch_size``).
         return_numpy
             Return an array instead of a DataFrame.
-        gene_list
-            Only these genes (columns are kept per minibatch, so the result is cells x ``len(gene_list)``).
-        transform_batch
-            Decode every cell as if it came from this category of the model's ``batch_key`` (its factors are
-            still inferred from its own batch): expression with the batch effect removed.
+        **importance_weighting_kwargs
+            Passed to scvi-tools' ``get_importance_weights`` (``weights="importance"``).
 
         Returns
         -------
-        Cells x genes DataFrame (or array with ``return_numpy=True``).
+        Cells x genes DataFrame (or array; ``(n_samples, cells, genes)`` with ``return_mean=False``).
 
         Examples
         --------
         >>> expr = model.get_normalized_expression(gene_list=["IFIT1", "ISG15"], library_size=1e4)
-        >>> corrected = model.get_normalized_expression(transform_batch="ctrl", library_size=1e4)
+        >>> corrected = model.get_normalized_expression(transform_batch=["ctrl", "stim"], library_size=1e4)
         """
-        adata = self._validate_anndata(adata)
         columns = self._gene_columns(gene_list)
-        batch_code = self._batch_code(transform_batch)
-        loader = self._make_data_loader(adata=adata, indices=indices, batch_size=batch_size)
-        module: SparseVAEModule = self.module
-        out = []
-        for tensors in loader:
-            inf = module.inference(**module._get_inference_input(tensors))
-            z = inf["qz"].loc if n_samples == 1 else inf["qz"].sample((n_samples,))
-            if inf.get("latent_mask") is not None:  # multi-study: only the cell's own blocks
-                z = z * inf["latent_mask"]
-            if batch_code is not None:
-                tensors = {
-                    **tensors,
-                    REGISTRY_KEYS.BATCH_KEY: torch.full_like(tensors[REGISTRY_KEYS.BATCH_KEY], batch_code),
-                }
-            gen = module.generative(**module._get_generative_input(tensors, {**inf, "z": z}))
-            if module.gene_likelihood in COUNT_LIKELIHOODS:
-                value = gen["rho"] * (inf["library"] if library_size == "latent" else float(library_size))
-            else:
-                value = gen["logits"]
-            if n_samples > 1:
-                value = value.mean(0)
-            value = value if columns is None else value[:, torch.as_tensor(columns, device=value.device)]
-            out.append(value.cpu().numpy())
-        values = np.concatenate(out, axis=0)
-        if return_numpy:
+        batches = [transform_batch] if isinstance(transform_batch, str | int) else list(transform_batch or [])
+        for batch in batches:
+            if isinstance(batch, str):
+                self._batch_code(batch)
+        one_code = n_samples == 1 and n_samples_overall is None
+        with self.module.posterior_mean_codes(one_code), torch.inference_mode():
+            values = super().get_normalized_expression(
+                adata=adata, indices=indices, transform_batch=transform_batch, gene_list=gene_list,
+                library_size=library_size, n_samples=n_samples, n_samples_overall=n_samples_overall,
+                weights=weights, batch_size=batch_size, return_mean=return_mean, return_numpy=return_numpy,
+                silent=silent, dataloader=dataloader, data_loader_kwargs=data_loader_kwargs,
+                **importance_weighting_kwargs,
+            )  # fmt: skip
+        if columns is None:
             return values
-        obs_names = adata.obs_names if indices is None else adata.obs_names[np.asarray(indices)]
-        genes = adata.var_names if columns is None else adata.var_names[columns]
-        return pd.DataFrame(values, index=obs_names, columns=genes)
+        order = np.argsort(np.argsort(columns))  # gene_list's genes among the returned (var-ordered) columns
+        if isinstance(values, pd.DataFrame):
+            return values.iloc[:, order]
+        return values[..., order]
 
     def _gene_columns(self, gene_list: Sequence[str] | None) -> np.ndarray | None:
         """Positions of ``gene_list`` among the model's genes (``None``: all genes)."""

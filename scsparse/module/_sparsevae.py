@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Literal
 
 import torch
 from scvi import REGISTRY_KEYS
+from scvi.distributions import NegativeBinomial, Poisson, ZeroInflatedNegativeBinomial
+from scvi.distributions import Normal as ExpressionNormal
 from scvi.module.base import BaseModuleClass, LossOutput, auto_move_data
-from torch.distributions import Normal
+from torch.distributions import Distribution, Normal
 
 from scsparse.nn import (
     COUNT_LIKELIHOODS,
@@ -24,6 +27,7 @@ from scsparse.nn import (
 )
 
 GeneLikelihood = Literal["nb", "zinb", "poisson", "multinomial", "normal"]
+#: Likelihoods of :class:`SparseVAEModule`: the count likelihoods, and ``"normal"`` for normalised data.
 GENE_LIKELIHOODS: tuple[str, ...] = (*COUNT_LIKELIHOODS, "normal")
 
 #: :class:`~scsparse.nn.MaskedDecoder` arguments of :class:`SparseVAEModule` that differ from the decoder's
@@ -73,8 +77,8 @@ class SparseVAEModule(BaseModuleClass):
         ``w_init`` ...). The decoder's first layer has a bias shared by all genes unless ``first_bias=False``
         is given, which gives the paper's network (kept by :mod:`scsparse.generic`). Without the bias a gene
         driven by one factor is, at one hidden layer, a two-slope function with its kink fixed at ``z_k = 0``,
-        and fits on real data keep near-constant factors with hundreds of genes as the missing offset (README,
-        "The decoder's first-layer bias"). With the bias the first-layer columns have norm 1/2 (``first_norm``),
+        and fits on real data keep near-constant factors with hundreds of genes as the missing offset
+        (:doc:`/user-guide/settings`). With the bias the first-layer columns have norm 1/2 (``first_norm``),
         which keeps ``|w_jk|`` on the scale of the unbiased network, the one the prior's rates are set for.
         :class:`~scsparse.module.MultiStudySparseVAEModule` turns the bias off by default.
     latent_prior
@@ -137,6 +141,9 @@ class SparseVAEModule(BaseModuleClass):
         self.prior = SpikeSlabLasso(n_input, n_latent, lambda0=lambda0, lambda1=lambda1, a=a, b=b)
         self.observation = ObservationModel(gene_likelihood, n_input)
         self.latent_prior = CorrelatedGaussianPrior(n_latent) if latent_prior == "correlated" else None
+        #: decode the posterior mean instead of a sample when one code per cell is asked for (see
+        #: :meth:`posterior_mean_codes`)
+        self.use_posterior_mean = False
 
     # ------------------------------------------------------------------ scvi-tools plumbing
     def _get_inference_input(self, tensors: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor | None]:
@@ -172,30 +179,131 @@ class SparseVAEModule(BaseModuleClass):
         qz, z = self.encoder(x_enc, *cats)
         if n_samples > 1:
             z = qz.rsample((n_samples,))
+        elif self.use_posterior_mean:
+            z = qz.loc
         library = size_factor if size_factor is not None else x.sum(-1, keepdim=True)
         return {"z": z, "qz": qz, "library": library}
 
     @auto_move_data
     def generative(
-        self, z: torch.Tensor, library: torch.Tensor, batch_index: torch.Tensor | None = None
-    ) -> dict[str, torch.Tensor]:
-        """Decode ``z`` into the parameters of ``p(x | z)``.
+        self,
+        z: torch.Tensor,
+        library: torch.Tensor,
+        batch_index: torch.Tensor | None = None,
+        transform_batch: int | None = None,
+    ) -> dict[str, torch.Tensor | Distribution]:
+        """Decode ``z`` into ``p(x | z)``.
 
-        Returns a dict with ``"heads"`` (decoder outputs, ``(n_heads, ..., G)``), ``"logits"`` (the first
-        head), and for count likelihoods ``"rho"`` (normalised expression, softmax over genes) and ``"mu"``
-        (``library * rho``).
+        Parameters
+        ----------
+        z
+            Codes ``(..., K)`` (``(S, B, K)`` for several samples per cell).
+        library
+            Library sizes ``(B, 1)``.
+        batch_index
+            Batch codes ``(B, 1)``.
+        transform_batch
+            Decode every cell as if it came from this batch code (scvi-tools' batch correction).
+
+        Returns
+        -------
+        dict
+            ``"px"``: ``p(x | z)`` as a scvi-tools distribution (:meth:`expression_distribution`);
+            ``"heads"``: the decoder outputs ``(n_heads, ..., G)``; ``"library"``.
         """
+        if transform_batch is not None and batch_index is not None:
+            batch_index = torch.full_like(batch_index, int(transform_batch))
         lead = z.shape[:-1]
         z_flat = z.reshape(-1, self.n_latent)
         cats = self._batch_cats(batch_index)
         if z.dim() == 3 and cats:  # several samples per cell: repeat the covariates
             cats = tuple(c.reshape(1, -1).expand(z.shape[0], -1).reshape(-1) for c in cats)
         heads = self.decoder(z_flat, *cats).reshape(self.decoder.n_heads, *lead, self.n_input)
-        out = {"heads": heads, "logits": heads[0], "library": library}
-        if self.observation.is_count:
-            out["rho"] = self.observation.mean(heads)
-            out["mu"] = library * out["rho"]
-        return out
+        return {"px": self.expression_distribution(heads, library), "heads": heads, "library": library}
+
+    def expression_distribution(self, heads: torch.Tensor, library: torch.Tensor) -> Distribution:
+        """``p(x | z)`` as the scvi-tools distribution that :class:`scvi.model.base.RNASeqMixin` reads.
+
+        ``"nb"``: :class:`scvi.distributions.NegativeBinomial` (``mu = library * rho``, per-gene ``theta``,
+        ``scale = rho``, the normalised expression ``softmax`` of the decoder output); ``"zinb"``:
+        :class:`scvi.distributions.ZeroInflatedNegativeBinomial` with the second head as ``zi_logits``;
+        ``"poisson"``: :class:`scvi.distributions.Poisson`; ``"multinomial"``: the Poisson with the same means
+        (the multinomial is that Poisson conditioned on the cell's total count, so normalised expression and
+        differential expression are the same; posterior predictive samples then have Poisson totals);
+        ``"normal"``: :class:`scvi.distributions.Normal` with the per-gene standard deviations. The training
+        loss uses :meth:`log_likelihood`, which keeps every normalising constant.
+
+        Parameters
+        ----------
+        heads
+            Decoder outputs ``(n_heads, ..., G)``.
+        library
+            Library sizes, broadcastable to ``(..., 1)``.
+        """
+        observation = self.observation
+        if not observation.is_count:
+            mean = heads[0]
+            sd = torch.exp(0.5 * observation.log_var).expand_as(mean)
+            return ExpressionNormal(mean, sd, validate_args=False, normal_mu=mean)
+        rho = observation.mean(heads)
+        mu = library * rho
+        if self.gene_likelihood in ("poisson", "multinomial"):
+            return Poisson(rate=mu, scale=rho, validate_args=False)
+        theta = torch.exp(observation.log_theta)
+        if self.gene_likelihood == "nb":
+            return NegativeBinomial(mu=mu, theta=theta, scale=rho, validate_args=False)
+        return ZeroInflatedNegativeBinomial(mu=mu, theta=theta, zi_logits=heads[1], scale=rho, validate_args=False)
+
+    @contextmanager
+    def posterior_mean_codes(self, enabled: bool = True) -> Iterator[None]:
+        """Within the block, :meth:`inference` with ``n_samples=1`` returns the posterior mean as ``z``.
+
+        Examples
+        --------
+        >>> with module.posterior_mean_codes():
+        ...     outputs = module.inference(x)  # outputs["z"] is outputs["qz"].loc
+        """
+        before = self.use_posterior_mean
+        self.use_posterior_mean = bool(enabled)
+        try:
+            yield
+        finally:
+            self.use_posterior_mean = before
+
+    @torch.inference_mode()
+    def sample(
+        self,
+        tensors: dict[str, torch.Tensor],
+        n_samples: int = 1,
+        max_poisson_rate: float = 1e8,
+        generative_kwargs: dict | None = None,
+    ) -> torch.Tensor:
+        """Posterior predictive samples: ``z ~ q(z | x)``, then ``x ~ p(x | z)``, ``n_samples`` times per cell.
+
+        Parameters
+        ----------
+        tensors
+            A minibatch of the model's data loader.
+        n_samples
+            Samples per cell.
+        max_poisson_rate
+            Poisson rates are clipped here (sampling very large rates is numerically unstable).
+        generative_kwargs
+            Passed to :meth:`generative` (e.g. ``{"transform_batch": 0}``).
+
+        Returns
+        -------
+        torch.Tensor
+            On the CPU, ``(cells, genes)`` for one sample, else ``(cells, genes, n_samples)``.
+        """
+        _, generative_outputs = self.forward(
+            tensors, inference_kwargs={"n_samples": n_samples}, generative_kwargs=generative_kwargs, compute_loss=False
+        )
+        px = generative_outputs["px"]
+        if isinstance(px, Poisson):
+            px = torch.distributions.Poisson(torch.clamp(px.rate, max=max_poisson_rate))
+        samples = px.sample()
+        return (samples.permute(1, 2, 0) if n_samples > 1 else samples).cpu()
 
     # ------------------------------------------------------------------ likelihood and loss
     def log_likelihood(self, x: torch.Tensor, generative_outputs: dict[str, torch.Tensor]) -> torch.Tensor:
