@@ -197,10 +197,11 @@ def _write_real_summary(
             f"{c['n_hidden']} hidden units{_bias_words(c)}, lr {c['lr']:g}, "
             f"batch {c['batch_size']}, {c['max_epochs']} epochs, initial |W| = {c['w_init']:g}. "
             "(i) For every active stimulated-specific factor: the genes with p* > 0.5, at most the "
-            f"{c['n_top_genes']} largest |W|, tested for over-representation of the MSigDB Hallmark v2025 sets "
-            "(`gseapy.enrich`, hypergeometric, background = all model genes, Benjamini-Hochberg over the sets with "
-            "at least one hit); `ifn_padj` = the smallest adjusted p of HALLMARK_INTERFERON_ALPHA_RESPONSE / "
-            "GAMMA_RESPONSE over those factors (nan: no active stimulated-specific factor or no IFN hit). "
+            f"{c['n_top_genes']} largest |W| per direction (up and down with the factor), tested for "
+            "over-representation of the MSigDB Hallmark v2025 sets (`scsparse.tl.enrich`, hypergeometric, "
+            "background = all model genes, Benjamini-Hochberg within factor and direction); `ifn_padj` = the "
+            "smallest adjusted p of HALLMARK_INTERFERON_ALPHA_RESPONSE / GAMMA_RESPONSE over those factors (nan: no "
+            "active stimulated-specific factor or no IFN hit). "
             "(ii) `celltype_acc_control_to_stimulated`: multinomial logistic regression on the standardised "
             "shared factors (all shared columns), trained on control cells, accuracy on stimulated cells; "
             "`celltype_acc_pca_reference`: the same protocol on 20 principal components of the log-normalised "
@@ -292,8 +293,9 @@ def _write_real_summary(
             for f, genes in det["genes"].items():
                 res = det["enrichment"][f]
                 top = "; ".join(
-                    f"{r['Term']} ({r['Overlap']}, adj. p {r['Adjusted P-value']:.1e})"
-                    for _, r in res.head(3).iterrows()
+                    f"{r['term']} ({'up' if r['direction'] == 'positive' else 'down'}, {r['overlap']} genes, adj. p "
+                    f"{r['p_adj']:.1e})"
+                    for _, r in res[res["overlap"] > 0].head(3).iterrows()
                 )
                 top = top or "no Hallmark hit"
                 shown = ", ".join(genes[:12]) + (" ..." if len(genes) > 12 else "")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -200,65 +199,37 @@ def _metric_rows(dataset: str, seed: int, fit_seconds: float, values: Mapping[st
     ]
 
 
-def factor_gene_list(model: Any, factor: str, n_top: int = 50, pip_threshold: float = 0.5) -> list[str]:
-    """The genes of a factor used for enrichment: genes with ``p* > pip_threshold``, the ``n_top`` largest ``|w|``.
+def interferon_enrichment(adata: AnnData, model: Any, n_top: int, key: str = "ms") -> pd.DataFrame:
+    """MSigDB Hallmark over-representation of every active factor of a fitted multi-study model.
+
+    Writes the model's results into ``adata`` under ``key`` and runs :func:`scsparse.tl.enrich` (ORA,
+    ``n_top`` genes by ``|w|`` among ``p* > 0.5`` per direction, background the model's genes).
 
     Parameters
     ----------
+    adata
+        The AnnData the model was trained on.
     model
-        A fitted :class:`~scsparse.model.MultiStudySparseVAE` (or :class:`~scsparse.model.SparseVAE`).
-    factor
-        A factor name (``model.factor_names``).
+        A fitted :class:`~scsparse.model.MultiStudySparseVAE`.
     n_top
-        At most this many genes, by decreasing ``|w|``.
-    pip_threshold
-        Inclusion threshold.
-
-    Returns
-    -------
-    list of str
-        Gene names, largest ``|w|`` first.
-    """
-    from scsparse.model import SparseVAE
-
-    W = SparseVAE.get_loadings(model)[factor].abs()
-    P = SparseVAE.get_inclusion_probabilities(model)[factor]
-    return list(W[P > pip_threshold].sort_values(ascending=False).index[:n_top])
-
-
-def hallmark_enrichment(genes: Sequence[str], background: Sequence[str], gmt: str | os.PathLike[str]) -> pd.DataFrame:
-    """Over-representation of MSigDB Hallmark sets in ``genes`` against ``background`` (offline ``gseapy.enrich``).
-
-    Parameters
-    ----------
-    genes
-        The query genes.
-    background
-        All genes the model saw (the universe of the hypergeometric test).
-    gmt
-        Path of the Hallmark GMT file (``scsparse.data.fetch("hallmark_human")``).
+        Genes per factor and direction.
+    key
+        Key the results are written under (replaced if present).
 
     Returns
     -------
     pandas.DataFrame
-        gseapy's result table (``Term``, ``Overlap``, ``P-value``, ``Adjusted P-value`` (Benjamini-Hochberg over
-        the tested sets), ...) sorted by p-value; empty if no gene is in any set.
+        The table of :func:`scsparse.tl.enrich`, sorted by ``p_adj``.
     """
-    import gseapy
+    from scsparse import tl
 
-    if len(genes) == 0:
-        return pd.DataFrame(columns=["Term", "Overlap", "P-value", "Adjusted P-value", "Genes"])
-    enr = gseapy.enrich(
-        gene_list=list(genes), gene_sets=str(gmt), background=list(background), outdir=None, cutoff=1.0, no_plot=True
-    )
-    res = enr.results
-    if res is None or len(res) == 0:
-        return pd.DataFrame(columns=["Term", "Overlap", "P-value", "Adjusted P-value", "Genes"])
-    return res.sort_values("P-value").reset_index(drop=True)
+    model.write_results(adata, key_added=key, overwrite=True)
+    table = tl.enrich(adata, "hallmark_human", key=key, n_top=n_top, factors=model.active_factors())
+    return table.sort_values("p_adj", kind="stable").reset_index(drop=True) if len(table) else table
 
 
 def _kang_check(seed: int, cfg: Mapping[str, Any], quick: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from scsparse.data import fetch, kang_pbmc
+    from scsparse.data import kang_pbmc
 
     adata = kang_pbmc()
     if quick:
@@ -266,31 +237,18 @@ def _kang_check(seed: int, cfg: Mapping[str, Any], quick: bool) -> tuple[list[di
         adata = adata[np.sort(rng.choice(adata.n_obs, size=600, replace=False))].copy()
         adata = adata[:, np.asarray(adata.layers["counts"].sum(0)).ravel() > 0].copy()
     model, secs = _fit_real(adata, "condition", cfg, seed)
-    gmt = next(iter(fetch("hallmark_human").values()))
+    from scsparse.results import read_results
+
+    table = interferon_enrichment(adata, model, n_top=cfg["n_top_genes"])
     stim = [f for f in model.active_factors() if f.startswith("stimulated_")]
-    background = list(adata.var_names)
-    enrich: dict[str, pd.DataFrame] = {}
-    genes: dict[str, list[str]] = {}
-    best, best_factor = math.nan, None
-    for f in stim:
-        genes[f] = factor_gene_list(model, f, n_top=cfg["n_top_genes"])
-        res = hallmark_enrichment(genes[f], background, gmt)
-        enrich[f] = res
-        ifn = res[res["Term"].isin(IFN_TERMS)]
-        if len(ifn):
-            p = float(ifn["Adjusted P-value"].min())
-            if not (p >= best):  # also replaces nan
-                best, best_factor = p, f
-    ifn_by_factor: dict[str, float] = {}
-    for f in model.active_factors():  # where did the interferon genes go? (any block; descriptive)
-        res = (
-            enrich[f]
-            if f in enrich
-            else hallmark_enrichment(factor_gene_list(model, f, cfg["n_top_genes"]), background, gmt)
-        )
-        ifn = res[res["Term"].isin(IFN_TERMS)]
-        if len(ifn):
-            ifn_by_factor[f] = float(ifn["Adjusted P-value"].min())
+    programmes = read_results(adata, "ms")
+    genes = {f: programmes.programme_genes(f) for f in stim}
+    enrich = {f: table[table["factor"] == f] for f in stim}
+    ifn = table[table["term"].isin(IFN_TERMS)] if len(table) else table
+    ifn_by_factor = {str(f): float(p) for f, p in ifn.groupby("factor")["p_adj"].min().items()} if len(ifn) else {}
+    stim_ifn = {f: p for f, p in ifn_by_factor.items() if f in stim}
+    best_factor = min(stim_ifn, key=stim_ifn.get) if stim_ifn else None
+    best = stim_ifn[best_factor] if best_factor is not None else math.nan
     z_shared = model.get_latent_representation(kind="shared")
     cond = adata.obs["condition"].astype(str).to_numpy()
     cell_type = adata.obs["cell_type"].astype(str).to_numpy()
