@@ -161,7 +161,7 @@ class MultiStudySparseVAE(SparseVAE):
         a: float = 1.0,
         b: float | None = None,
         dropout_rate: float = 0.1,
-        seed: int = 0,
+        seed: int | None = None,
         **module_kwargs: Any,
     ) -> None:
         super(SparseVAE, self).__init__(adata)
@@ -179,22 +179,23 @@ class MultiStudySparseVAE(SparseVAE):
         if min(per_study) < 0 or n_latent_shared < 0 or n_latent_shared + sum(per_study) == 0:
             raise InvalidInputError("Numbers of factors must be non-negative and not all zero.")
         sigma_prior_xi = self._check_data_and_seed(gene_likelihood, seed)
-        self.module = self._module_cls(
-            n_input=self.summary_stats.n_vars,
-            n_latent_shared=n_latent_shared,
-            n_latent_specific=per_study,
-            n_batch=self.summary_stats.n_batch,
-            n_hidden=n_hidden,
-            n_layers=n_layers,
-            gene_likelihood=gene_likelihood,
-            lambda0=lambda0,
-            lambda1=lambda1,
-            a=a,
-            b=b,
-            dropout_rate=dropout_rate,
-            sigma_prior_xi=sigma_prior_xi,
-            **module_kwargs,
-        )
+        with self._initialisation_rng():
+            self.module = self._module_cls(
+                n_input=self.summary_stats.n_vars,
+                n_latent_shared=n_latent_shared,
+                n_latent_specific=per_study,
+                n_batch=self.summary_stats.n_batch,
+                n_hidden=n_hidden,
+                n_layers=n_layers,
+                gene_likelihood=gene_likelihood,
+                lambda0=lambda0,
+                lambda1=lambda1,
+                a=a,
+                b=b,
+                dropout_rate=dropout_rate,
+                sigma_prior_xi=sigma_prior_xi,
+                **module_kwargs,
+            )
         self._model_summary_string = (
             f"MultiStudySparseVAE with {len(studies)} studies {studies}, n_latent_shared={n_latent_shared}, "
             f"n_latent_specific={dict(zip(studies, per_study, strict=True))}, n_hidden={n_hidden}, "
@@ -392,24 +393,41 @@ class MultiStudySparseVAE(SparseVAE):
         self,
         adata: AnnData | None = None,
         indices: Sequence[int] | None = None,
+        give_mean: bool = True,
+        mc_samples: int = 5000,
+        batch_size: int | None = None,
+        return_dist: bool = False,
+        dataloader: Any = None,
+        *,
         kind: Literal["shared", "specific", "all"] = "all",
-        **kwargs: Any,
+        **data_loader_kwargs: Any,
     ) -> np.ndarray:
-        """Posterior mean factors.
+        """Posterior factors, as :meth:`scvi.model.base.VAEMixin.get_latent_representation`, by block.
 
         ``kind="shared"``: the shared factors of every cell (cells x K_S); ``"specific"``: the specific
         blocks of all studies side by side (cells x sum K_m), with each cell's own study's block filled
-        and zeros in the other studies' blocks; ``"all"``: both, stacked (cells x (K_S + sum K_m)).
+        and zeros in the other studies' blocks; ``"all"``: both, stacked (cells x (K_S + sum K_m)). The other
+        arguments are scvi-tools' (``return_dist=True`` returns the posterior's mean and variance of every
+        factor, whatever ``kind``).
+
+        Examples
+        --------
+        >>> shared = model.get_latent_representation(kind="shared")
         """
-        z = super().get_latent_representation(adata, indices, **kwargs)
+        if kind not in ("shared", "specific", "all"):
+            raise ValueError(f"kind must be 'shared', 'specific' or 'all', got {kind!r}.")
+        z = super().get_latent_representation(
+            adata, indices, give_mean=give_mean, mc_samples=mc_samples, batch_size=batch_size,
+            return_dist=return_dist, dataloader=dataloader, **data_loader_kwargs,
+        )  # fmt: skip
+        if return_dist:
+            return z
         k_s = self.module.n_latent_shared
         if kind == "all":
             return z
         if kind == "shared":
             return z[:, :k_s]
-        if kind == "specific":
-            return z[:, k_s:]
-        raise ValueError(f"kind must be 'shared', 'specific' or 'all', got {kind!r}.")
+        return z[:, k_s:]
 
     def get_loadings(self, study: str | None = None) -> pd.DataFrame:
         """``W_shared`` (``study=None``) or a study's specific mask ``W_m`` (genes x factors)."""
@@ -442,8 +460,19 @@ class MultiStudySparseVAE(SparseVAE):
         return pd.DataFrame(rows)
 
     @classmethod
-    def load(cls, dir_path: str, adata: AnnData | None = None, **kwargs: Any):
-        """Load a saved model; ``adata`` must have the genes the model was trained on, in the same order.
+    def load(
+        cls,
+        dir_path: str,
+        adata: AnnData | None = None,
+        accelerator: str = "auto",
+        device: int | str = "auto",
+        prefix: str | None = None,
+        backup_url: str | None = None,
+        datamodule: Any = None,
+        allowed_classes_names_list: list[str] | None = None,
+    ):
+        """Load a saved model (:meth:`SparseVAE.load`); ``adata`` must have the genes the model was trained on,
+        in the same order.
 
         Examples
         --------
@@ -451,7 +480,10 @@ class MultiStudySparseVAE(SparseVAE):
         >>> model = scsparse.model.MultiStudySparseVAE.load("my_model/", adata=adata)
         """
         try:
-            return super().load(dir_path, adata=adata, **kwargs)
+            return super().load(
+                dir_path, adata=adata, accelerator=accelerator, device=device, prefix=prefix, backup_url=backup_url,
+                datamodule=datamodule, allowed_classes_names_list=allowed_classes_names_list,
+            )  # fmt: skip
         except RuntimeError as exc:
             if "size mismatch" in str(exc) and "encoder" in str(exc):
                 raise InvalidInputError(

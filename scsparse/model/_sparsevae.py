@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import rich.pretty  # noqa: F401 - scvi-tools' view_anndata_setup calls rich.pretty without importing it
 import torch
 from anndata import AnnData
 from scvi import REGISTRY_KEYS, settings
@@ -31,18 +33,6 @@ from ._validation import check_anndata, check_batch_key, check_counts
 __all__ = ["SparseVAE"]
 
 logger = logging.getLogger(__name__)
-
-
-def _reseed(seed: int, quiet: bool) -> None:
-    """Seed torch, numpy and Python through scvi-tools; ``quiet`` drops Lightning's "Seed set to" line."""
-    seed_logger = logging.getLogger("lightning.fabric.utilities.seed")
-    level = seed_logger.level
-    if quiet:
-        seed_logger.setLevel(logging.WARNING)
-    try:
-        settings.seed = seed
-    finally:
-        seed_logger.setLevel(level)
 
 
 class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMixin, BaseModelClass):
@@ -79,7 +69,8 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
     dropout_rate
         Encoder dropout.
     seed
-        Seed for the weights, the train/validation split and training; recorded in the results.
+        Seed of the initial weights (drawn without touching the global random generators), the
+        train/validation split and training; recorded in the results. Default: ``scvi.settings.seed``.
     latent_prior
         ``"identity"`` (default, the paper's): ``z ~ N(0, I)``. ``"correlated"``: ``z ~ N(0, Sigma_z)`` with a
         learned correlation matrix (:meth:`get_latent_correlation`). Under ``N(0, I)`` codes as correlated as
@@ -119,29 +110,30 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
         a: float = 1.0,
         b: float | None = None,
         dropout_rate: float = 0.1,
-        seed: int = 0,
+        seed: int | None = None,
         latent_prior: Literal["identity", "correlated"] = "identity",
         **module_kwargs: Any,
     ) -> None:
         super().__init__(adata)
         self._check_module_kwargs(module_kwargs)
         sigma_prior_xi = self._check_data_and_seed(gene_likelihood, seed)
-        self.module = self._module_cls(
-            n_input=self.summary_stats.n_vars,
-            n_batch=self.summary_stats.n_batch,
-            n_latent=n_latent,
-            n_hidden=n_hidden,
-            n_layers=n_layers,
-            gene_likelihood=gene_likelihood,
-            lambda0=lambda0,
-            lambda1=lambda1,
-            a=a,
-            b=b,
-            dropout_rate=dropout_rate,
-            sigma_prior_xi=sigma_prior_xi,
-            latent_prior=latent_prior,
-            **module_kwargs,
-        )
+        with self._initialisation_rng():
+            self.module = self._module_cls(
+                n_input=self.summary_stats.n_vars,
+                n_batch=self.summary_stats.n_batch,
+                n_latent=n_latent,
+                n_hidden=n_hidden,
+                n_layers=n_layers,
+                gene_likelihood=gene_likelihood,
+                lambda0=lambda0,
+                lambda1=lambda1,
+                a=a,
+                b=b,
+                dropout_rate=dropout_rate,
+                sigma_prior_xi=sigma_prior_xi,
+                latent_prior=latent_prior,
+                **module_kwargs,
+            )
         self._model_summary_string = (
             f"SparseVAE with n_latent={n_latent} (upper bound), n_hidden={n_hidden}, n_layers={n_layers}, "
             f"latent_prior={latent_prior!r}, "
@@ -166,19 +158,25 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
             )
         check_keywords(owner, module_kwargs, accepted - self._managed_module_kwargs)
 
-    def _check_data_and_seed(self, gene_likelihood: str, seed: int) -> float:
-        """Check the registered data suit the likelihood, fix the seed, and calibrate the variance prior.
+    def _check_data_and_seed(self, gene_likelihood: str, seed: int | None) -> float:
+        """Check the registered data suit the likelihood, record the seed, and calibrate the variance prior.
 
         Returns the scale ``xi`` of the inverse-gamma prior on per-gene variances (``"normal"`` only).
         """
         layer = self._layer()
         if gene_likelihood in COUNT_LIKELIHOODS:
             check_counts(self._data_scan(), self.adata.obs_names, gene_likelihood)
-        self.seed = int(seed)
-        settings.seed = self.seed
+        self.seed = int(settings.seed or 0) if seed is None else int(seed)
         if gene_likelihood == "normal":
             return calibrate_inverse_gamma(column_variances(iter_row_chunks(get_matrix(self.adata, layer))))
         return 1.0
+
+    @contextmanager
+    def _initialisation_rng(self) -> Iterator[None]:
+        """Draw the module's initial weights from the model's seed, leaving the global generators as they were."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            yield
 
     # ------------------------------------------------------------------ set-up
     @classmethod
@@ -325,9 +323,8 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
         >>> model.train(max_epochs=100)
         >>> model.train(max_epochs=100, accelerator="gpu", devices=-1, strategy="ddp_find_unused_parameters_true")
         """
-        unchanged = seed is None or int(seed) == self.seed
         self.seed = self.seed if seed is None else int(seed)
-        _reseed(self.seed, quiet=unchanged)  # the model's construction already reported this seed
+        settings.seed = self.seed  # the split, the minibatch order and dropout follow the model's seed
         self.factors_oriented_ = False
         if max_epochs is None:
             max_epochs = get_max_epochs_heuristic(self.adata.n_obs)
@@ -579,8 +576,19 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
 
     # ------------------------------------------------------------------ save / load
     @classmethod
-    def load(cls, dir_path: str, adata: AnnData | None = None, **kwargs: Any):
-        """Load a saved model; ``adata`` must have the genes the model was trained on, in the same order.
+    def load(
+        cls,
+        dir_path: str,
+        adata: AnnData | None = None,
+        accelerator: str = "auto",
+        device: int | str = "auto",
+        prefix: str | None = None,
+        backup_url: str | None = None,
+        datamodule: Any = None,
+        allowed_classes_names_list: list[str] | None = None,
+    ):
+        """Load a saved model (:meth:`scvi.model.base.BaseModelClass.load`); ``adata`` must have the genes the
+        model was trained on, in the same order (checked here, with a clear error).
 
         Examples
         --------
@@ -588,8 +596,9 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
         >>> model = scsparse.model.SparseVAE.load("my_model/", adata=adata)
         """
         if adata is not None:
-            prefix = kwargs.get("prefix") or ""
-            saved = torch.load(os.path.join(dir_path, f"{prefix}model.pt"), map_location="cpu", weights_only=False)
+            saved = torch.load(
+                os.path.join(dir_path, f"{prefix or ''}model.pt"), map_location="cpu", weights_only=False
+            )
             var_names = np.asarray(saved.get("var_names", []), dtype=str)
             if var_names.size and not np.array_equal(var_names, np.asarray(adata.var_names, dtype=str)):
                 missing = np.setdiff1d(var_names, np.asarray(adata.var_names, dtype=str))
@@ -600,4 +609,7 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
                     + ". Subset and order the genes as in training, e.g. "
                     "`adata = adata[:, model_genes].copy()` with model_genes from the training AnnData."
                 )
-        return super().load(dir_path, adata=adata, **kwargs)
+        return super().load(
+            dir_path, adata=adata, accelerator=accelerator, device=device, prefix=prefix, backup_url=backup_url,
+            datamodule=datamodule, allowed_classes_names_list=allowed_classes_names_list,
+        )  # fmt: skip

@@ -9,7 +9,7 @@ from ._encoder import GaussianEncoder, StackedEncoder
 from ._group_lasso import group_column_norms, group_lasso_penalty, group_lasso_prox
 from ._latent_prior import CorrelatedGaussianPrior
 from ._likelihoods import log_bernoulli, log_multinomial, log_nb, log_normal, log_poisson, log_zinb
-from ._masked_decoder import MaskedDecoder
+from ._masked_decoder import DEFAULT_MEMORY_BUDGET_MB, GPU_MEMORY_FRACTION, MaskedDecoder, default_memory_budget_mb
 from ._mlp import MLP, make_activation, one_hot_covariates
 from ._numerics import flush_denormals, flushing_denormals
 from ._observation import COUNT_LIKELIHOODS, LIKELIHOODS, ObservationModel
@@ -37,12 +37,15 @@ from ._surgery import copy_into_grown_, restore_gradient_masks_, train_only_
 __all__ = [
     "BASES",
     "COUNT_LIKELIHOODS",
+    "DEFAULT_MEMORY_BUDGET_MB",
+    "GPU_MEMORY_FRACTION",
     "LIKELIHOODS",
     "MLP",
     "base_kl",
     "calibrate_inverse_gamma",
     "copy_into_grown_",
     "CorrelatedGaussianPrior",
+    "default_memory_budget_mb",
     "flush_denormals",
     "flushing_denormals",
     "gamma_threshold_prior",

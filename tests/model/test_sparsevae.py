@@ -366,7 +366,7 @@ def test_training_again_or_after_loading_runs_in_training_mode(tmp_path, counts_
     assert modes and all(modes)
 
 
-def test_the_seed_is_reported_once_unless_training_changes_it(counts_adata, caplog):
+def test_seeding_leaves_global_generators_to_training(counts_adata, caplog):
     import logging
 
     caplog.set_level(logging.INFO, logger="lightning.fabric.utilities.seed")
@@ -375,16 +375,32 @@ def test_the_seed_is_reported_once_unless_training_changes_it(counts_adata, capl
         return [r.getMessage() for r in caplog.records if r.getMessage().startswith("Seed set to")]
 
     SparseVAE.setup_anndata(counts_adata, layer="counts")
+    numpy_global = np.random.mtrand._rand  # the legacy global generator that seeding touches
+    torch_state, numpy_state = torch.random.get_rng_state(), numpy_global.get_state()
     model = SparseVAE(counts_adata, n_latent=3, n_hidden=8, seed=3)
+    # the constructor draws its weights from the model's seed without touching the global generators
+    assert torch.equal(torch.random.get_rng_state(), torch_state)
+    assert np.array_equal(numpy_global.get_state()[1], numpy_state[1]) and reports() == []
+    twin = SparseVAE(counts_adata, n_latent=3, n_hidden=8, seed=3)
+    for name, value in model.module.state_dict().items():
+        assert torch.equal(value, twin.module.state_dict()[name]), name
     model.train(max_epochs=1, enable_progress_bar=False)
-    assert reports() == ["Seed set to 3"]  # construction reports it; training reseeds quietly
+    assert reports() == ["Seed set to 3"]  # training seeds scvi-tools with the model's seed
     first = model.get_latent_representation()
     model.train(max_epochs=1, seed=5, enable_progress_bar=False)
     assert reports() == ["Seed set to 3", "Seed set to 5"] and model.seed == 5
-    # the quiet reseed still seeds: the same seed gives the same fit
     again = SparseVAE(counts_adata, n_latent=3, n_hidden=8, seed=3)
     again.train(max_epochs=1, enable_progress_bar=False)
     np.testing.assert_array_equal(again.get_latent_representation(), first)
+    # without a seed the model follows scvi-tools' global seed
+    import scvi
+
+    before = scvi.settings.seed
+    try:
+        scvi.settings.seed = 11
+        assert SparseVAE(counts_adata, n_latent=3, n_hidden=8).seed == 11
+    finally:
+        scvi.settings.seed = before
 
 
 def test_a_fit_reads_the_matrix_once_for_its_checks_and_data_hash(counts_adata, monkeypatch):

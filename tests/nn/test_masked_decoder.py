@@ -211,3 +211,22 @@ def test_decoder_pickles_for_spawned_processes():
     copy = pickle.loads(pickle.dumps(dec))  # ddp_spawn pickles the model
     z = torch.randn(2, 3)
     torch.testing.assert_close(copy(z), dec(z))
+
+
+def test_default_budget_follows_the_device(monkeypatch):
+    from scsparse.nn import _masked_decoder as md
+
+    dec = MaskedDecoder(n_latent=5, n_output=2_000, n_hidden=128)
+    assert dec.budget_mb("cpu") == md.DEFAULT_MEMORY_BUDGET_MB == 512.0
+    assert dec.uses_checkpointing(1024, "cpu")  # 2,000 genes x 1,024 cells x 128 units x 2 x 4 bytes > 512 MB
+
+    class Properties:
+        total_memory = 80 * 2**30  # an 80 GB GPU
+
+    monkeypatch.setattr(md.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(md.torch.cuda, "get_device_properties", lambda device: Properties())
+    assert dec.budget_mb("cuda") == 0.25 * 80 * 1024
+    assert not dec.uses_checkpointing(1024, "cuda")  # 2.1 GB of activations fit a quarter of 80 GB
+    assert dec.resolve_chunk_size(1024, "cuda") == 2_000  # one chunk
+    fixed = MaskedDecoder(n_latent=5, n_output=2_000, n_hidden=128, memory_budget_mb=512)
+    assert fixed.budget_mb("cuda") == 512 and fixed.uses_checkpointing(1024, "cuda")
