@@ -10,14 +10,14 @@ import pandas as pd
 from anndata import AnnData
 from scvi import REGISTRY_KEYS
 from scvi.data import AnnDataManager
-from scvi.data.fields import CategoricalObsField, LayerField, NumericalObsField
+from scvi.data.fields import CategoricalObsField, LayerField
 
 from scsparse._checks import InvalidInputError
 from scsparse.module import STUDY_KEY, MultiStudySparseVAEModule
 from scsparse.results import check_keys_free, result_keys, write_multistudy_results
 
-from ._sparsevae import SparseVAE
-from ._validation import check_anndata, check_batch_key, check_study_key, check_study_names
+from ._sparsevae import SparseVAE, covariate_fields
+from ._validation import check_anndata, check_batch_key, check_covariates, check_study_key, check_study_names
 
 __all__ = ["MultiStudySparseVAE"]
 
@@ -128,8 +128,8 @@ class MultiStudySparseVAE(SparseVAE):
         (studies not in the dict get none).
     n_hidden, n_layers, gene_likelihood, lambda0, lambda1, a, b, dropout_rate, seed, **module_kwargs
         As in :class:`~scsparse.model.SparseVAE`, except that the decoder has no first-layer bias unless
-        ``decoder_kwargs={"first_bias": True}`` is given: with it, the Kang interferon programme went to a
-        shared factor in 3 of 6 seeds (:class:`~scsparse.module.MultiStudySparseVAEModule`).
+        ``decoder_kwargs={"first_bias": True}`` is given: with it, a programme present in one study only lands in
+        a shared factor more often (:doc:`/user-guide/multistudy`).
         ``module_kwargs`` also takes ``encode_study`` (default ``False``: the encoder does not see the study,
         so every study's shared factors come from one function of the expression; see
         :class:`~scsparse.module.MultiStudySparseVAEModule`).
@@ -182,6 +182,7 @@ class MultiStudySparseVAE(SparseVAE):
         with self._initialisation_rng():
             self.module = self._module_cls(
                 n_input=self.summary_stats.n_vars,
+                **self._covariate_sizes(),
                 n_latent_shared=n_latent_shared,
                 n_latent_specific=per_study,
                 n_batch=self.summary_stats.n_batch,
@@ -212,6 +213,9 @@ class MultiStudySparseVAE(SparseVAE):
         batch_key: str | None = None,
         size_factor_key: str | None = None,
         min_cells_per_study: int = 10,
+        labels_key: str | None = None,
+        categorical_covariate_keys: list[str] | None = None,
+        continuous_covariate_keys: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
         """Register an AnnData whose cells come from several studies (or conditions, cohorts).
@@ -234,6 +238,8 @@ class MultiStudySparseVAE(SparseVAE):
             Optional per-cell size factors.
         min_cells_per_study
             Smallest study size accepted.
+        labels_key, categorical_covariate_keys, continuous_covariate_keys
+            As in :meth:`SparseVAE.setup_anndata`: covariates enter the decoder outside every mask.
 
         Examples
         --------
@@ -245,11 +251,15 @@ class MultiStudySparseVAE(SparseVAE):
         min_studies = 1 if kwargs.get("source_registry") is not None else 2
         check_study_key(adata, study_key, min_cells=min_cells_per_study, min_studies=min_studies)
         check_batch_key(adata, batch_key)
+        check_covariates(
+            adata, categorical_covariate_keys, continuous_covariate_keys, size_factor_key, labels_key,
+            reserved=[batch_key, study_key],
+        )  # fmt: skip
         fields = [
             LayerField(REGISTRY_KEYS.X_KEY, layer, is_count_data=False),
             CategoricalObsField(STUDY_KEY, study_key),
             CategoricalObsField(REGISTRY_KEYS.BATCH_KEY, batch_key),
-            NumericalObsField(REGISTRY_KEYS.SIZE_FACTOR_KEY, size_factor_key, required=False),
+            *covariate_fields(labels_key, size_factor_key, categorical_covariate_keys, continuous_covariate_keys),
         ]
         adata_manager = AnnDataManager(fields=fields, setup_method_args=setup_method_args)
         adata_manager.register_fields(adata, **kwargs)
@@ -345,10 +355,8 @@ class MultiStudySparseVAE(SparseVAE):
             Keep the reference's encoder fixed (default): query and reference cells are then encoded by the
             same function. ``False`` lets it adapt to the query cells; the programmes stay fixed either way
             (the decoder defines them), but the query model then encodes reference cells differently from the
-            reference. On the simulated benchmark (``bench multistudy``'s data, 5 seeds, last study as the
-            query) the adapted encoder recovered the query's own programmes a little better (specific F 0.998
-            against 0.976) but its codes followed the true factors less closely (mean correlation 0.895 against
-            0.935) and one seed kept an extra factor.
+            reference. The adapted encoder recovers the query's own programmes a little better, but its codes
+            follow the true factors less closely (measurements: :doc:`/user-guide/multistudy`).
 
         Returns
         -------
@@ -495,7 +503,7 @@ class MultiStudySparseVAE(SparseVAE):
             raise
 
     def _provenance(self) -> dict[str, Any]:
-        # the encoder's default changed between versions, so record what this one has
+        # which encoder the fit used: whether it saw the study (encode_study)
         return {**super()._provenance(), "encoder_sees_study": bool(self.module.encode_study)}
 
     def result_keys(self, key_added: str | None = None) -> dict[str, list[str]]:

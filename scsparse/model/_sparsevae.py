@@ -15,11 +15,17 @@ import torch
 from anndata import AnnData
 from scvi import REGISTRY_KEYS, settings
 from scvi.data import AnnDataManager
-from scvi.data.fields import CategoricalObsField, LayerField, NumericalObsField
+from scvi.data.fields import (
+    CategoricalJointObsField,
+    CategoricalObsField,
+    LayerField,
+    NumericalJointObsField,
+    NumericalObsField,
+)
 from scvi.model._utils import get_max_epochs_heuristic, use_distributed_sampler
 from scvi.model.base import BaseModelClass, RNASeqMixin, UnsupervisedTrainingMixin, VAEMixin
 
-from scsparse._checks import InvalidInputError, accepted_keywords, check_keywords, did_you_mean
+from scsparse._checks import InvalidInputError, accepted_keywords, check_keywords
 from scsparse._matrix import column_variances, get_matrix, iter_row_chunks
 from scsparse.module import COUNT_LIKELIHOODS, SparseVAEModule
 from scsparse.nn import MaskedDecoder, calibrate_inverse_gamma, flush_denormals
@@ -28,11 +34,29 @@ from scsparse.train import SparseVAETrainingPlan, clean_training_output
 
 from ._base import SparseFactorMixin
 from ._response import factor_response
-from ._validation import check_anndata, check_batch_key, check_counts
+from ._validation import check_anndata, check_batch_key, check_counts, check_covariates
 
 __all__ = ["SparseVAE"]
 
 logger = logging.getLogger(__name__)
+
+
+def covariate_fields(
+    labels_key: str | None,
+    size_factor_key: str | None,
+    categorical_covariate_keys: list[str] | None,
+    continuous_covariate_keys: list[str] | None,
+) -> list[Any]:
+    """The scvi-tools registry fields of the labels, size factors and covariates (those given)."""
+    fields: list[Any] = [
+        CategoricalObsField(REGISTRY_KEYS.LABELS_KEY, labels_key),
+        NumericalObsField(REGISTRY_KEYS.SIZE_FACTOR_KEY, size_factor_key, required=False),
+    ]
+    if categorical_covariate_keys:
+        fields.append(CategoricalJointObsField(REGISTRY_KEYS.CAT_COVS_KEY, list(categorical_covariate_keys)))
+    if continuous_covariate_keys:
+        fields.append(NumericalJointObsField(REGISTRY_KEYS.CONT_COVS_KEY, list(continuous_covariate_keys)))
+    return fields
 
 
 class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMixin, BaseModelClass):
@@ -95,7 +119,9 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
     _module_cls = SparseVAEModule
     _training_plan_cls = SparseVAETrainingPlan
     #: Module arguments the model sets itself (from the AnnData or its own arguments), not options.
-    _managed_module_kwargs = frozenset({"adata", "n_input", "n_batch", "sigma_prior_xi"})
+    _managed_module_kwargs = frozenset(
+        {"adata", "n_input", "n_batch", "sigma_prior_xi", "n_cats_per_cov", "n_continuous_cov"}
+    )
     _default_key = "sparsevae"
 
     def __init__(
@@ -121,6 +147,7 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
             self.module = self._module_cls(
                 n_input=self.summary_stats.n_vars,
                 n_batch=self.summary_stats.n_batch,
+                **self._covariate_sizes(),
                 n_latent=n_latent,
                 n_hidden=n_hidden,
                 n_layers=n_layers,
@@ -185,19 +212,24 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
         adata: AnnData,
         layer: str | None = None,
         batch_key: str | None = None,
+        labels_key: str | None = None,
         size_factor_key: str | None = None,
+        categorical_covariate_keys: list[str] | None = None,
+        continuous_covariate_keys: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
         """Register an AnnData with the model.
 
         The data are checked first: a missing layer, an empty AnnData, NaN/inf values, genes that are
-        zero in every cell and a batch column with missing values each raise an
-        :class:`~scsparse.model.InvalidInputError` that says how to fix them. Whether the values are
-        counts is checked when the model is built, since it depends on ``gene_likelihood``.
+        zero in every cell, and covariate, label or size-factor columns that are missing, incomplete or (for
+        continuous ones) not finite numbers each raise an :class:`~scsparse.model.InvalidInputError` that says
+        how to fix them. Whether the values are counts is checked when the model is built, since it depends on
+        ``gene_likelihood``.
 
         Only scvi-tools' registration keys are added to ``adata`` (``adata.uns["_scvi_uuid"]``,
-        ``adata.uns["_scvi_manager_uuid"]`` and the encoded batch column ``adata.obs["_scvi_batch"]``);
-        the data themselves are not modified.
+        ``adata.uns["_scvi_manager_uuid"]``, the encoded batch and label columns ``adata.obs["_scvi_batch"]`` and
+        ``adata.obs["_scvi_labels"]`` and, with covariates, their arrays in ``adata.obsm``); the data themselves
+        are not modified.
 
         Parameters
         ----------
@@ -206,32 +238,53 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
         layer
             Layer holding the data (raw counts for count likelihoods); ``None`` uses ``adata.X``.
         batch_key
-            Column of ``adata.obs`` with a batch covariate. It enters the decoder outside the mask,
-            so batch effects are modelled without leaking into ``W``.
+            Column of ``adata.obs`` with a batch covariate. It enters the decoder outside the mask, so batch
+            effects are modelled without leaking into ``W``; ``transform_batch`` decodes cells as if from one batch.
+        labels_key
+            Column of ``adata.obs`` with cell labels (registered as in scvi-tools; the model does not use them).
         size_factor_key
-            Column of ``adata.obs`` with per-cell size factors replacing the observed library size.
+            Column of ``adata.obs`` with positive per-cell size factors replacing the observed library size.
+        categorical_covariate_keys, continuous_covariate_keys
+            Columns of ``adata.obs`` with further covariates (e.g. donor; percent mitochondrial counts). Like the
+            batch they enter the decoder outside the mask, so they explain expression without entering ``W``;
+            with ``encode_covariates=True`` the encoder sees them too.
 
         Examples
         --------
         >>> scsparse.model.SparseVAE.setup_anndata(adata, layer="counts", batch_key="sample")
+        >>> scsparse.model.SparseVAE.setup_anndata(
+        ...     adata, layer="counts", batch_key="sample", categorical_covariate_keys=["donor"],
+        ...     continuous_covariate_keys=["pct_counts_mt"],
+        ... )
         """
         setup_method_args = cls._get_setup_method_args(**locals())
         scan = check_anndata(adata, layer)
         check_batch_key(adata, batch_key)
-        if size_factor_key is not None and size_factor_key not in adata.obs.columns:
-            raise InvalidInputError(
-                f"size_factor_key={size_factor_key!r} is not a column of adata.obs"
-                f"{did_you_mean(size_factor_key, adata.obs.columns)} (columns: {list(adata.obs.columns)})."
-            )
+        check_covariates(
+            adata, categorical_covariate_keys, continuous_covariate_keys, size_factor_key, labels_key,
+            reserved=[batch_key],
+        )  # fmt: skip
         fields = [
             LayerField(REGISTRY_KEYS.X_KEY, layer, is_count_data=False),
             CategoricalObsField(REGISTRY_KEYS.BATCH_KEY, batch_key),
-            NumericalObsField(REGISTRY_KEYS.SIZE_FACTOR_KEY, size_factor_key, required=False),
+            *covariate_fields(labels_key, size_factor_key, categorical_covariate_keys, continuous_covariate_keys),
         ]
         adata_manager = AnnDataManager(fields=fields, setup_method_args=setup_method_args)
         adata_manager.register_fields(adata, **kwargs)
         adata_manager.data_scan = scan  # the one pass over the matrix serves the count checks and the data hash
         cls.register_manager(adata_manager)
+
+    def _covariate_sizes(self) -> dict[str, Any]:
+        """The module's ``n_cats_per_cov`` and ``n_continuous_cov`` from the registry."""
+        sizes: dict[str, Any] = {"n_cats_per_cov": [], "n_continuous_cov": 0}
+        fields = self.adata_manager.registry["field_registries"]
+        if REGISTRY_KEYS.CAT_COVS_KEY in fields:
+            state = self.adata_manager.get_state_registry(REGISTRY_KEYS.CAT_COVS_KEY)
+            sizes["n_cats_per_cov"] = [int(n) for n in state.n_cats_per_key]
+        if REGISTRY_KEYS.CONT_COVS_KEY in fields:
+            state = self.adata_manager.get_state_registry(REGISTRY_KEYS.CONT_COVS_KEY)
+            sizes["n_continuous_cov"] = len(state.columns)
+        return sizes
 
     # ------------------------------------------------------------------ training
     def train(

@@ -251,6 +251,81 @@ def check_batch_key(adata: AnnData, batch_key: str | None) -> None:
         _check_obs_column(adata, batch_key, "batch label", "batch_key")
 
 
+def check_covariates(
+    adata: AnnData,
+    categorical_covariate_keys: Sequence[str] | None,
+    continuous_covariate_keys: Sequence[str] | None,
+    size_factor_key: str | None = None,
+    labels_key: str | None = None,
+    *,
+    reserved: Sequence[str | None] = (),
+) -> None:
+    """The covariate, size-factor and label columns exist, are complete, and continuous ones are finite numbers.
+
+    Parameters
+    ----------
+    adata
+        The AnnData being set up.
+    categorical_covariate_keys, continuous_covariate_keys
+        ``obs`` columns of the covariates.
+    size_factor_key
+        ``obs`` column of per-cell size factors (positive numbers).
+    labels_key
+        ``obs`` column of cell labels.
+    reserved
+        Columns already given another role (batch, study): a covariate may not repeat them.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the column and the fix.
+    """
+    for argument, keys in (
+        ("categorical_covariate_keys", categorical_covariate_keys),
+        ("continuous_covariate_keys", continuous_covariate_keys),
+    ):
+        if keys is None:
+            continue
+        if isinstance(keys, str):
+            raise InvalidInputError(f"{argument} takes a list of obs columns, e.g. {argument}=[{keys!r}].")
+        repeated = sorted({k for k in keys if list(keys).count(k) > 1} | (set(keys) & {r for r in reserved if r}))
+        if repeated:
+            raise InvalidInputError(
+                f"{argument} repeats {repeated}: each obs column enters the model once (the batch and study "
+                "columns have their own arguments)."
+            )
+        for key in keys:
+            column = _check_obs_column(adata, key, "covariate value", argument)
+            if argument.startswith("continuous"):
+                _check_numbers(column, key, argument)
+    both = set(categorical_covariate_keys or ()) & set(continuous_covariate_keys or ())
+    if both:
+        raise InvalidInputError(f"Columns {sorted(both)} are given as both categorical and continuous covariates.")
+    if size_factor_key is not None:
+        values = _check_numbers(_check_obs_column(adata, size_factor_key, "size factor", "size_factor_key"),
+                                size_factor_key, "size_factor_key")  # fmt: skip
+        if (values <= 0).any():
+            raise InvalidInputError(
+                f"adata.obs[{size_factor_key!r}] has {int((values <= 0).sum())} size factor(s) <= 0; size factors "
+                "scale each cell's expected counts and must be positive."
+            )
+    if labels_key is not None:
+        _check_obs_column(adata, labels_key, "label", "labels_key")
+
+
+def _check_numbers(column: pd.Series, key: str, argument: str) -> np.ndarray:
+    if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        raise InvalidInputError(
+            f"adata.obs[{key!r}] ({argument}) holds {column.dtype} values; a continuous covariate needs numbers. "
+            "Give a categorical column through categorical_covariate_keys instead."
+        )
+    values = column.to_numpy(dtype=np.float64)
+    if not np.isfinite(values).all():
+        n_bad = int((~np.isfinite(values)).sum())
+        raise InvalidInputError(f"adata.obs[{key!r}] ({argument}) has {n_bad} inf value(s); give finite numbers.")
+    return values
+
+
 def check_study_key(adata: AnnData, study_key: str, min_cells: int = 10, min_studies: int = 2) -> None:
     """The study column exists, has no missing values, at least ``min_studies`` levels and enough cells in each."""
     column = _check_obs_column(adata, study_key, "study label", "study_key")

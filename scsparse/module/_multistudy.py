@@ -123,8 +123,8 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         """Encoder: the reference's (fixed, evaluation mode) stacked with a new one; decoder: new columns train."""
         k = self.n_latent_frozen
         self.encoder = StackedEncoder(
-            GaussianEncoder(self.n_input, k, **self.encoder_kwargs),
-            GaussianEncoder(self.n_input, self.n_latent - k, **self.encoder_kwargs),
+            GaussianEncoder(self.n_input_encoder, k, **self.encoder_kwargs),
+            GaussianEncoder(self.n_input_encoder, self.n_latent - k, **self.encoder_kwargs),
         )
         cols = torch.zeros(self.n_latent, dtype=torch.bool)
         cols[k:] = True
@@ -232,14 +232,15 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         study_index: torch.Tensor,
         batch_index: torch.Tensor | None = None,
         size_factor: torch.Tensor | None = None,
+        cont_covs: torch.Tensor | None = None,
+        cat_covs: torch.Tensor | None = None,
         n_samples: int = 1,
     ) -> dict[str, Any]:
         """Encode cells; the factors of other studies' blocks are exactly zero (``latent_mask``)."""
-        x_enc = torch.log1p(x) if self.log_variational else x
         cats = ([study_index] if self.encode_study else []) + (
-            list(self._batch_cats(batch_index)) if self.encode_covariates else []
+            list(self._covariate_cats(batch_index, cat_covs)) if self.encode_covariates else []
         )
-        qz_raw, _ = self.encoder(x_enc, *cats)
+        qz_raw, _ = self.encoder(self._encoder_input(x, cont_covs), *cats)
         mask = self.block_mask[study_index.reshape(-1).long()]  # (B, K)
         qz = Normal(qz_raw.loc * mask, qz_raw.scale)
         if n_samples > 1:

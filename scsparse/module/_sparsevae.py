@@ -66,7 +66,12 @@ class SparseVAEModule(BaseModuleClass):
     log_variational
         Encode ``log1p(x)`` rather than ``x`` (count likelihoods).
     encode_covariates
-        Feed the batch to the encoder too.
+        Feed the batch and the other covariates to the encoder too.
+    n_cats_per_cov
+        Category counts of the categorical covariates other than the batch (``categorical_covariate_keys``).
+    n_continuous_cov
+        Number of continuous covariates (``continuous_covariate_keys``). Covariates, like the batch, enter the
+        decoder outside the mask: they explain expression without ever entering ``W``.
     n_layers_encoder, n_hidden_encoder
         Encoder depth and width (default: the decoder's).
     encoder_extra_cats
@@ -108,6 +113,8 @@ class SparseVAEModule(BaseModuleClass):
         decoder_kwargs: dict | None = None,
         encoder_extra_cats: Sequence[int] = (),
         latent_prior: Literal["identity", "correlated"] = "identity",
+        n_cats_per_cov: Sequence[int] = (),
+        n_continuous_cov: int = 0,
     ) -> None:
         super().__init__()
         if gene_likelihood not in GENE_LIKELIHOODS:
@@ -120,22 +127,27 @@ class SparseVAEModule(BaseModuleClass):
         self.encode_covariates = encode_covariates
         self.sigma_prior_nu, self.sigma_prior_xi = float(sigma_prior_nu), float(sigma_prior_xi)
 
-        batch_cats = [self.n_batch] if self.n_batch > 1 else []
-        #: arguments of the encoder but its number of factors (subclasses build more encoders like it)
+        self.n_cats_per_cov = [int(n) for n in n_cats_per_cov]
+        self.n_continuous_cov = int(n_continuous_cov)
+        covariate_cats = [*([self.n_batch] if self.n_batch > 1 else []), *self.n_cats_per_cov]
+        #: inputs of the encoder: the genes, and the continuous covariates when it sees the covariates
+        self.n_input_encoder = n_input + (self.n_continuous_cov if encode_covariates else 0)
+        #: arguments of the encoder but its inputs and number of factors (subclasses build more encoders like it)
         self.encoder_kwargs = {
             "n_hidden": n_hidden_encoder or n_hidden,
             "n_layers": n_layers_encoder or n_layers,
-            "n_cat_list": [*encoder_extra_cats, *(batch_cats if encode_covariates else [])],
+            "n_cat_list": [*encoder_extra_cats, *(covariate_cats if encode_covariates else [])],
             "dropout_rate": dropout_rate,
         }
-        self.encoder = GaussianEncoder(n_input, n_latent, **self.encoder_kwargs)
+        self.encoder = GaussianEncoder(self.n_input_encoder, n_latent, **self.encoder_kwargs)
         self.decoder = MaskedDecoder(
             n_latent,
             n_input,
             n_hidden=n_hidden,
             n_layers=n_layers,
             n_heads=2 if gene_likelihood == "zinb" else 1,  # mean (and zero-inflation) logits
-            n_cat_list=batch_cats,
+            n_cat_list=covariate_cats,
+            n_continuous=self.n_continuous_cov,
             **{**DECODER_DEFAULTS, **(decoder_kwargs or {})},
         )
         self.prior = SpikeSlabLasso(n_input, n_latent, lambda0=lambda0, lambda1=lambda1, a=a, b=b)
@@ -151,6 +163,8 @@ class SparseVAEModule(BaseModuleClass):
             "x": tensors[REGISTRY_KEYS.X_KEY],
             "batch_index": tensors.get(REGISTRY_KEYS.BATCH_KEY),
             "size_factor": tensors.get(REGISTRY_KEYS.SIZE_FACTOR_KEY),
+            "cont_covs": tensors.get(REGISTRY_KEYS.CONT_COVS_KEY),
+            "cat_covs": tensors.get(REGISTRY_KEYS.CAT_COVS_KEY),
         }
 
     def _get_generative_input(
@@ -160,10 +174,25 @@ class SparseVAEModule(BaseModuleClass):
             "z": inference_outputs["z"],
             "library": inference_outputs["library"],
             "batch_index": tensors.get(REGISTRY_KEYS.BATCH_KEY),
+            "cont_covs": tensors.get(REGISTRY_KEYS.CONT_COVS_KEY),
+            "cat_covs": tensors.get(REGISTRY_KEYS.CAT_COVS_KEY),
         }
 
     def _batch_cats(self, batch_index: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
         return (batch_index,) if (self.n_batch > 1 and batch_index is not None) else ()
+
+    def _covariate_cats(
+        self, batch_index: torch.Tensor | None, cat_covs: torch.Tensor | None
+    ) -> tuple[torch.Tensor, ...]:
+        """The batch and the categorical covariates, one index tensor each (as the decoder's ``n_cat_list``)."""
+        extra = tuple(cat_covs[:, i] for i in range(cat_covs.shape[-1])) if self.n_cats_per_cov else ()
+        return (*self._batch_cats(batch_index), *extra)
+
+    def _encoder_input(self, x: torch.Tensor, cont_covs: torch.Tensor | None) -> torch.Tensor:
+        x_enc = torch.log1p(x) if self.log_variational else x
+        if self.encode_covariates and self.n_continuous_cov:
+            x_enc = torch.cat([x_enc, cont_covs.to(x_enc.dtype)], dim=-1)
+        return x_enc
 
     @auto_move_data
     def inference(
@@ -171,12 +200,13 @@ class SparseVAEModule(BaseModuleClass):
         x: torch.Tensor,
         batch_index: torch.Tensor | None = None,
         size_factor: torch.Tensor | None = None,
+        cont_covs: torch.Tensor | None = None,
+        cat_covs: torch.Tensor | None = None,
         n_samples: int = 1,
     ) -> dict[str, torch.Tensor | Normal]:
         """Encode cells: ``q(z | x)``, a sample ``z`` and the library size."""
-        x_enc = torch.log1p(x) if self.log_variational else x
-        cats = self._batch_cats(batch_index) if self.encode_covariates else ()
-        qz, z = self.encoder(x_enc, *cats)
+        cats = self._covariate_cats(batch_index, cat_covs) if self.encode_covariates else ()
+        qz, z = self.encoder(self._encoder_input(x, cont_covs), *cats)
         if n_samples > 1:
             z = qz.rsample((n_samples,))
         elif self.use_posterior_mean:
@@ -190,6 +220,8 @@ class SparseVAEModule(BaseModuleClass):
         z: torch.Tensor,
         library: torch.Tensor,
         batch_index: torch.Tensor | None = None,
+        cont_covs: torch.Tensor | None = None,
+        cat_covs: torch.Tensor | None = None,
         transform_batch: int | None = None,
     ) -> dict[str, torch.Tensor | Distribution]:
         """Decode ``z`` into ``p(x | z)``.
@@ -202,6 +234,8 @@ class SparseVAEModule(BaseModuleClass):
             Library sizes ``(B, 1)``.
         batch_index
             Batch codes ``(B, 1)``.
+        cont_covs, cat_covs
+            Continuous ``(B, n_continuous_cov)`` and categorical ``(B, len(n_cats_per_cov))`` covariates.
         transform_batch
             Decode every cell as if it came from this batch code (scvi-tools' batch correction).
 
@@ -215,10 +249,13 @@ class SparseVAEModule(BaseModuleClass):
             batch_index = torch.full_like(batch_index, int(transform_batch))
         lead = z.shape[:-1]
         z_flat = z.reshape(-1, self.n_latent)
-        cats = self._batch_cats(batch_index)
-        if z.dim() == 3 and cats:  # several samples per cell: repeat the covariates
+        cats = self._covariate_cats(batch_index, cat_covs)
+        continuous = cont_covs if self.n_continuous_cov else None
+        if z.dim() == 3:  # several samples per cell: repeat the covariates
             cats = tuple(c.reshape(1, -1).expand(z.shape[0], -1).reshape(-1) for c in cats)
-        heads = self.decoder(z_flat, *cats).reshape(self.decoder.n_heads, *lead, self.n_input)
+            if continuous is not None:
+                continuous = continuous.unsqueeze(0).expand(z.shape[0], -1, -1).reshape(-1, self.n_continuous_cov)
+        heads = self.decoder(z_flat, *cats, continuous=continuous).reshape(self.decoder.n_heads, *lead, self.n_input)
         return {"px": self.expression_distribution(heads, library), "heads": heads, "library": library}
 
     def expression_distribution(self, heads: torch.Tensor, library: torch.Tensor) -> Distribution:

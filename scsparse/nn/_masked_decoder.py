@@ -79,8 +79,11 @@ class MaskedDecoder(nn.Module):
     n_heads
         Number of per-feature outputs (1 for a mean; 2 for a mean and zero-inflation logits).
     n_cat_list
-        Category counts of covariates (e.g. batch). Covariates enter the first hidden layer as an
+        Category counts of categorical covariates (e.g. batch). Covariates enter the first hidden layer as an
         additive per-cell term, outside the mask, so they can never be absorbed into ``W``.
+    n_continuous
+        Number of continuous covariates (e.g. percent mitochondrial counts), entering the first hidden layer
+        like the categorical ones, outside the mask.
     activation
         Activation of the hidden layers.
     dropout_rate
@@ -147,6 +150,7 @@ class MaskedDecoder(nn.Module):
         n_layers: int = 1,
         n_heads: int = 1,
         n_cat_list: Sequence[int] = (),
+        n_continuous: int = 0,
         activation: str = "relu",
         dropout_rate: float = 0.0,
         w_init: float = 0.3,
@@ -184,7 +188,8 @@ class MaskedDecoder(nn.Module):
             if first_bias
             else None
         )
-        n_cov = sum(self.n_cat_list)
+        self.n_continuous = int(n_continuous)
+        n_cov = sum(self.n_cat_list) + self.n_continuous
         self.covariates = nn.Linear(n_cov, n_hidden, bias=False) if n_cov > 0 else None
         self.hidden = nn.ModuleList(nn.Linear(n_hidden, n_hidden) for _ in range(n_layers - 1))
         self.activation = make_activation(activation)
@@ -446,11 +451,23 @@ class MaskedDecoder(nn.Module):
                 parts.append(self._decode_rows(z, None, w[rows], head[:, rows], self.head_bias[:, rows], first, hidden))
         return torch.cat(parts, dim=-1).index_select(-1, groups["inverse"])
 
-    def forward(self, z: torch.Tensor, *cat_list: torch.Tensor | None) -> torch.Tensor:
-        """Decode ``z`` (``(B, K)``) to per-feature outputs of shape ``(n_heads, B, G)``."""
+    def forward(
+        self, z: torch.Tensor, *cat_list: torch.Tensor | None, continuous: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Decode ``z`` (``(B, K)``) to per-feature outputs of shape ``(n_heads, B, G)``.
+
+        ``cat_list`` holds one ``(B,)`` or ``(B, 1)`` index tensor per categorical covariate (``n_cat_list``),
+        ``continuous`` the ``(B, n_continuous)`` continuous covariates.
+        """
         groups = self._gene_groups()
         if groups is not None:
             return self._decode_sparse(z, groups)
-        cov = one_hot_covariates(cat_list, self.n_cat_list) if cat_list else None
+        parts = [one_hot_covariates(cat_list, self.n_cat_list) if cat_list else None]
+        if self.n_continuous:
+            if continuous is None or continuous.shape[-1] != self.n_continuous:
+                raise ValueError(f"The decoder needs {self.n_continuous} continuous covariates per cell.")
+            parts.append(continuous.reshape(-1, self.n_continuous).to(z.dtype))
+        parts = [p for p in parts if p is not None]
+        cov = torch.cat(parts, dim=-1) if parts else None
         cov_term = self.covariates(cov) if (cov is not None and self.covariates is not None) else None
         return self._decode_dense(z, cov_term)
