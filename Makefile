@@ -35,7 +35,7 @@ export SCSPARSE_OFFLINE ?= 1
 BENCH_DATA_FLAG := $(if $(SCSPARSE_DATA_DIR),,--skip-missing-data)
 export PYTHONUNBUFFERED := 1
 
-.PHONY: install test test-latest demo lint lock bench bench-quick bench-synthetic clean
+.PHONY: install test test-latest demo lint lock bench bench-quick bench-synthetic clean docs docs-check
 
 $(LOCK):
 	@echo "No lock file for Python $(PY_VERSION) ($(LOCK)); locked: $(LOCKED_PYTHONS)." >&2
@@ -46,7 +46,7 @@ $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c $(LOCK) "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -q -c $(LOCK) -e ".[test]"
+	$(BIN)/python -m pip install -q -c $(LOCK) -e ".[test,docs]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -68,7 +68,7 @@ test-latest:
 	$(PY) -m venv $(LATEST_VENV)
 	$(LATEST_VENV)/bin/python -m pip install -q --upgrade pip
 	$(LATEST_VENV)/bin/python -m pip install -q "$(TORCH_SPEC)"
-	$(LATEST_VENV)/bin/python -m pip install -q -e ".[test]"
+	$(LATEST_VENV)/bin/python -m pip install -q -e ".[test,docs]"
 	$(LATEST_VENV)/bin/python -m pip freeze --exclude-editable > $(LATEST_VENV)/installed.txt
 	$(call run_checks,$(LATEST_VENV)/bin)
 
@@ -77,7 +77,7 @@ test-latest:
 lock: $(STAMP)
 	$(BIN)/python -m pip install -q "uv>=0.5"
 	for v in $(LOCKED_PYTHONS); do \
-	  echo "$(TORCH_SPEC)" | $(BIN)/uv pip compile pyproject.toml - --extra test --python-version $$v \
+	  echo "$(TORCH_SPEC)" | $(BIN)/uv pip compile pyproject.toml - --extra test --extra docs --python-version $$v \
 	    --python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" --quiet \
 	    --no-emit-package torch --no-emit-package triton -o requirements-py$$v.txt || exit 1; \
 	  awk '/^[^ #]/ { drop = /^(nvidia-|cuda-)/ } !drop' requirements-py$$v.txt > requirements-py$$v.tmp && \
@@ -99,6 +99,20 @@ bench-synthetic: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check scsparse tests
 	$(BIN)/ruff format --check scsparse tests
+
+# The documentation site, offline: the tutorials are executed into docs/tutorials/ (only those whose notebook or
+# package source changed; DOCS_QUICK=1: small settings, for a quick look), then Sphinx builds docs/_build/html
+# with warnings as errors. docs-check opens the built site in headless Chromium (Debian's chromium and
+# chromium-driver) and fails on a missing page, a broken link or image, or a JavaScript error.
+DOCS_HTML := docs/_build/html
+
+docs: $(STAMP)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python docs/execute_tutorials.py $(if $(DOCS_QUICK),--quick)
+	rm -rf docs/api/generated
+	$(BIN)/python -m sphinx -E -W --keep-going -b html docs $(DOCS_HTML)
+
+docs-check: docs
+	$(BIN)/python tests/docs/site_check.py $(DOCS_HTML) --screenshots docs/_build/screenshots
 
 clean:
 	rm -rf scsparse_demo bench_out .pytest_cache

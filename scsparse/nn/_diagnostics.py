@@ -55,15 +55,15 @@ def warn_no_active_factor(
         rates = (
             f" With lambda0 = {lambda0:g} and lambda1 = {lambda1:g} an entry is in the slab only once |w| > "
             f"{slab_threshold(lambda0, lambda1):.2f} (p* > 0.5 at eta = 0.5); if that is large, raise lambda1 "
-            "or lower lambda0 (README section 'The prior's two rates')."
+            "or lower lambda0 (user guide: Choosing settings, 'The prior's two rates')."
         )
     warnings.warn(
         "Training ended with no active factor: p* <= 0.5 for every feature and factor, so W is all spike and "
         "the factors carry no programme. The Spike-and-Slab Lasso prior switched every factor off before W had "
         f"grown ({steps} on {n_rows} {rows}). Train for more epochs (what counts is the number of steps, "
         "epochs x rows / batch size), with lr=1e-2 if you lowered it, or start W deeper in the slab "
-        "(decoder_kwargs={'w_init': 1.0}: fewer entries then go to the spike). See the README section "
-        f"'Few cells'.{rates}",
+        "(decoder_kwargs={'w_init': 1.0}: fewer entries then go to the spike). See the user guide, Choosing "
+        f"settings, 'How long to train'.{rates}",
         NoActiveFactorWarning,
         stacklevel=stacklevel,
     )

@@ -3,8 +3,8 @@
 Moran et al. (2022) write the sparse DGM with a general prior covariance ``Sigma_z`` (their Eq. 1 and
 Appendix B.2) and fit ``Sigma_z = I``. Under ``N(0, I)`` the encoder pays a KL price for codes that are as
 correlated as the true factors, and on correlated factors the model can prefer decorrelated codes with a dense
-mask (README, synthetic benchmark). With ``Sigma_z`` learned, correlated codes cost nothing extra. The factors'
-scale stays fixed: ``Sigma_z`` is a correlation matrix (unit diagonal), so ``|w_jk|`` keeps its meaning.
+mask (:doc:`/benchmarks/index`, synthetic data). With ``Sigma_z`` learned, correlated codes cost nothing extra.
+The factors' scale stays fixed: ``Sigma_z`` is a correlation matrix (unit diagonal), so ``|w_jk|`` keeps its meaning.
 """
 
 from __future__ import annotations

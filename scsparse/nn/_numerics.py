@@ -29,10 +29,9 @@ def flush_denormals() -> Iterator[None]:
     """Flush denormal floats to zero on the CPU inside the block; restore the previous setting after it.
 
     Late in training some intermediate float32 values can fall below the smallest normal number (1.2e-38),
-    and the CPU computes with such denormal numbers in slow microcode. On the speed benchmark's counts (3,000
-    cells x 2,000 genes, ``SparseVAE`` with the decoder's first-layer bias, one thread) an epoch took 3.6 s
-    throughout with flushing, and without it went from 3.7 s to 14.8 s between epochs 78 and 84. Values this
-    small contribute nothing to the model. The setting acts on the CPU only.
+    and the CPU computes with such denormal numbers in slow microcode, which can make epochs several times
+    slower (:doc:`/user-guide/large-data`). Values this small contribute nothing to the model. The setting acts
+    on the CPU only.
 
     Examples
     --------

@@ -12,10 +12,9 @@ import numpy as np
 __all__ = ["OVERLAP_FRACTION", "jaccard_matrix", "rank_genes"]
 
 #: Two factors *overlap* when the Jaccard index of their programmes (genes with ``p*`` above the threshold) exceeds
-#: this. On the multi-study simulation (``bench multistudy``, seed 3) a fit that recovered every shared programme
-#: had Jaccard indices <= 0.05 and one that merged programmes into overlapping columns 0.65 and 0.92; on the
-#: embedded Kang data (demo settings) no pair of factors exceeded 0.18 (a small programme inside a broad catch-all
-#: column has a small Jaccard index: the broad flag covers that column).
+#: this: distinct programmes share few genes, while a programme split over two columns, or two programmes merged,
+#: share most (:doc:`/user-guide/settings`). A small programme inside a broad catch-all column has a small Jaccard
+#: index; the broad flag covers that column.
 OVERLAP_FRACTION = 0.5
 
 

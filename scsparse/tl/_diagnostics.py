@@ -14,15 +14,14 @@ from ._top_genes import _expression_source, _looks_like_counts
 
 __all__ = ["BROAD_FRACTION", "STUDY_SHIFT", "factor_diagnostics"]
 
-#: A programme holding more than this fraction of the model's genes (``p* > 0.5``) is called *broad*. On the
-#: embedded Kang data (demo settings, seeds 0-2) the sparse programmes held at most 11% of the genes and the
-#: catch-all columns 22-56%.
+#: A programme holding more than this fraction of the model's genes (``p* > 0.5``) is called *broad*: sparse
+#: programmes hold a few percent of the genes, catch-all columns a fifth to a half
+#: (:doc:`/user-guide/reading-programmes`).
 BROAD_FRACTION = 0.2
 #: A study-specific factor is *shifted* when its mean over its study's cells exceeds this many standard deviations
 #: (of the same cells): it is then nearly constant in its study, a shift of the whole study rather than variation
-#: among its cells. On three 10x PBMC chemistries as studies (``scsparse.data.pbmc_3batch``, no batch covariate)
-#: the specific factors that stayed active had |mean| / sd 6.4, 3.3, 3.0 and 0.8, and 0.05 and 0.01 with the study
-#: also as the batch covariate; on the embedded Kang data the stimulated interferon factor 4.1.
+#: among its cells, as when technical batches are fitted as studies without a batch covariate
+#: (:doc:`/user-guide/multistudy`).
 STUDY_SHIFT = 2.0
 
 

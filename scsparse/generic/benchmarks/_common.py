@@ -73,7 +73,7 @@ def slab_threshold_note(lambda0: float, lambda1: float, paper_lambda1: float) ->
     The paper's small slab rates were paired with the authors' E-step, which drops the Laplace normalisers
     ``lambda / 2`` (:func:`scsparse.nn.ssl_inclusion_logits` keeps them, as the maths says). With them kept,
     a slab rate of 0.001 next to a spike rate of 5 puts an entry in the slab only above ``|w|`` of about 1.7,
-    and the text and semi-synthetic fits ended with every factor switched off (README, "The prior's two rates"). The
+    and the text and semi-synthetic fits ended with every factor switched off (:doc:`/user-guide/settings`). The
     note gives both thresholds (:func:`scsparse.nn.slab_threshold`), so that a reader can see why the run
     departs from the paper.
     """
@@ -84,7 +84,7 @@ def slab_threshold_note(lambda0: float, lambda1: float, paper_lambda1: float) ->
         f"Laplace normalisers lambda/2 that the authors' code drops, and with them an entry is in the slab (p* > "
         f"0.5 at eta = 0.5) only above |w| = {slab_threshold(lambda0, paper_lambda1):.2f} at lambda1 = "
         f"{paper_lambda1:g} against {slab_threshold(lambda0, lambda1):.2f} at lambda1 = {lambda1:g} (lambda0 = "
-        f"{lambda0:g}); at the paper's value no factor stayed active (README section 'The prior's two rates'). "
+        f"{lambda0:g}); at the paper's value no factor stayed active (user guide: Choosing settings). "
         f"`run(..., lambda1={paper_lambda1:g})` runs the paper's value."
     )
 
@@ -165,7 +165,7 @@ def no_active_factor_note(n_active: pd.Series | Sequence[float], method: str = "
         "p* < 0.5): its held-out likelihood is that of the decoder on shrunken inputs, and its factors cannot be "
         "read as programmes. With a few hundred to a few thousand training rows the prior's penalty (divided by "
         "the number of rows) outweighs the data, and the few hundred optimiser steps do not let W grow past the "
-        "slab threshold; the paper's data sets were 10-200x larger (README, 'Benchmark records')."
+        "slab threshold; the paper's data sets were 10-200x larger (documentation: Benchmarks)."
     ]
 
 

@@ -529,7 +529,7 @@ def run_movielens(
     w_init
         Initial value of every entry of the sparse VAE's ``W`` (default: the package default, 0.3, just
         above the spike/slab boundary). With a few hundred users the prior switches every factor off before
-        ``W`` grows from there (README footnote †); ``w_init=1.0``, the setting scsparse's
+        ``W`` grows from there (:doc:`/benchmarks/index`); ``w_init=1.0``, the setting scsparse's
         no-active-factor warning recommends for few rows, starts every entry in the slab.
 
     Returns

@@ -90,7 +90,7 @@ def match_factors(
     method: _Method = "correlation",
     among: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Match every true factor to a distinct estimated code (Hungarian assignment on |correlation|).
+    """Match every true factor to a distinct estimated code (Hungarian assignment on ``|correlation|``).
 
     Parameters
     ----------
