@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from anndata import AnnData
+from scvi.utils import unsupported_if_adata_minified
 
 from scsparse._checks import InvalidInputError
 from scsparse._matrix import get_matrix
@@ -36,6 +37,7 @@ class SparseFactorMixin:
     _default_key = "sparsevae"
 
     # ------------------------------------------------------------------ objective
+    @unsupported_if_adata_minified
     def training_objective(self, batch_size: int = 1024) -> float:
         """The fitted model's training objective per cell, evaluated at the final weights (lower is better).
 
@@ -148,6 +150,7 @@ class SparseFactorMixin:
         """``(factor columns, cells)`` over which the factors' directions are defined (``None``: all cells)."""
         return [(slice(0, self.module.n_latent), None)]
 
+    @unsupported_if_adata_minified
     def orient_factors(
         self, pip_threshold: float = 0.5, n_top: int | None = 10, batch_size: int | None = None
     ) -> pd.Series:
@@ -299,6 +302,7 @@ class SparseFactorMixin:
         """
         return result_keys(key_added or self._default_key)
 
+    @unsupported_if_adata_minified
     def write_results(
         self,
         adata: AnnData | None = None,

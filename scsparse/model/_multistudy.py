@@ -11,6 +11,7 @@ from anndata import AnnData
 from scvi import REGISTRY_KEYS
 from scvi.data import AnnDataManager
 from scvi.data.fields import CategoricalObsField, LayerField
+from scvi.utils import unsupported_if_adata_minified
 
 from scsparse._checks import InvalidInputError
 from scsparse.module import STUDY_KEY, MultiStudySparseVAEModule
@@ -266,6 +267,19 @@ class MultiStudySparseVAE(SparseVAE):
         adata_manager.data_scan = scan  # the one pass over the matrix serves the count checks and the data hash
         cls.register_manager(adata_manager)
 
+    def minify_adata(
+        self,
+        minified_data_type: str = "latent_posterior_parameters",
+        use_latent_qzm_key: str = "X_latent_qzm",
+        use_latent_qzv_key: str = "X_latent_qzv",
+    ) -> None:
+        """Not available for the multi-study model: its codes depend on each cell's study block (use SparseVAE's)."""
+        raise NotImplementedError(
+            "MultiStudySparseVAE cannot minify its AnnData yet: each cell's factors are masked by its study's "
+            "blocks, which the stored posterior does not carry. Keep the counts, or write the results "
+            "(model.write_results) and keep the factors from obsm."
+        )
+
     # ------------------------------------------------------------------ names and blocks
     @property
     def studies(self) -> list[str]:
@@ -516,6 +530,7 @@ class MultiStudySparseVAE(SparseVAE):
         """
         return result_keys(key_added or self._default_key, self.studies)
 
+    @unsupported_if_adata_minified
     def write_results(
         self,
         adata: AnnData | None = None,

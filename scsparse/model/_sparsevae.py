@@ -15,6 +15,7 @@ import torch
 from anndata import AnnData
 from scvi import REGISTRY_KEYS, settings
 from scvi.data import AnnDataManager
+from scvi.data._utils import _get_adata_minify_type
 from scvi.data.fields import (
     CategoricalJointObsField,
     CategoricalObsField,
@@ -23,7 +24,8 @@ from scvi.data.fields import (
     NumericalObsField,
 )
 from scvi.model._utils import get_max_epochs_heuristic, use_distributed_sampler
-from scvi.model.base import BaseModelClass, RNASeqMixin, UnsupervisedTrainingMixin, VAEMixin
+from scvi.model.base import BaseMinifiedModeModelClass, RNASeqMixin, UnsupervisedTrainingMixin, VAEMixin
+from scvi.utils import unsupported_if_adata_minified
 
 from scsparse._checks import InvalidInputError, accepted_keywords, check_keywords
 from scsparse._matrix import column_variances, get_matrix, iter_row_chunks
@@ -59,7 +61,7 @@ def covariate_fields(
     return fields
 
 
-class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMixin, BaseModelClass):
+class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMixin, BaseMinifiedModeModelClass):
     """Sparse VAE: identifiable gene programmes with a Spike-and-Slab Lasso mask on the decoder.
 
     Every gene ``j`` has a mask row ``w_j`` over the ``K`` latent factors and the decoder sees
@@ -123,6 +125,9 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
         {"adata", "n_input", "n_batch", "sigma_prior_xi", "n_cats_per_cov", "n_continuous_cov"}
     )
     _default_key = "sparsevae"
+    #: where a minified AnnData keeps each cell's posterior (:meth:`minify_adata`)
+    _LATENT_QZM_KEY = "sparsevae_latent_qzm"
+    _LATENT_QZV_KEY = "sparsevae_latent_qzv"
 
     def __init__(
         self,
@@ -161,6 +166,7 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
                 latent_prior=latent_prior,
                 **module_kwargs,
             )
+        self.module.minified_data_type = self.minified_data_type  # a model loaded on a minified AnnData
         self._model_summary_string = (
             f"SparseVAE with n_latent={n_latent} (upper bound), n_hidden={n_hidden}, n_layers={n_layers}, "
             f"latent_prior={latent_prior!r}, "
@@ -191,9 +197,11 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
         Returns the scale ``xi`` of the inverse-gamma prior on per-gene variances (``"normal"`` only).
         """
         layer = self._layer()
+        self.seed = int(settings.seed or 0) if seed is None else int(seed)
+        if self.minified_data_type is not None:  # a model rebuilt on a minified AnnData: no counts to check
+            return 1.0
         if gene_likelihood in COUNT_LIKELIHOODS:
             check_counts(self._data_scan(), self.adata.obs_names, gene_likelihood)
-        self.seed = int(settings.seed or 0) if seed is None else int(seed)
         if gene_likelihood == "normal":
             return calibrate_inverse_gamma(column_variances(iter_row_chunks(get_matrix(self.adata, layer))))
         return 1.0
@@ -258,7 +266,8 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
         ... )
         """
         setup_method_args = cls._get_setup_method_args(**locals())
-        scan = check_anndata(adata, layer)
+        minified = _get_adata_minify_type(adata)
+        scan = check_anndata(adata, layer) if minified is None else None  # a minified AnnData has no counts
         check_batch_key(adata, batch_key)
         check_covariates(
             adata, categorical_covariate_keys, continuous_covariate_keys, size_factor_key, labels_key,
@@ -269,10 +278,48 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
             CategoricalObsField(REGISTRY_KEYS.BATCH_KEY, batch_key),
             *covariate_fields(labels_key, size_factor_key, categorical_covariate_keys, continuous_covariate_keys),
         ]
+        if minified is not None:
+            fields += cls._get_fields_for_adata_minification(minified)
         adata_manager = AnnDataManager(fields=fields, setup_method_args=setup_method_args)
         adata_manager.register_fields(adata, **kwargs)
         adata_manager.data_scan = scan  # the one pass over the matrix serves the count checks and the data hash
         cls.register_manager(adata_manager)
+
+    def minify_adata(
+        self,
+        minified_data_type: str = "latent_posterior_parameters",
+        use_latent_qzm_key: str = "X_latent_qzm",
+        use_latent_qzv_key: str = "X_latent_qzv",
+    ) -> None:
+        """Replace the model's AnnData by a minified copy that keeps each cell's posterior instead of its counts.
+
+        As :meth:`scvi.model.base.BaseMinifiedModeModelClass.minify_adata`: the minified AnnData holds the
+        posterior means and variances of the factors (``obsm["sparsevae_latent_qzm"]`` and
+        ``obsm["sparsevae_latent_qzv"]``), the observed library sizes and an empty ``X`` (the counts are kept with
+        ``"latent_posterior_parameters_with_counts"``). The latent representation, normalised expression,
+        differential expression, posterior predictive samples and latent traversals then run from the stored
+        posterior; what needs the counts (training, held-out likelihood, orientation, writing results) refuses.
+        The posterior is computed and stored under ``use_latent_qzm_key`` / ``use_latent_qzv_key`` of the current
+        AnnData when those keys
+        are not there yet (existing ones are used as they are).
+
+        Examples
+        --------
+        >>> model.minify_adata()
+        >>> model.adata  # cells x genes, X empty, the posterior in obsm
+        >>> model.differential_expression(groupby="cell_type", group1="B")
+        """
+        if use_latent_qzm_key not in self.adata.obsm or use_latent_qzv_key not in self.adata.obsm:
+            present = [k for k in (use_latent_qzm_key, use_latent_qzv_key) if k in self.adata.obsm]
+            if present:
+                raise InvalidInputError(
+                    f"adata.obsm has {present} but not both posterior keys; give use_latent_qzm_key and "
+                    "use_latent_qzv_key that are both present, or two new keys."
+                )
+            qzm, qzv = self.get_latent_representation(return_dist=True)
+            self.adata.obsm[use_latent_qzm_key] = qzm
+            self.adata.obsm[use_latent_qzv_key] = qzv
+        super().minify_adata(minified_data_type, use_latent_qzm_key, use_latent_qzv_key)
 
     def _covariate_sizes(self) -> dict[str, Any]:
         """The module's ``n_cats_per_cov`` and ``n_continuous_cov`` from the registry."""
@@ -287,6 +334,7 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
         return sizes
 
     # ------------------------------------------------------------------ training
+    @unsupported_if_adata_minified
     def train(
         self,
         max_epochs: int | None = None,
@@ -612,6 +660,7 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
             library_size=library_size, batch_size=batch_size, seed=seed,
         )  # fmt: skip
 
+    @unsupported_if_adata_minified
     def get_heldout_nll(
         self, adata: AnnData | None = None, indices: Sequence[int] | None = None, n_mc_samples: int = 100
     ) -> float:

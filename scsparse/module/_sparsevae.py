@@ -8,9 +8,10 @@ from typing import Literal
 
 import torch
 from scvi import REGISTRY_KEYS
+from scvi.data._constants import ADATA_MINIFY_TYPE
 from scvi.distributions import NegativeBinomial, Poisson, ZeroInflatedNegativeBinomial
 from scvi.distributions import Normal as ExpressionNormal
-from scvi.module.base import BaseModuleClass, LossOutput, auto_move_data
+from scvi.module.base import BaseMinifiedModeModuleClass, LossOutput, auto_move_data
 from torch.distributions import Distribution, Normal
 
 from scsparse.nn import (
@@ -37,7 +38,7 @@ DECODER_DEFAULTS: dict[str, object] = {"first_bias": True}
 __all__ = ["COUNT_LIKELIHOODS", "DECODER_DEFAULTS", "GENE_LIKELIHOODS", "SparseVAEModule"]
 
 
-class SparseVAEModule(BaseModuleClass):
+class SparseVAEModule(BaseMinifiedModeModuleClass):
     """Sparse VAE module (Moran et al. 2022) with count and Gaussian likelihoods.
 
     Generative model for cell ``i`` and gene ``j``: ``z_i ~ N(0, I_K)``,
@@ -158,7 +159,18 @@ class SparseVAEModule(BaseModuleClass):
         self.use_posterior_mean = False
 
     # ------------------------------------------------------------------ scvi-tools plumbing
-    def _get_inference_input(self, tensors: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor | None]:
+    def _get_inference_input(
+        self, tensors: dict[str, torch.Tensor], full_forward_pass: bool = False, **kwargs
+    ) -> dict[str, torch.Tensor | None]:
+        if not full_forward_pass and self.minified_data_type in (
+            ADATA_MINIFY_TYPE.LATENT_POSTERIOR,
+            ADATA_MINIFY_TYPE.LATENT_POSTERIOR_WITH_COUNTS,
+        ):  # a minified AnnData: the stored posterior instead of the counts
+            return {
+                "qzm": tensors[REGISTRY_KEYS.LATENT_QZM_KEY],
+                "qzv": tensors[REGISTRY_KEYS.LATENT_QZV_KEY],
+                "observed_lib_size": tensors[REGISTRY_KEYS.OBSERVED_LIB_SIZE],
+            }
         return {
             "x": tensors[REGISTRY_KEYS.X_KEY],
             "batch_index": tensors.get(REGISTRY_KEYS.BATCH_KEY),
@@ -195,7 +207,19 @@ class SparseVAEModule(BaseModuleClass):
         return x_enc
 
     @auto_move_data
-    def inference(
+    def _cached_inference(
+        self, qzm: torch.Tensor, qzv: torch.Tensor, observed_lib_size: torch.Tensor, n_samples: int = 1
+    ) -> dict[str, torch.Tensor | Normal]:
+        """``q(z | x)`` from the posterior stored in a minified AnnData, without the counts or the encoder."""
+        qz = Normal(qzm, qzv.sqrt())
+        if n_samples > 1:
+            z = qz.sample((n_samples,))
+        else:
+            z = qzm if self.use_posterior_mean else qz.sample()
+        return {"z": z, "qz": qz, "library": observed_lib_size.reshape(-1, 1)}
+
+    @auto_move_data
+    def _regular_inference(
         self,
         x: torch.Tensor,
         batch_index: torch.Tensor | None = None,
