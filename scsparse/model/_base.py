@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from anndata import AnnData
+from scvi import REGISTRY_KEYS
 from scvi.utils import unsupported_if_adata_minified
 
 from scsparse._checks import InvalidInputError
@@ -88,7 +89,8 @@ class SparseFactorMixin:
 
     @property
     def _gene_names(self) -> pd.Index:
-        return pd.Index(self.adata_manager.get_state_registry("X").get("column_names", self.adata.var_names))
+        state = self.registry_["field_registries"][REGISTRY_KEYS.X_KEY]["state_registry"]
+        return pd.Index(state["column_names"]) if "column_names" in state else pd.Index(self.adata.var_names)
 
     def get_loadings(self) -> pd.DataFrame:
         """The mask ``W`` as a genes x factors DataFrame (``w_jk`` scales factor ``k``'s input to gene ``j``).
@@ -100,7 +102,7 @@ class SparseFactorMixin:
         """
         return pd.DataFrame(
             self.module.decoder.masked_W().detach().cpu().numpy().copy(),
-            index=self.adata.var_names,
+            index=self._gene_names,
             columns=self.factor_names,
         )
 
@@ -112,7 +114,7 @@ class SparseFactorMixin:
         """
         return pd.DataFrame(
             self.module.prior.p_star.detach().cpu().numpy().copy(),
-            index=self.adata.var_names,
+            index=self._gene_names,
             columns=self.factor_names,
         )
 
@@ -215,8 +217,13 @@ class SparseFactorMixin:
         if self.active_factors():
             return
         indices = self.train_indices
-        n_cells = self.adata.n_obs if indices is None or len(indices) == 0 else len(indices)
         trainer = getattr(self, "trainer", None)
+        if indices is not None and len(indices):
+            n_cells = len(indices)
+        elif self.adata is not None:
+            n_cells = self.adata.n_obs
+        else:  # trained from a datamodule
+            n_cells = int(getattr(getattr(trainer, "lightning_module", None), "n_obs_training", 0) or 0)
         prior = self.module.prior
         warn_no_active_factor(
             n_cells,
@@ -272,11 +279,17 @@ class SparseFactorMixin:
             "setup_args": h5ad_safe(dict(self.registry_["setup_args"])),
             "n_epochs_trained": int(len(self.history["elbo_train"])) if self.is_trained_ else 0,
             "versions": package_versions(),
-            "data_hash": self._data_scan().data_hash,
+            # the data a model built from a registry (a datamodule) was trained on were never here to hash
+            "data_hash": self._data_scan().data_hash if self._trained_on_its_anndata() else "",
+            "data_checks": str(getattr(self, "data_checks_", "passed")),
         }
 
+    def _trained_on_its_anndata(self) -> bool:
+        """Whether the model's AnnData is the one it was built (and checked) on, not one attached later."""
+        return self.adata is not None and getattr(self, "data_checks_", "passed") == "passed"
+
     def _check_same_genes(self, adata: AnnData) -> None:
-        if not np.array_equal(np.asarray(adata.var_names), np.asarray(self.adata.var_names)):
+        if not np.array_equal(np.asarray(adata.var_names, dtype=str), np.asarray(self._gene_names, dtype=str)):
             raise InvalidInputError(
                 "The AnnData's genes differ from the model's (names or order). Write results into the "
                 "AnnData the model was trained on, or subset it to the model's genes in the same order."
@@ -347,6 +360,11 @@ class SparseFactorMixin:
         """
         key = key_added or self._default_key
         adata = self.adata if adata is None else adata
+        if adata is None:
+            raise InvalidInputError(
+                "The model was built from a registry and has no AnnData: pass the cells to write into, "
+                "model.write_results(adata), set up like the training data."
+            )
         self._check_same_genes(adata)
         check_keys_free(adata, self.result_keys(key), overwrite)
         latent = self.get_latent_representation(adata, batch_size=batch_size)

@@ -131,7 +131,7 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
 
     def __init__(
         self,
-        adata: AnnData,
+        adata: AnnData | None = None,
         n_latent: int = 20,
         n_hidden: int = 128,
         n_layers: int = 1,
@@ -143,9 +143,10 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
         dropout_rate: float = 0.1,
         seed: int | None = None,
         latent_prior: Literal["identity", "correlated"] = "identity",
+        registry: dict | None = None,
         **module_kwargs: Any,
     ) -> None:
-        super().__init__(adata)
+        super().__init__(adata, registry)
         self._check_module_kwargs(module_kwargs)
         sigma_prior_xi = self._check_data_and_seed(gene_likelihood, seed)
         with self._initialisation_rng():
@@ -198,8 +199,16 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
         """
         layer = self._layer()
         self.seed = int(settings.seed or 0) if seed is None else int(seed)
-        if self.minified_data_type is not None:  # a model rebuilt on a minified AnnData: no counts to check
+        if self.adata is None:
+            self.data_checks_ = (
+                "not run: the model was built from a registry (registry=), without an AnnData to scan"
+                + ("; the variance prior has its default scale" if gene_likelihood == "normal" else "")
+            )
             return 1.0
+        if self.minified_data_type is not None:  # a model rebuilt on a minified AnnData: no counts to check
+            self.data_checks_ = "not run: the AnnData is minified (no counts)"
+            return 1.0
+        self.data_checks_ = "passed"
         if gene_likelihood in COUNT_LIKELIHOODS:
             check_counts(self._data_scan(), self.adata.obs_names, gene_likelihood)
         if gene_likelihood == "normal":
@@ -324,13 +333,13 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
     def _covariate_sizes(self) -> dict[str, Any]:
         """The module's ``n_cats_per_cov`` and ``n_continuous_cov`` from the registry."""
         sizes: dict[str, Any] = {"n_cats_per_cov": [], "n_continuous_cov": 0}
-        fields = self.adata_manager.registry["field_registries"]
+        fields = self.registry_["field_registries"]
         if REGISTRY_KEYS.CAT_COVS_KEY in fields:
-            state = self.adata_manager.get_state_registry(REGISTRY_KEYS.CAT_COVS_KEY)
-            sizes["n_cats_per_cov"] = [int(n) for n in state.n_cats_per_key]
+            state = fields[REGISTRY_KEYS.CAT_COVS_KEY]["state_registry"]
+            sizes["n_cats_per_cov"] = [int(n) for n in state["n_cats_per_key"]]
         if REGISTRY_KEYS.CONT_COVS_KEY in fields:
-            state = self.adata_manager.get_state_registry(REGISTRY_KEYS.CONT_COVS_KEY)
-            sizes["n_continuous_cov"] = len(state.columns)
+            state = fields[REGISTRY_KEYS.CONT_COVS_KEY]["state_registry"]
+            sizes["n_continuous_cov"] = len(state["columns"])
         return sizes
 
     # ------------------------------------------------------------------ training
@@ -351,6 +360,7 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
         devices: int | list[int] | str = "auto",
         strategy: str | Any = "auto",
         datasplitter_kwargs: dict | None = None,
+        datamodule: Any = None,
         **kwargs: Any,
     ) -> None:
         """Train with Adam on the per-cell ELBO and the EM update of the Spike-and-Slab Lasso prior.
@@ -404,6 +414,11 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
             :class:`lightning.pytorch.strategies.DDPStrategy`. With a DDP strategy scvi-tools shards the
             training cells over the replicas (``batch_size`` is per replica, so the effective batch is
             ``batch_size x world size``) and turns early stopping off.
+        datamodule
+            A Lightning data module that serves the minibatches instead of the model's AnnData (scvi-tools' custom
+            dataloaders: TileDB-SOMA / CELLxGENE Census, lamindb, ``AnnbatchDataModule``); build the model with
+            ``registry=datamodule.registry``. The prior on ``W`` is scaled by the module's ``n_train`` (else
+            ``n_obs``) training cells. Without an AnnData the factors are not oriented after training.
         datasplitter_kwargs
             Passed to :class:`scvi.dataloaders.DataSplitter`. Under DDP ``drop_dataset_tail`` defaults to
             ``True`` (the last few cells that do not divide evenly over the replicas are left out of that
@@ -427,10 +442,13 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
         self.seed = self.seed if seed is None else int(seed)
         settings.seed = self.seed  # the split, the minibatch order and dropout follow the model's seed
         self.factors_oriented_ = False
+        n_cells = self._datamodule_cells(datamodule) if datamodule is not None else self.adata.n_obs
         if max_epochs is None:
-            max_epochs = get_max_epochs_heuristic(self.adata.n_obs)
+            max_epochs = get_max_epochs_heuristic(n_cells)
         warmup = max(1, round(kl_warmup_fraction * max_epochs)) if kl_warmup_fraction > 0 else None
         plan = {"lr": lr, "n_epochs_kl_warmup": warmup, "em_every": em_every}
+        if datamodule is not None and not hasattr(datamodule, "n_train"):
+            plan["n_obs_training"] = n_cells
         plan.update(plan_kwargs or {})
         self._check_plan_kwargs(plan)
         splitter = dict(datasplitter_kwargs or {})
@@ -445,7 +463,8 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
             "accelerator": str(accelerator),
             "devices": devices if isinstance(devices, int) else str(devices),
             "strategy": strategy if isinstance(strategy, str) else type(strategy).__name__,
-            "orient": bool(orient),
+            "orient": bool(orient) and self.adata is not None,
+            "datamodule": None if datamodule is None else type(datamodule).__name__,
             # float sums depend on the number of threads: the same seed gives the same fit with the same count
             "torch_threads": int(torch.get_num_threads()),
         }
@@ -465,11 +484,24 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
                 devices=devices,
                 strategy=strategy,
                 datasplitter_kwargs=splitter,
+                datamodule=datamodule,
                 **kwargs,
             )
         self._warn_if_no_active_factor()
-        if orient:
+        if orient and self.adata is not None:
             self.orient_factors(batch_size=batch_size)
+
+    @staticmethod
+    def _datamodule_cells(datamodule: Any) -> int:
+        """The number of training cells a data module serves (``n_train``, else ``n_obs``)."""
+        for name in ("n_train", "n_obs"):
+            value = getattr(datamodule, name, None)
+            if value:
+                return int(value)
+        raise InvalidInputError(
+            f"The datamodule ({type(datamodule).__name__}) has neither n_train nor n_obs, so the prior on W cannot be "
+            "scaled to the number of training cells. Give it one of them, or plan_kwargs={'n_obs_training': N}."
+        )
 
     def _check_plan_kwargs(self, plan: dict[str, Any]) -> None:
         """Adjust or reject training-plan settings the model cannot train with (in place)."""
@@ -570,7 +602,7 @@ class SparseVAE(SparseFactorMixin, RNASeqMixin, VAEMixin, UnsupervisedTrainingMi
         if gene_list is None:
             return None
         genes = [gene_list] if isinstance(gene_list, str) else [str(g) for g in gene_list]
-        names = pd.Index(self.adata.var_names)
+        names = self._gene_names
         missing = [g for g in genes if g not in names]
         if missing or not genes:
             raise InvalidInputError(

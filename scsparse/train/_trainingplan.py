@@ -32,15 +32,27 @@ class SparseVAETrainingPlan(TrainingPlan):
         A module with ``em_update()`` and ``active_factor_mask()``.
     em_every
         When to run the EM update.
+    n_obs_training
+        Number of training cells, which scales the prior on ``W`` against the data (scvi-tools sets it from the
+        data splitter; give it for a datamodule that has no ``n_train``).
     **kwargs
         Passed to :class:`scvi.train.TrainingPlan` (``lr``, ``weight_decay``, ``n_epochs_kl_warmup`` ...).
     """
 
-    def __init__(self, module, *, em_every: Literal["step", "epoch"] = "step", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        module,
+        *,
+        em_every: Literal["step", "epoch"] = "step",
+        n_obs_training: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         if em_every not in ("step", "epoch"):
             raise ValueError(f"em_every must be 'step' or 'epoch', got {em_every!r}.")
         super().__init__(module, **kwargs)
         self.em_every = em_every
+        if n_obs_training is not None:  # a datamodule that does not say how many cells it trains on
+            self.n_obs_training = int(n_obs_training)
 
     def compute_and_log_metrics(self, loss_output: LossOutput, metrics: dict, mode: str) -> None:
         """Log the ELBO terms as scvi-tools does, then the module's scalar extra metrics as plain tensors.
