@@ -462,12 +462,18 @@ class MaskedDecoder(nn.Module):
         groups = self._gene_groups()
         if groups is not None:
             return self._decode_sparse(z, groups)
+        return self._decode_dense(z, self.covariate_term(cat_list, continuous, z.dtype))
+
+    def covariate_term(
+        self, cat_list: Sequence[torch.Tensor | None], continuous: torch.Tensor | None, dtype: torch.dtype
+    ) -> torch.Tensor | None:
+        """The covariates' additive term in the first hidden layer, ``(B, H)`` (``None`` without covariates)."""
         parts = [one_hot_covariates(cat_list, self.n_cat_list) if cat_list else None]
         if self.n_continuous:
             if continuous is None or continuous.shape[-1] != self.n_continuous:
                 raise ValueError(f"The decoder needs {self.n_continuous} continuous covariates per cell.")
-            parts.append(continuous.reshape(-1, self.n_continuous).to(z.dtype))
+            parts.append(continuous.reshape(-1, self.n_continuous).to(dtype))
         parts = [p for p in parts if p is not None]
-        cov = torch.cat(parts, dim=-1) if parts else None
-        cov_term = self.covariates(cov) if (cov is not None and self.covariates is not None) else None
-        return self._decode_dense(z, cov_term)
+        if not parts or self.covariates is None:
+            return None
+        return self.covariates(torch.cat(parts, dim=-1))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from scsparse.nn import MaskedDecoder, one_hot_covariates
+from scsparse.nn import MaskedDecoder
 
 __all__ = ["PerGeneLoopDecoder", "per_gene_loop_copy"]
 
@@ -30,10 +30,11 @@ class PerGeneLoopDecoder(MaskedDecoder):
     True
     """
 
-    def forward(self, z: torch.Tensor, *cat_list: torch.Tensor | None) -> torch.Tensor:
+    def forward(
+        self, z: torch.Tensor, *cat_list: torch.Tensor | None, continuous: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Decode ``z`` (``(B, K)``) gene by gene to outputs of shape ``(n_heads, B, G)``."""
-        cov = one_hot_covariates(cat_list, self.n_cat_list) if cat_list else None
-        cov_term = self.covariates(cov) if (cov is not None and self.covariates is not None) else None
+        cov_term = self.covariate_term(cat_list, continuous, z.dtype)
         first, hidden, head = self.network_weights()
         outs = []
         for j in range(self.n_output):
@@ -56,6 +57,7 @@ def per_gene_loop_copy(decoder: MaskedDecoder) -> PerGeneLoopDecoder:
         n_layers=len(decoder.hidden) + 1,
         n_heads=decoder.n_heads,
         n_cat_list=decoder.n_cat_list,
+        n_continuous=decoder.n_continuous,
         normalize_weights=decoder.normalize_weights,
         first_bias=decoder.first_bias is not None,
     )
