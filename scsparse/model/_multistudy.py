@@ -61,7 +61,7 @@ def _check_query(
             "The reference encodes the study (encode_study=True), so its encoder has no input for a new "
             "study. Map queries onto a reference fitted with encode_study=False (the default)."
         )
-    check_anndata(adata, reference._layer())
+    check_anndata(adata, reference._layer(), allow_zero_genes=True)  # the reference's genes, measured or not
     ref_genes = np.asarray(reference.adata.var_names)
     if not np.array_equal(np.asarray(adata.var_names), ref_genes):
         missing = np.setdiff1d(ref_genes, np.asarray(adata.var_names))
@@ -247,9 +247,11 @@ class MultiStudySparseVAE(SparseVAE):
         >>> scsparse.model.MultiStudySparseVAE.setup_anndata(adata, study_key="condition", layer="counts")
         """
         setup_method_args = cls._get_setup_method_args(**locals())
-        scan = check_anndata(adata, layer)
-        # a query (load_query_data) registers against its reference's studies, so one new study is enough
-        min_studies = 1 if kwargs.get("source_registry") is not None else 2
+        # a query (load_query_data) registers against its reference's studies and genes: one new study is enough,
+        # and reference genes it did not measure are zero
+        query = kwargs.get("source_registry") is not None
+        scan = check_anndata(adata, layer, allow_zero_genes=query)
+        min_studies = 1 if query else 2
         check_study_key(adata, study_key, min_cells=min_cells_per_study, min_studies=min_studies)
         check_batch_key(adata, batch_key)
         check_covariates(
@@ -314,16 +316,6 @@ class MultiStudySparseVAE(SparseVAE):
             (cols, None if m < 0 else codes == m) for _, m, cols in self.module.block_slices() if cols.start >= frozen
         ]
 
-    def _check_plan_kwargs(self, plan: dict[str, Any]) -> None:
-        if not self.module.n_latent_frozen:
-            return
-        plan.setdefault("weight_decay", 0.0)
-        if plan["weight_decay"]:
-            raise InvalidInputError(
-                f"A query model trains with weight_decay=0 (got {plan['weight_decay']}): weight decay would move "
-                "the reference's frozen weights. Leave plan_kwargs['weight_decay'] out."
-            )
-
     def _expected_training_warnings(self) -> list[str]:
         expected = super()._expected_training_warnings()
         if self.module.n_latent_frozen and self.module.freeze_reference_encoder:
@@ -336,7 +328,7 @@ class MultiStudySparseVAE(SparseVAE):
     def load_query_data(
         cls,
         adata: AnnData,
-        reference: MultiStudySparseVAE,
+        reference_model: MultiStudySparseVAE,
         n_latent_specific: int | Mapping[str, int] = 5,
         seed: int | None = None,
         freeze_encoder: bool = True,
@@ -359,7 +351,7 @@ class MultiStudySparseVAE(SparseVAE):
             Query cells: the reference's genes in the same order, raw counts where the reference had them (same
             layer), the study column the reference was set up with, naming studies the reference does not
             have. Registered here (no :meth:`setup_anndata` needed); only registry columns are added to it.
-        reference
+        reference_model
             A trained :class:`MultiStudySparseVAE` (not changed).
         n_latent_specific
             Specific factors per new study: one int for every new study, or ``{study: K}``.
@@ -389,6 +381,7 @@ class MultiStudySparseVAE(SparseVAE):
         >>> query.train(max_epochs=100)
         >>> query.get_latent_representation(adata_query, kind="shared")  # the reference's shared programmes
         """
+        reference = reference_model
         if not isinstance(reference, MultiStudySparseVAE):
             raise InvalidInputError(f"reference must be a MultiStudySparseVAE, got {type(reference).__name__}.")
         setup, new_blocks = _check_query(adata, reference, n_latent_specific)

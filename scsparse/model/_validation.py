@@ -131,8 +131,11 @@ def scan_anndata(adata: AnnData, layer: str | None) -> DataScan:
     )
 
 
-def check_anndata(adata: AnnData, layer: str | None) -> DataScan:
+def check_anndata(adata: AnnData, layer: str | None, *, allow_zero_genes: bool = False) -> DataScan:
     """Shape, unique gene names, missing layer, NaN/inf and all-zero genes, in one pass over the matrix.
+
+    ``allow_zero_genes``: a query mapped onto a reference keeps the reference's genes, some of which it may
+    not have measured (zero counts, :meth:`scsparse.model.SparseVAE.prepare_query_anndata`).
 
     Returns
     -------
@@ -160,7 +163,7 @@ def check_anndata(adata: AnnData, layer: str | None) -> DataScan:
             f"{scan.where} contains {n_bad} NaN or infinite value(s) (in rows {first}-{last}). "
             "Remove or impute them (e.g. recompute the layer from raw counts) before setting up the model."
         )
-    if scan.zero_genes.size:
+    if scan.zero_genes.size and not allow_zero_genes:
         names = ", ".join(map(str, adata.var_names[scan.zero_genes[:5]]))
         raise InvalidInputError(
             f"{scan.zero_genes.size} gene(s) are zero in every cell of {scan.where} (e.g. {names}). "

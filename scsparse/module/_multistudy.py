@@ -9,7 +9,7 @@ import torch
 from scvi.module.base import auto_move_data
 from torch.distributions import Normal
 
-from scsparse.nn import GaussianEncoder, StackedEncoder, copy_into_grown_, restore_gradient_masks_, train_only_
+from scsparse.nn import GaussianEncoder, StackedEncoder, copy_into_grown_, train_only_
 
 from ._sparsevae import SparseVAEModule
 
@@ -180,11 +180,6 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         for name in ("decoder", "prior", "observation"):
             copy_into_grown_(getattr(self, name), getattr(reference, name).state_dict())
         self._refresh_free_genes()
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        # pickling and deepcopy drop gradient hooks: put the query model's gradient masks back
-        super().__setstate__(state)
-        restore_gradient_masks_(self)
 
     def train(self, mode: bool = True) -> MultiStudySparseVAEModule:
         """As :meth:`torch.nn.Module.train`; with frozen reference factors the encoder stays in evaluation mode."""

@@ -23,8 +23,10 @@ from scsparse.nn import (
     SpikeSlabLasso,
     gaussian_kl,
     importance_sampled_log_likelihood,
+    restore_gradient_masks_,
     sparse_vae_objective,
     sparse_vae_penalty,
+    train_only_,
 )
 
 GeneLikelihood = Literal["nb", "zinb", "poisson", "multinomial", "normal"]
@@ -73,6 +75,10 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
     n_continuous_cov
         Number of continuous covariates (``continuous_covariate_keys``). Covariates, like the batch, enter the
         decoder outside the mask: they explain expression without ever entering ``W``.
+    n_batch_frozen
+        A query module (:meth:`scsparse.model.SparseVAE.load_query_data`): the first ``n_batch_frozen`` batch
+        categories are a reference model's, and every parameter but the decoder's weights of the new batch
+        categories stays fixed (the encoder in evaluation mode, ``p*`` and ``eta`` without EM updates).
     n_layers_encoder, n_hidden_encoder
         Encoder depth and width (default: the decoder's).
     encoder_extra_cats
@@ -116,6 +122,7 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         latent_prior: Literal["identity", "correlated"] = "identity",
         n_cats_per_cov: Sequence[int] = (),
         n_continuous_cov: int = 0,
+        n_batch_frozen: int = 0,
     ) -> None:
         super().__init__()
         if gene_likelihood not in GENE_LIKELIHOODS:
@@ -157,6 +164,34 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         #: decode the posterior mean instead of a sample when one code per cell is asked for (see
         #: :meth:`posterior_mean_codes`)
         self.use_posterior_mean = False
+        self.n_batch_frozen = int(n_batch_frozen)
+        if self.n_batch_frozen:
+            self._freeze_all_but_new_batches()
+
+    def _freeze_all_but_new_batches(self) -> None:
+        """A query module: only the decoder's first-layer weights of batch codes >= ``n_batch_frozen`` train."""
+        if not 1 <= self.n_batch_frozen < self.n_batch:
+            raise ValueError(
+                f"n_batch_frozen must be in [1, n_batch={self.n_batch}): the reference's batches; a query adds more."
+            )
+        if self.encode_covariates:
+            raise ValueError("n_batch_frozen needs encode_covariates=False (a new batch has no encoder input).")
+        weight = self.decoder.covariates.weight  # (H, covariate columns): the batch's one-hot columns first
+        new_batches = torch.zeros_like(weight, dtype=torch.bool)
+        new_batches[:, self.n_batch_frozen : self.n_batch] = True
+        train_only_(self, {"decoder.covariates.weight": new_batches})
+
+    def __setstate__(self, state: dict) -> None:
+        # pickling and deepcopy drop gradient hooks: put a query module's gradient masks back
+        super().__setstate__(state)
+        restore_gradient_masks_(self)
+
+    def train(self, mode: bool = True) -> SparseVAEModule:
+        """As :meth:`torch.nn.Module.train`; a query module's encoder (the reference's) stays in evaluation mode."""
+        super().train(mode)
+        if self.n_batch_frozen:
+            self.encoder.eval()
+        return self
 
     # ------------------------------------------------------------------ scvi-tools plumbing
     def _get_inference_input(
@@ -402,8 +437,9 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
     # ------------------------------------------------------------------ EM
     @torch.no_grad()
     def em_update(self) -> None:
-        """E-step (``p*``) and ``eta`` update of the Spike-and-Slab Lasso, from the current ``W``."""
-        self.prior.em_update(self.decoder.masked_W())
+        """E-step (``p*``) and ``eta`` update of the Spike-and-Slab Lasso, from the current ``W`` (none in a query)."""
+        if not self.n_batch_frozen:
+            self.prior.em_update(self.decoder.masked_W())
 
     @torch.no_grad()
     def prune_spike(self, pip_threshold: float = 0.5) -> int:
