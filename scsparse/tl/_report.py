@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from anndata import AnnData
 
-from scsparse._text import format_p
+from scsparse._text import format_p, markdown_rows
 from scsparse.results import OVERLAP_FRACTION, factors_key, read_results
 
 from ._describe import describe_factors, factor_report
@@ -24,12 +24,10 @@ NOT_SPARSE_FRACTION = 0.5
 
 
 def _markdown_table(df: pd.DataFrame) -> str:
-    cols = list(df.columns)
-    lines = [f"| {df.index.name or ''} | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
-    for idx, row in df.iterrows():
-        cells = [f"{v:.3g}" if isinstance(v, float) else str(v) for v in row.to_numpy()]
-        lines.append(f"| {idx} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    rows = (
+        [idx, *(f"{v:.3g}" if isinstance(v, float) else str(v) for v in row.to_numpy())] for idx, row in df.iterrows()
+    )
+    return "\n".join(markdown_rows([df.index.name or "", *df.columns], rows))
 
 
 def diagnostics_report(diagnostics: pd.DataFrame, n_genes: int) -> list[str]:

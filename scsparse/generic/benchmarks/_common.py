@@ -12,12 +12,13 @@ import contextlib
 import logging
 import math
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from scsparse._text import markdown_rows
 from scsparse._threads import torch_threads
 from scsparse.nn import NoActiveFactorWarning, slab_threshold
 
@@ -35,7 +36,6 @@ __all__ = [
     "check_corpus",
     "check_positive_int",
     "format_mean_sd",
-    "markdown_rows",
     "markdown_table",
     "method_label",
     "no_active_factor_note",
@@ -281,22 +281,6 @@ def markdown_table(
         cells.append(str(len(group)))
         rows.append(cells)
     return "\n".join(markdown_rows(header, rows))
-
-
-def markdown_rows(header: Sequence[Any], rows: Iterable[Sequence[Any]]) -> list[str]:
-    """The lines of a GitHub-flavoured markdown table: ``header``, the ``|---|`` rule, one line per row.
-
-    Examples
-    --------
-    >>> markdown_rows(["method", "n"], [["VAE", 3]])
-    ['| method | n |', '|---|---|', '| VAE | 3 |']
-    """
-    header = [str(h) for h in header]
-    return [
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join(["---"] * len(header)) + "|",
-        *("| " + " | ".join(str(c) for c in row) + " |" for row in rows),
-    ]
 
 
 @contextlib.contextmanager

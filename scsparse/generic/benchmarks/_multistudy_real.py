@@ -12,8 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scsparse._text import markdown_rows
+
 from . import _report as report
-from ._common import check_positive_int, format_mean_sd, markdown_rows, quiet_training_logs, torch_threads
+from ._common import check_positive_int, format_mean_sd, quiet_training_logs, torch_threads
 from ._multistudy import _bias_words
 from ._multistudy_real_checks import (
     PBMC_MARKERS,
