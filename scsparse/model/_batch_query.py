@@ -11,6 +11,8 @@ from scvi import REGISTRY_KEYS
 
 from scsparse._checks import InvalidInputError
 
+from ._validation import check_query_genes
+
 __all__ = ["BatchQueryMixin"]
 
 
@@ -130,11 +132,7 @@ def _check_batch_query(adata: AnnData, reference: Any, model_cls: type) -> tuple
             "The reference's encoder sees the batch (encode_covariates=True), so it has no input for a new batch. "
             "Map queries onto a reference fitted with encode_covariates=False (the default)."
         )
-    if not np.array_equal(np.asarray(adata.var_names, dtype=str), np.asarray(reference._gene_names, dtype=str)):
-        raise InvalidInputError(
-            "The query's genes differ from the reference's (names or order): "
-            "adata = SparseVAE.prepare_query_anndata(adata, reference_model) puts them in the reference's order."
-        )
+    check_query_genes(adata, reference._gene_names, type(reference).__name__)
     if batch_key not in adata.obs:
         raise InvalidInputError(f"The query has no column adata.obs[{batch_key!r}], the reference's batch column.")
     known = {str(b) for b in reference.adata_manager.get_state_registry(REGISTRY_KEYS.BATCH_KEY).categorical_mapping}

@@ -18,7 +18,14 @@ from scsparse.module import STUDY_KEY, MultiStudySparseVAEModule
 from scsparse.results import check_keys_free, result_keys, write_multistudy_results
 
 from ._sparsevae import SparseVAE, covariate_fields
-from ._validation import check_anndata, check_batch_key, check_covariates, check_study_key, check_study_names
+from ._validation import (
+    check_anndata,
+    check_batch_key,
+    check_covariates,
+    check_query_genes,
+    check_study_key,
+    check_study_names,
+)
 
 __all__ = ["MultiStudySparseVAE"]
 
@@ -62,15 +69,7 @@ def _check_query(
             "study. Map queries onto a reference fitted with encode_study=False (the default)."
         )
     check_anndata(adata, reference._layer(), allow_zero_genes=True)  # the reference's genes, measured or not
-    ref_genes = np.asarray(reference.adata.var_names)
-    if not np.array_equal(np.asarray(adata.var_names), ref_genes):
-        missing = np.setdiff1d(ref_genes, np.asarray(adata.var_names))
-        fix = (
-            f"{missing.size} of the reference's genes are missing (e.g. {list(missing[:3])}); add them as zero counts"
-            if missing.size
-            else "subset and order it as the reference: adata[:, reference.adata.var_names].copy()"
-        )
-        raise InvalidInputError(f"The query's genes differ from the reference's (names or order): {fix}.")
+    check_query_genes(adata, reference._gene_names, type(reference).__name__)
     registry = reference.adata_manager.registry
     setup = dict(registry["setup_args"])
     study_key, batch_key = setup["study_key"], setup.get("batch_key")

@@ -379,3 +379,36 @@ def check_study_names(studies: Sequence[str], where: str) -> None:
             f"Studies {clashes[0]} ({where}) would share AnnData keys: characters other than letters, digits and "
             "-_. become '_' in a key (varm['<key>_W_<study>']). Rename one of them."
         )
+
+
+def check_query_genes(adata: AnnData, reference_genes: Sequence[str], model_name: str) -> None:
+    """A query has exactly the reference's genes in its order; otherwise say how to get there.
+
+    Parameters
+    ----------
+    adata
+        The query cells.
+    reference_genes
+        The reference model's genes, in order.
+    model_name
+        The model class whose ``prepare_query_anndata`` the message names.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the missing genes, if any, and the call that fixes the genes and their order.
+    """
+    genes = np.asarray(reference_genes, dtype=str)
+    if np.array_equal(np.asarray(adata.var_names, dtype=str), genes):
+        return
+    missing = np.setdiff1d(genes, np.asarray(adata.var_names, dtype=str))
+    fix = f"adata = {model_name}.prepare_query_anndata(adata, reference_model) puts them in the reference's order"
+    raise InvalidInputError(
+        "The query's genes differ from the reference's (names or order): "
+        + (
+            f"{missing.size} of the reference's genes are missing (e.g. {list(missing[:3])}); {fix}, with the "
+            "missing ones as zero counts."
+            if missing.size
+            else f"{fix}, or subset and order it as the reference: adata[:, reference_genes].copy()."
+        )
+    )
