@@ -278,7 +278,7 @@ def _add_threads_argument(parser: argparse.ArgumentParser, default_text: str) ->
         type=_positive_int,
         default=None,
         metavar="N",
-        help=f"CPU threads for torch (default: {default_text}); 1 or 2 on a machine shared with other jobs, "
+        help=f"CPU threads for torch (default: {default_text}); 1 or 2 when other processes use the same cores, "
         "where one thread per core can slow training down many times",
     )
 
