@@ -607,7 +607,7 @@ class SparseVAE(
             if isinstance(batch, str):
                 self._batch_code(batch)
         one_code = n_samples == 1 and n_samples_overall is None
-        with self.module.posterior_mean_codes(one_code), torch.inference_mode():
+        with self.module.posterior_mean_codes(one_code):  # scvi-tools runs it under inference mode
             values = super().get_normalized_expression(
                 adata=adata, indices=indices, transform_batch=transform_batch, gene_list=gene_list,
                 library_size=library_size, n_samples=n_samples, n_samples_overall=n_samples_overall,
