@@ -1,0 +1,97 @@
+import time
+
+import pytest
+import torch
+
+from scsparse.nn import FusedMaskedLayer, MaskedDecoder
+from scsparse.nn._fused_decoder import PAD_FACTORS_TO
+
+
+def _pair(**kwargs) -> tuple[MaskedDecoder, MaskedDecoder]:
+    """The same decoder twice: run as the fused autograd function, and through autograd op by op."""
+    fused = MaskedDecoder(fused=True, **kwargs)
+    plain = MaskedDecoder(fused=False, **kwargs)
+    plain.load_state_dict(fused.state_dict())
+    return fused, plain
+
+
+@pytest.mark.parametrize("n_heads", [1, 2])
+@pytest.mark.parametrize("first_bias", [False, True])
+@pytest.mark.parametrize("chunk_size", [None, 4])
+@pytest.mark.parametrize("covariates", [False, True])
+def test_fused_path_gives_the_autograd_outputs_and_gradients(n_heads, first_bias, chunk_size, covariates):
+    torch.manual_seed(0)
+    cov = {"n_cat_list": [3], "n_continuous": 2} if covariates else {}
+    fused, plain = _pair(
+        n_latent=4, n_output=11, n_hidden=6, n_heads=n_heads, first_bias=first_bias, chunk_size=chunk_size, **cov
+    )
+    assert fused.uses_fused_path() and not plain.uses_fused_path()
+    with torch.no_grad():
+        fused.W.mul_(torch.bernoulli(torch.full_like(fused.W, 0.5)))
+        plain.W.copy_(fused.W)
+    z = torch.randn(7, 4)
+    args = (torch.tensor([0, 1, 2, 1, 0, 2, 2]),) if covariates else ()
+    continuous = torch.randn(7, 2) if covariates else None
+    weights = torch.randn(n_heads, 7, 11)
+    results = []
+    for dec in (fused, plain):
+        z_in = z.clone().requires_grad_(True)
+        out = dec(z_in, *args, continuous=continuous)
+        (out * weights).sum().backward()
+        results.append((out.detach(), z_in.grad, {n: p.grad.clone() for n, p in dec.named_parameters()}))
+    torch.testing.assert_close(results[0][0], results[1][0], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(results[0][1], results[1][1], rtol=1e-5, atol=1e-6)
+    assert results[0][2].keys() == results[1][2].keys()
+    for name, grad in results[0][2].items():
+        torch.testing.assert_close(grad, results[1][2][name], rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_fused_path_serves_the_pruned_decoder_genes_with_several_factors():
+    torch.manual_seed(2)
+    fused, plain = _pair(n_latent=3, n_output=9, n_hidden=5, n_heads=2, chunk_size=2)
+    keep = torch.tensor([[1, 1, 0], [0, 0, 0], [1, 0, 0], [1, 1, 1], [0, 1, 1], [0, 0, 1], [1, 0, 1], [0, 0, 0], [1, 1, 0]])
+    for dec in (fused, plain):
+        dec.prune_(keep.bool())
+    z = torch.randn(6, 3, requires_grad=True)
+    (fused(z) ** 2).sum().backward()
+    grad_fused = (z.grad.clone(), fused.first.grad.clone(), fused.W.grad.clone())
+    z.grad = None
+    (plain(z) ** 2).sum().backward()
+    for a, b in zip(grad_fused, (z.grad, plain.first.grad, plain.W.grad), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_fused_path_only_for_one_relu_layer_without_dropout():
+    assert MaskedDecoder(3, 5).uses_fused_path("cpu")
+    assert not MaskedDecoder(3, 5).uses_fused_path("cuda")  # GPUs keep the autograd path unless asked
+    assert MaskedDecoder(3, 5, fused=True).uses_fused_path("cuda")
+    assert not MaskedDecoder(3, 5, fused=False).uses_fused_path("cpu")
+    for kwargs in ({"n_layers": 2}, {"activation": "elu"}, {"activation": "leaky_relu"}, {"dropout_rate": 0.1}):
+        assert not MaskedDecoder(3, 5, fused=True, **kwargs).uses_fused_path("cpu"), kwargs
+
+
+def test_fused_layer_keeps_no_activations_for_the_backward_pass():
+    z, w, first = torch.randn(8, 3), torch.randn(40, 3), torch.randn(16, 3)
+    head, bias = torch.randn(1, 40, 16), torch.zeros(1, 40)
+    inputs = [t.requires_grad_(True) for t in (z, w, first, head, bias)]
+    out = FusedMaskedLayer.apply(inputs[0], inputs[1], inputs[2], None, inputs[3], inputs[4], 5)
+    saved = [t for t in out.grad_fn.saved_tensors if t is not None]
+    padded = PAD_FACTORS_TO * (8 + 40 + 16)  # z, w and A with the factor dimension padded
+    assert sum(t.numel() for t in saved) == padded + head.numel()  # no (genes, cells, hidden) activations
+
+
+def _best_step_seconds(dec: MaskedDecoder, z: torch.Tensor, repeats: int = 7) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        dec(z).square().mean().backward()
+        times.append(time.perf_counter() - start)
+    return min(times[1:])
+
+
+def test_fused_training_step_is_not_slower_than_autograd_on_cpu():
+    torch.manual_seed(3)
+    fused, plain = _pair(n_latent=10, n_output=600, n_hidden=64, first_bias=True)
+    z = torch.randn(64, 10)
+    t_fused, t_plain = _best_step_seconds(fused, z), _best_step_seconds(plain, z)
+    assert t_fused <= 1.1 * t_plain, f"fused {t_fused * 1e3:.1f} ms vs autograd {t_plain * 1e3:.1f} ms per step"
