@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,9 @@ from scsparse.results import (
 
 from ._orientation import orientation_signs
 from ._validation import DataScan, scan_anndata
+
+if TYPE_CHECKING:
+    from scsparse.train import SettledStopping
 
 __all__ = ["SparseFactorMixin"]
 
@@ -212,6 +215,24 @@ class SparseFactorMixin:
         self.factors_oriented_ = True
         return pd.Series(signs.astype(int), index=self.factor_names, name="sign")
 
+    def _stop_reason(self) -> str:
+        """Why the last training stopped (``model.history["stopping"]``), or ``""`` when that was not recorded."""
+        history = getattr(self, "history_", None)
+        if not isinstance(history, dict) or "stopping" not in history or not len(history["stopping"]):
+            return ""
+        return str(history["stopping"]["stopping"].iloc[-1])
+
+    def _record_stopping(self, settle: SettledStopping) -> None:
+        """Add why training stopped to ``model.history["stopping"]``; warn if the fit had not settled."""
+        if isinstance(self.history_, dict):  # no history without a logger
+            frame = settle.history_frame()
+            if "elbo_train" in self.history_:  # a further train() call continues the epoch count
+                frame.index = pd.Index([len(self.history_["elbo_train"]) - 1], name="epoch")
+            previous = self.history_.get("stopping")
+            self.history_["stopping"] = frame if previous is None else pd.concat([previous, frame])
+        if self.active_factors():  # with none, the no-active-factor warning has said what to do
+            settle.warn_if_not_settled(stacklevel=4)
+
     def _warn_if_no_active_factor(self) -> None:
         """Warn when training left no factor active (``p* <= 0.5`` for every gene and factor)."""
         if self.active_factors():
@@ -278,6 +299,7 @@ class SparseFactorMixin:
             "train_params": h5ad_safe(getattr(self, "train_kwargs_", {})),
             "setup_args": h5ad_safe(dict(self.registry_["setup_args"])),
             "n_epochs_trained": int(len(self.history["elbo_train"])) if self.is_trained_ else 0,
+            "stopping": self._stop_reason(),
             "versions": package_versions(),
             # the data a model built from a registry (a datamodule) was trained on were never here to hash
             "data_hash": self._data_scan().data_hash if self._trained_on_its_anndata() else "",

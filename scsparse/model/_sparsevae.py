@@ -32,7 +32,7 @@ from scsparse._matrix import column_variances, get_matrix, iter_row_chunks
 from scsparse.module import COUNT_LIKELIHOODS, SparseVAEModule
 from scsparse.nn import MaskedDecoder, calibrate_inverse_gamma, flush_denormals
 from scsparse.results import FactorResponse
-from scsparse.train import SparseVAETrainingPlan, clean_training_output
+from scsparse.train import SettledStopping, SparseVAETrainingPlan, clean_training_output
 
 from ._base import SparseFactorMixin
 from ._batch_query import BatchQueryMixin
@@ -360,6 +360,7 @@ class SparseVAE(
         batch_size: int = 128,
         train_size: float | None = 0.9,
         early_stopping: bool = False,
+        stop_when_settled: bool | SettledStopping = True,
         seed: int | None = None,
         em_every: Literal["step", "epoch"] = "step",
         kl_warmup_fraction: float = 0.25,
@@ -397,7 +398,13 @@ class SparseVAE(
         train_size
             Fraction of cells used for training; the rest is held out (``model.validation_indices``).
         early_stopping
-            Stop when the validation ELBO stops improving.
+            Stop when the validation ELBO stops improving (scvi-tools' early stopping).
+        stop_when_settled
+            Stop once the fit has settled: after the KL warm-up, the active factors, the mask's slab entries
+            (``p* > 0.5``) and the validation ELBO stopped moving for a window of epochs
+            (:class:`~scsparse.train.SettledStopping`; pass one to change its window and tolerances).
+            ``max_epochs`` is then an upper bound. ``model.history["stopping"]`` says why training stopped, and
+            a :class:`~scsparse.train.FitNotSettledWarning` says when it stopped before the fit settled.
         seed
             Seed for the split and training; defaults to the model's seed.
         em_every
@@ -460,6 +467,11 @@ class SparseVAE(
             plan["n_obs_training"] = n_cells
         plan.update(plan_kwargs or {})
         self._check_plan_kwargs(plan)
+        settle = SettledStopping.from_argument(stop_when_settled)
+        if settle is not None:
+            kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), settle]
+            if datamodule is None and (train_size is None or train_size < 1):
+                kwargs.setdefault("check_val_every_n_epoch", 1)  # the validation ELBO of every epoch
         splitter = dict(datasplitter_kwargs or {})
         if use_distributed_sampler(strategy):
             splitter.setdefault("drop_dataset_tail", True)
@@ -468,6 +480,7 @@ class SparseVAE(
             "batch_size": batch_size,
             "train_size": train_size,
             "early_stopping": early_stopping,
+            "stop_when_settled": repr(settle) if settle is not None else False,
             "plan_kwargs": plan,
             "accelerator": str(accelerator),
             "devices": devices if isinstance(devices, int) else str(devices),
@@ -497,6 +510,8 @@ class SparseVAE(
                 **kwargs,
             )
         self._warn_if_no_active_factor()
+        if settle is not None:
+            self._record_stopping(settle)
         if orient and self.adata is not None:
             self.orient_factors(batch_size=batch_size)
 

@@ -2,6 +2,13 @@
 
 from ._output import clean_training_output
 from ._pruning import SpikePruning
+from ._stopping import FitNotSettledWarning, SettledStopping
 from ._trainingplan import SparseVAETrainingPlan
 
-__all__ = ["SparseVAETrainingPlan", "SpikePruning", "clean_training_output"]
+__all__ = [
+    "FitNotSettledWarning",
+    "SettledStopping",
+    "SparseVAETrainingPlan",
+    "SpikePruning",
+    "clean_training_output",
+]

@@ -18,7 +18,9 @@ class SparseVAETrainingPlan(TrainingPlan):
     After every training step (``em_every="step"``, Algorithm 1 of Moran et al. 2022) or every epoch
     (``em_every="epoch"``) the module's ``em_update()`` recomputes the inclusion probabilities ``p*`` and
     the column weights ``eta`` from the current mask, without gradients. At the end of each epoch the
-    number of active factors is logged (``n_active_factors`` in ``model.history``).
+    number of active factors is logged (``n_active_factors`` in ``model.history``), and the number of entries of
+    the mask that entered or left the slab (``p* > 0.5``) since the previous epoch (``mask_changes``), which
+    shows when the mask settles.
 
     Under Lightning DDP every rank runs the same EM update on the same ``W`` (gradients are all-reduced
     before each optimiser step), so ``p*`` and ``eta`` stay identical across ranks without any extra
@@ -85,6 +87,15 @@ class SparseVAETrainingPlan(TrainingPlan):
                 sync_dist=self.use_sync_dist,
             )
 
+    def _slab(self) -> torch.Tensor:
+        """The entries of the mask in the slab, ``p* > 0.5``."""
+        return self.module.prior.p_star.detach() > 0.5
+
+    def on_train_start(self) -> None:
+        """Remember the mask training starts from, so the first epoch's ``mask_changes`` is counted too."""
+        super().on_train_start()
+        self._previous_slab = self._slab()
+
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
         """Run the EM update after each optimiser step when ``em_every == "step"``."""
         if self.em_every == "step":
@@ -98,4 +109,8 @@ class SparseVAETrainingPlan(TrainingPlan):
                 self.module.em_update()
         n_active = self.module.active_factor_mask().sum().float()
         self.log("n_active_factors", n_active, on_step=False, on_epoch=True, sync_dist=self.use_sync_dist)
+        slab = self._slab()
+        changes = (slab != self._previous_slab).sum().float()
+        self.log("mask_changes", changes, on_step=False, on_epoch=True, sync_dist=self.use_sync_dist)
+        self._previous_slab = slab
         super().on_train_epoch_end()
