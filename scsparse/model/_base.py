@@ -231,7 +231,7 @@ class SparseFactorMixin:
             previous = self.history_.get("stopping")
             self.history_["stopping"] = frame if previous is None else pd.concat([previous, frame])
         if self.active_factors():  # with none, the no-active-factor warning has said what to do
-            settle.warn_if_not_settled(stacklevel=4)
+            settle.warn_if_not_settled(stacklevel=5)
 
     def _warn_if_no_active_factor(self) -> None:
         """Warn when training left no factor active (``p* <= 0.5`` for every gene and factor)."""

@@ -15,9 +15,11 @@ the cache, computes every gradient from it:
     du = relu'(u) ⊙ (sum_n dout[n] V[n]),   dV[n, g] = sum_b dout[n, b, g] relu(u[g, b]),
     dA = sum_{g,b} du[g, b] (w_g ⊙ z_b)^T,   d(w_g ⊙ z_b) = A^T du[g, b],   ds_b = sum_g du[g, b].
 
-One extra matrix product per chunk (the recomputation) buys a step whose memory traffic stays within a chunk;
-on a CPU this halves the decoder's share of a training step (:doc:`/benchmarks/speed`). The result is the
-same function with the same gradients as the autograd path, up to float rounding (tested).
+One extra matrix product per chunk (the recomputation) buys a step whose memory traffic stays within a chunk.
+On two cores of an AMD EPYC (2,000 genes, batch 128, 128 hidden units, 20 factors) the decoder's training step
+took about half the time of the autograd path (``scsparse bench speed`` measures both side by side,
+:doc:`/benchmarks/speed`). The result is the same function with the same gradients as the autograd path, up to
+float rounding (tested).
 """
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ class MaskedDecoder(nn.Module):
     fused
         Run a one-hidden-layer ReLU network without dropout as :class:`~scsparse.nn.FusedMaskedLayer` (the same
         function and gradients, recomputed chunk by chunk in the backward pass). ``None``: on the CPU, where it
-        makes a training step about 1.5x faster (:doc:`/benchmarks/speed`); ``True``: on every device;
+        makes the decoder's training step about twice as fast (:doc:`/benchmarks/speed`); ``True``: on every device;
         ``False``: never. Other networks always run through autograd.
     normalize_weights
         Give the first-layer columns norm ``first_norm`` and the hidden rows and each feature's output vector

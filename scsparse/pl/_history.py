@@ -43,7 +43,9 @@ def training_history(
     Reads ``model.history`` (scvi-tools: a dict of one-column DataFrames indexed by epoch): ``elbo_train``,
     ``elbo_validation`` (when validation was run), ``n_active_factors`` (logged by the sparse VAE's training
     plan: factors with at least one gene with ``p* > 0.5``). A falling number of active factors shows the prior
-    switching unused factors off; a flat one at ``n_latent`` means ``W`` is not sparse yet.
+    switching unused factors off; a flat one at ``n_latent`` means ``W`` is not sparse yet. Where ``train``
+    recorded why it stopped (``history["stopping"]``), a dotted line marks the last epoch with the reason
+    (``settled``, ``max_epochs``).
 
     Parameters
     ----------
@@ -114,5 +116,12 @@ def training_history(
         ax_active.yaxis.get_major_locator().set_params(integer=True)
         ax_active.tick_params(labelsize=8)
     (ax_active if ax is None and ax_active is not None else ax_elbo).set_xlabel("epoch", fontsize=9)
+    stopping = history.get("stopping")
+    if isinstance(stopping, pd.DataFrame) and len(stopping):
+        epoch, reason = float(stopping.index[-1]), str(stopping.iloc[-1, 0])
+        ax_elbo.axvline(epoch, color="grey", linestyle=":", linewidth=1.0)
+        ax_elbo.annotate(
+            reason, (epoch, 1.0), xycoords=("data", "axes fraction"), ha="right", va="top", fontsize=7, color="grey"
+        )
     axes = [ax_elbo] + ([ax_active] if ax_active is not None else [])
     return axes if _finish(fig, show, save) else None

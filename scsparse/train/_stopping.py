@@ -56,8 +56,8 @@ class SettledStopping(Callback):
     def __init__(
         self,
         window: int = 20,
-        max_mask_changes: float = 0.01,
-        min_elbo_improvement: float = 1e-3,
+        max_mask_changes: float = 0.05,
+        min_elbo_improvement: float = 2e-3,
         start_epoch: int | None = None,
     ) -> None:
         if int(window) != window or window < 1:

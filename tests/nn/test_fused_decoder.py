@@ -80,18 +80,19 @@ def test_fused_layer_keeps_no_activations_for_the_backward_pass():
     assert sum(t.numel() for t in saved) == padded + head.numel()  # no (genes, cells, hidden) activations
 
 
-def _best_step_seconds(dec: MaskedDecoder, z: torch.Tensor, repeats: int = 7) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        dec(z).square().mean().backward()
-        times.append(time.perf_counter() - start)
-    return min(times[1:])
+def _step_seconds(dec: MaskedDecoder, z: torch.Tensor) -> float:
+    start = time.perf_counter()
+    dec(z).square().mean().backward()
+    return time.perf_counter() - start
 
 
 def test_fused_training_step_is_not_slower_than_autograd_on_cpu():
     torch.manual_seed(3)
     fused, plain = _pair(n_latent=10, n_output=600, n_hidden=64, first_bias=True)
     z = torch.randn(64, 10)
-    t_fused, t_plain = _best_step_seconds(fused, z), _best_step_seconds(plain, z)
+    times: dict[str, list[float]] = {"fused": [], "autograd": []}
+    for _ in range(9):  # interleaved, so that load from other processes hits both alike; the best of each
+        times["fused"].append(_step_seconds(fused, z))
+        times["autograd"].append(_step_seconds(plain, z))
+    t_fused, t_plain = min(times["fused"][1:]), min(times["autograd"][1:])
     assert t_fused <= 1.1 * t_plain, f"fused {t_fused * 1e3:.1f} ms vs autograd {t_plain * 1e3:.1f} ms per step"

@@ -141,6 +141,8 @@ def test_training_history(tmp_path, counts_factory):
     model.train(max_epochs=2, batch_size=40, enable_progress_bar=False)
     axes = scsparse.pl.training_history(model, show=False, save=tmp_path / "h2.png")
     assert _png(tmp_path / "h2.png") and len(axes) == 2
+    assert [t.get_text() for t in axes[0].texts] == ["max_epochs"]  # why training stopped, at its last epoch
+    assert axes[0].get_lines()[-1].get_xdata()[0] == 1
 
 
 def _multistudy_adata():

@@ -23,6 +23,8 @@ from scsparse._threads import torch_threads
 from scsparse.nn import NoActiveFactorWarning, slab_threshold
 
 if TYPE_CHECKING:
+    from anndata import AnnData
+
     from scsparse.generic.datasets import TextCorpus
 
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
     "slab_threshold_note",
     "summarise",
     "torch_threads",
+    "variable_genes",
     "unigram_lines",
     "verdict_best",
 ]
@@ -506,3 +509,19 @@ def check_corpus(corpus: TextCorpus, n_latent: int) -> None:
             f"factors, or fewer than max({n_latent}, 10) documents. Pass a larger corpus (source=...) or a larger "
             "vocab_size."
         )
+
+
+def variable_genes(adata: AnnData, n_genes: int, batch_key: str | None = None) -> AnnData:
+    """The ``n_genes`` most variable genes of ``adata`` among genes seen in >= 3 cells, as a new AnnData.
+
+    :func:`scanpy.pp.highly_variable_genes` with ``flavor="seurat_v3"`` on ``layers["counts"]`` (per batch with
+    ``batch_key``).
+    """
+    import scanpy as sc
+
+    adata = adata[:, np.asarray((adata.layers["counts"] > 0).sum(0)).ravel() >= 3].copy()
+    with torch_threads(None):  # numba's OpenMP layer resets torch's thread count
+        hvg = sc.pp.highly_variable_genes(
+            adata, layer="counts", flavor="seurat_v3", n_top_genes=n_genes, batch_key=batch_key, inplace=False
+        )
+    return adata[:, np.asarray(hvg["highly_variable"], dtype=bool)].copy()

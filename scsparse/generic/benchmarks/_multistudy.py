@@ -143,6 +143,7 @@ def _train(model: Any, settings: Mapping[str, Any]) -> None:
         batch_size=settings["batch_size"],
         train_size=1.0,
         em_every=settings.get("em_every", "step"),
+        stop_when_settled=False,  # the benchmark's protocol: a fixed number of epochs
         enable_progress_bar=False,
     )
     model.module.eval()

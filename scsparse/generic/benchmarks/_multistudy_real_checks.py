@@ -12,7 +12,7 @@ import pandas as pd
 
 from scsparse.generic.metrics import neighbour_agreement, predict_labels, random_agreement
 
-from ._common import torch_threads
+from ._common import torch_threads, variable_genes
 from ._multistudy import _model_kwargs, _train
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -296,19 +296,7 @@ def _cellbench_adata(n_genes: int) -> AnnData:
     """CellBench's three cell lines on CEL-seq2 and Drop-seq, ``n_genes`` HVGs (technology as batch)."""
     from scsparse.data import cellbench
 
-    return _variable_genes(cellbench("3cl"), n_genes, "technology")
-
-
-def _variable_genes(adata: AnnData, n_genes: int, batch_key: str) -> AnnData:
-    """The ``n_genes`` most variable genes (seurat_v3 on the counts, per batch) among genes seen in >= 3 cells."""
-    import scanpy as sc
-
-    adata = adata[:, np.asarray((adata.layers["counts"] > 0).sum(0)).ravel() >= 3].copy()
-    with torch_threads(None):  # numba's OpenMP layer resets torch's thread count
-        hvg = sc.pp.highly_variable_genes(
-            adata, layer="counts", flavor="seurat_v3", n_top_genes=n_genes, batch_key=batch_key, inplace=False
-        )
-    return adata[:, np.asarray(hvg["highly_variable"], dtype=bool)].copy()
+    return variable_genes(cellbench("3cl"), n_genes, "technology")
 
 
 def _cellbench_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -344,7 +332,7 @@ def _cellbench_plates_adata(n_genes: int) -> AnnData:
     from scsparse.data import cellbench
 
     adata = cellbench("5cl")
-    return _variable_genes(adata[adata.obs["demuxlet_cls"].astype(str) != "DBL"], n_genes, "batch")
+    return variable_genes(adata[adata.obs["demuxlet_cls"].astype(str) != "DBL"], n_genes, "batch")
 
 
 def _cellbench_query_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -428,7 +416,7 @@ def _pbmc_3batch_adata(n_genes: int, n_cells: int | None) -> tuple[AnnData, np.n
         keep = np.sort(np.random.default_rng(0).choice(adata.n_obs, int(n_cells), replace=False))
         adata = adata[keep].copy()
     labels = marker_labels(adata)  # on all genes: markers need not be among the variable ones
-    return _variable_genes(adata, n_genes, "batch"), labels
+    return variable_genes(adata, n_genes, "batch"), labels
 
 
 def _pbmc_3batch_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:

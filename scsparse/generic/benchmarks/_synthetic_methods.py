@@ -287,6 +287,7 @@ def fit_sparsevae(
             lr=s["lr"],
             batch_size=s["batch_size"],
             train_size=1.0,
+            stop_when_settled=False,  # the paper's protocol: a fixed number of epochs
             enable_progress_bar=False,
         )
         return model

@@ -131,7 +131,7 @@ def _variant_targets(
 
 def _targets_section(df: pd.DataFrame, rhos: Sequence[float], *, quick: bool, seeds: int) -> list[str]:
     """The issue's must-show targets, one line per rho, with met / not met and a data-driven why."""
-    lines = ["## Must show (issue 6): met or not, per rho", ""]
+    lines = ["## Targets: met or not, per rho", ""]
     if quick:
         lines += [
             f"Quick smoke run ({QUICK_EPOCHS} epochs unless overridden, {seeds} dataset): the verdicts are "

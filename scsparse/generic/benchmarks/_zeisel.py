@@ -293,7 +293,10 @@ def _fit_sparsevae_nb(
         decoder_kwargs={"memory_budget_mb": 2048.0},
     )
     f_train, f_test = _fit_scvi_model(
-        model, {"max_epochs": epochs, "lr": s["lr"], "batch_size": s["batch_size"]}, x_test
+        # the paper's protocol: a fixed number of epochs
+        model,
+        {"max_epochs": epochs, "lr": s["lr"], "batch_size": s["batch_size"], "stop_when_settled": False},
+        x_test,
     )
     return FactorOutput(f_train, f_test, time.perf_counter() - t0, float(len(model.active_factors())))
 
