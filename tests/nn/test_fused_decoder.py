@@ -49,7 +49,9 @@ def test_fused_path_gives_the_autograd_outputs_and_gradients(n_heads, first_bias
 def test_fused_path_serves_the_pruned_decoder_genes_with_several_factors():
     torch.manual_seed(2)
     fused, plain = _pair(n_latent=3, n_output=9, n_hidden=5, n_heads=2, chunk_size=2)
-    keep = torch.tensor([[1, 1, 0], [0, 0, 0], [1, 0, 0], [1, 1, 1], [0, 1, 1], [0, 0, 1], [1, 0, 1], [0, 0, 0], [1, 1, 0]])
+    keep = torch.tensor(
+        [[1, 1, 0], [0, 0, 0], [1, 0, 0], [1, 1, 1], [0, 1, 1], [0, 0, 1], [1, 0, 1], [0, 0, 0], [1, 1, 0]]
+    )
     for dec in (fused, plain):
         dec.prune_(keep.bool())
     z = torch.randn(6, 3, requires_grad=True)

@@ -82,7 +82,8 @@ def test_warns_when_training_ended_before_the_fit_settled():
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"window": 0}, {"window": 2.5}, {"max_mask_changes": 1.0}, {"min_elbo_improvement": -1}, {"start_epoch": -1}]
+    "kwargs",
+    [{"window": 0}, {"window": 2.5}, {"max_mask_changes": 1.0}, {"min_elbo_improvement": -1}, {"start_epoch": -1}],
 )
 def test_rejects_bad_settings(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):
