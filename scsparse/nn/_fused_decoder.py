@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["FusedMaskedLayer"]
+__all__ = ["FusedMaskedLayer", "FusedWorkspace"]
 
 _relu_backward = torch.ops.aten.threshold_backward.grad_input
 #: The factor dimension is padded with zeros to a multiple of this: matrix products with an inner or outer
@@ -40,18 +40,39 @@ def _pad_factors(t: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.pad(t, (0, extra)) if extra else t
 
 
-class _Workspace:
-    """Buffers for one chunk, allocated once per pass and reused by every chunk.
+class FusedWorkspace:
+    """Buffers for one chunk of :class:`FusedMaskedLayer`, reused by every chunk and, when kept, by every call.
 
     A fresh multi-megabyte tensor per operation and chunk comes from the system allocator on the CPU, which
-    hands back new pages (zeroed on first touch) often enough to cost as much as the arithmetic.
+    hands back new pages (zeroed on first touch) often enough to cost as much as the arithmetic; allocating the
+    buffers afresh at every call fragmented the heap, so that the peak memory of a long run grew with the number
+    of steps. :class:`~scsparse.nn.MaskedDecoder` keeps one workspace and passes it to every call; a buffer is
+    reallocated only when a call needs a larger one or another device or dtype. Nothing of it is saved or pickled.
     """
 
-    def __init__(self, like: torch.Tensor, chunk: int, n_cells: int, n_factors: int, n_hidden: int) -> None:
-        self.wz = like.new_empty(chunk, n_cells, n_factors)
-        self.grad_wz = like.new_empty(chunk, n_cells, n_factors)
-        self.hidden = like.new_empty(chunk, n_cells, n_hidden)
-        self.scratch = like.new_empty(chunk, n_cells, n_hidden)
+    def __init__(self) -> None:
+        self._flat: dict[str, torch.Tensor] = {}
+
+    def __getstate__(self) -> dict:
+        return {"_flat": {}}  # scratch space: never saved, pickled or copied
+
+    def _buffer(self, name: str, like: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+        """A ``shape`` view of buffer ``name``, grown (never shrunk) when it is too small or elsewhere."""
+        flat = self._flat.get(name)
+        numel = int(torch.Size(shape).numel())
+        if flat is None or flat.numel() < numel or flat.device != like.device or flat.dtype != like.dtype:
+            # a normal tensor even when the first call runs under inference mode, so training can write into it
+            with torch.inference_mode(False):
+                flat = self._flat[name] = torch.empty(numel, device=like.device, dtype=like.dtype)
+        return flat[:numel].view(shape)
+
+    def prepare(self, like: torch.Tensor, chunk: int, n_cells: int, n_factors: int, n_hidden: int) -> FusedWorkspace:
+        """Views of the buffers for chunks of ``chunk`` genes (allocated or grown as needed); returns self."""
+        self.wz = self._buffer("wz", like, (chunk, n_cells, n_factors))
+        self.grad_wz = self._buffer("grad_wz", like, (chunk, n_cells, n_factors))
+        self.hidden = self._buffer("hidden", like, (chunk, n_cells, n_hidden))
+        self.scratch = self._buffer("scratch", like, (chunk, n_cells, n_hidden))
+        return self
 
     def hidden_layer(
         self, z: torch.Tensor, w: torch.Tensor, first_t: torch.Tensor, cov_term: torch.Tensor | None
@@ -70,8 +91,9 @@ class FusedMaskedLayer(torch.autograd.Function):
     """``out[n, b, g] = V[n, g] · relu(A (w_g ⊙ z_b) + s_b) + c[n, g]`` by chunks of genes, recomputed backward.
 
     Inputs: ``z`` ``(B, K)``, ``w`` ``(G, K)``, ``first`` ``A`` ``(H, K)``, ``cov_term`` ``s`` ``(B, H)`` or
-    ``None``, ``head`` ``V`` ``(n_heads, G, H)``, ``head_bias`` ``c`` ``(n_heads, G)`` and the number of genes
-    per chunk. Output: ``(n_heads, B, G)``. Peak memory is one chunk's activations, ``chunk x B x H`` floats.
+    ``None``, ``head`` ``V`` ``(n_heads, G, H)``, ``head_bias`` ``c`` ``(n_heads, G)``, the number of genes
+    per chunk and optionally a :class:`FusedWorkspace` to keep the buffers in between calls. Output:
+    ``(n_heads, B, G)``. Peak memory is one chunk's activations, ``chunk x B x H`` floats.
 
     Examples
     --------
@@ -94,13 +116,15 @@ class FusedMaskedLayer(torch.autograd.Function):
         head: torch.Tensor,
         head_bias: torch.Tensor,
         chunk: int,
+        workspace: FusedWorkspace | None = None,
     ) -> torch.Tensor:
         n_factors = z.shape[1]
         z, w, first = _pad_factors(z), _pad_factors(w), _pad_factors(first)
         n_genes = w.shape[0]
         first_t = first.t()
         out = z.new_empty(head.shape[0], n_genes, z.shape[0])
-        work = _Workspace(z, min(chunk, n_genes), z.shape[0], z.shape[1], first.shape[0])
+        workspace = FusedWorkspace() if workspace is None else workspace
+        work = workspace.prepare(z, min(chunk, n_genes), z.shape[0], z.shape[1], first.shape[0])
         for start in range(0, n_genes, chunk):
             rows = slice(start, min(start + chunk, n_genes))
             _, a = work.hidden_layer(z, w[rows], first_t, cov_term)  # (Gc, B, H)
@@ -108,7 +132,7 @@ class FusedMaskedLayer(torch.autograd.Function):
             for n in range(head.shape[0]):
                 torch.sum(torch.mul(a, head[n, rows, None, :], out=product), dim=-1, out=out[n, rows])
         ctx.save_for_backward(z, w, first, cov_term, head)
-        ctx.chunk, ctx.n_factors = chunk, n_factors
+        ctx.chunk, ctx.n_factors, ctx.workspace = chunk, n_factors, workspace
         return out.transpose(1, 2) + head_bias[:, None, :]
 
     @staticmethod
@@ -123,7 +147,7 @@ class FusedMaskedLayer(torch.autograd.Function):
         grad_first_t = first.new_zeros(n_in, n_hidden)
         grad_head = torch.empty_like(head)
         grad_cov = None if cov_term is None else torch.zeros_like(cov_term)
-        work = _Workspace(z, min(chunk, n_genes), n_cells, n_in, n_hidden)
+        work = ctx.workspace.prepare(z, min(chunk, n_genes), n_cells, n_in, n_hidden)
         for start in range(0, n_genes, chunk):
             rows = slice(start, min(start + chunk, n_genes))
             n_rows = rows.stop - rows.start
@@ -146,4 +170,4 @@ class FusedMaskedLayer(torch.autograd.Function):
                 grad_cov += grad_u.sum(0)
         grad_bias = dout.sum(1)
         k = ctx.n_factors
-        return grad_z[:, :k], grad_w[:, :k], grad_first_t.t()[:, :k], grad_cov, grad_head, grad_bias, None
+        return grad_z[:, :k], grad_w[:, :k], grad_first_t.t()[:, :k], grad_cov, grad_head, grad_bias, None, None

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from ._fused_decoder import FusedMaskedLayer
+from ._fused_decoder import FusedMaskedLayer, FusedWorkspace
 from ._mlp import make_activation, one_hot_covariates
 
 #: Activation budget (MB) on the CPU, and on any device without an explicit ``memory_budget_mb`` but a GPU.
@@ -215,6 +215,7 @@ class MaskedDecoder(nn.Module):
         self._groups_cache: dict[str, torch.Tensor] | None = None
         self._groups_valid = False
         self._pruned: bool | None = None  # cached: whether prune_mask has a False entry
+        self._workspace = FusedWorkspace()  # the fused path's chunk buffers, kept between calls
         self.register_load_state_dict_post_hook(_invalidate_after_load)
 
     def activation_bytes_per_feature(self, batch_size: int) -> int:
@@ -465,7 +466,7 @@ class MaskedDecoder(nn.Module):
         chunk = self.resolve_chunk_size(z.shape[0], z.device)
         if self.uses_fused_path(z.device):
             z, w, first = self._bias_as_input(z, w, first)
-            return FusedMaskedLayer.apply(z, w, first, cov_term, head, bias, chunk)
+            return FusedMaskedLayer.apply(z, w, first, cov_term, head, bias, chunk, self._workspace)
         n_genes = w.shape[0]
         if chunk >= n_genes:
             return self._decode_rows(z, cov_term, w, head, bias, first, hidden)

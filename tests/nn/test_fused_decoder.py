@@ -98,3 +98,20 @@ def test_fused_training_step_is_not_slower_than_autograd_on_cpu():
         times["autograd"].append(_step_seconds(plain, z))
     t_fused, t_plain = min(times["fused"][1:]), min(times["autograd"][1:])
     assert t_fused <= 1.1 * t_plain, f"fused {t_fused * 1e3:.1f} ms vs autograd {t_plain * 1e3:.1f} ms per step"
+
+
+def test_workspace_is_kept_between_calls_and_survives_inference_mode():
+    dec = MaskedDecoder(n_latent=3, n_output=20, n_hidden=8, chunk_size=6)
+    with torch.inference_mode():  # the buffers first allocated here ...
+        dec(torch.randn(4, 3))
+    buffer = dec._workspace._flat["hidden"]
+    dec.train()
+    (dec(torch.randn(4, 3)) ** 2).sum().backward()  # ... are written by training afterwards
+    assert dec._workspace._flat["hidden"] is buffer  # reused, not reallocated
+    dec(torch.randn(9, 3))  # a larger batch grows the buffer
+    assert dec._workspace._flat["hidden"].numel() == 6 * 9 * 8
+    import copy
+    import pickle
+
+    assert pickle.loads(pickle.dumps(dec))._workspace._flat == {}  # scratch space is not pickled
+    assert copy.deepcopy(dec)._workspace._flat == {}
