@@ -48,6 +48,13 @@ class FusedWorkspace:
     buffers afresh at every call fragmented the heap, so that the peak memory of a long run grew with the number
     of steps. :class:`~scsparse.nn.MaskedDecoder` keeps one workspace and passes it to every call; a buffer is
     reallocated only when a call needs a larger one or another device or dtype. Nothing of it is saved or pickled.
+
+    Examples
+    --------
+    >>> import torch
+    >>> ws = FusedWorkspace()
+    >>> ws.prepare(torch.zeros(1), chunk=2, n_cells=3, n_factors=4, n_hidden=5).hidden.shape
+    torch.Size([2, 3, 5])
     """
 
     def __init__(self) -> None:
