@@ -117,7 +117,7 @@ class MaskedDecoder(nn.Module):
         Run a one-hidden-layer ReLU network without dropout as :class:`~scsparse.nn.FusedMaskedLayer` (the same
         function and gradients, recomputed chunk by chunk in the backward pass). ``None``: on the CPU, where it
         makes the decoder's training step about twice as fast (:doc:`/benchmarks/speed`); ``True``: on every device;
-        ``False``: never. Other networks always run through autograd.
+        ``False``: never. Other networks, and any network under mixed precision (autocast), run through autograd.
     normalize_weights
         Give the first-layer columns norm ``first_norm`` and the hidden rows and each feature's output vector
         unit norm (see :meth:`network_weights`).
@@ -315,6 +315,8 @@ class MaskedDecoder(nn.Module):
         if self.fused is False or not self.supports_fused_path:
             return False
         device = torch.device(device) if device is not None else self.W.device
+        if torch.is_autocast_enabled(device.type):  # mixed precision: autograd's ops cast their inputs themselves
+            return False
         return self.fused is True or device.type == "cpu"
 
     @torch.no_grad()

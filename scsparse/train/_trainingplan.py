@@ -96,11 +96,30 @@ class SparseVAETrainingPlan(TrainingPlan):
         super().on_train_start()
         self._previous_slab = self._slab()
 
+    @staticmethod
+    def _rng_state() -> tuple:
+        return torch.get_rng_state(), torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+
+    def on_validation_epoch_end(self) -> None:
+        """Restore the random state of the end of the last training step (see :meth:`on_train_batch_end`).
+
+        Validation draws from the global generators (the data loader's seed, the sampled codes); restoring the
+        state makes validating every epoch, as :class:`~scsparse.train.SettledStopping` does, leave the training
+        trajectory of a seed unchanged.
+        """
+        super().on_validation_epoch_end()
+        state = getattr(self, "_rng_after_step", None)
+        if state is not None:
+            torch.set_rng_state(state[0])
+            if state[1] is not None:
+                torch.cuda.set_rng_state_all(state[1])
+
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
-        """Run the EM update after each optimiser step when ``em_every == "step"``."""
+        """Run the EM update after each optimiser step when ``em_every == "step"``; keep the random state."""
         if self.em_every == "step":
             with torch.no_grad():
                 self.module.em_update()
+        self._rng_after_step = self._rng_state()
 
     def on_train_epoch_end(self) -> None:
         """Run the per-epoch EM update if asked for, and log how many factors are active."""

@@ -65,7 +65,7 @@ def test_run_synthetic_quick_writes_outputs(tmp_path):
         "oi-VAE",
         "VSC",
         "beta-VAE (beta=",
-        "Must show",
+        "Targets: met or not",
         "not assessed",
         "best of 4 fits",
         "so no method gets more tries than another",
