@@ -6,7 +6,6 @@ Nothing here imports AnnData, Lightning or scvi-tools: every piece of the maths 
 from ._diagnostics import NoActiveFactorWarning, warn_no_active_factor
 from ._elbo import gaussian_kl, importance_sampled_log_likelihood, sparse_vae_objective, sparse_vae_penalty
 from ._encoder import GaussianEncoder, StackedEncoder
-from ._fused_decoder import FusedMaskedLayer, FusedWorkspace
 from ._group_lasso import group_column_norms, group_lasso_penalty, group_lasso_prox
 from ._latent_prior import CorrelatedGaussianPrior
 from ._likelihoods import log_bernoulli, log_multinomial, log_nb, log_normal, log_poisson, log_zinb
@@ -49,8 +48,6 @@ __all__ = [
     "default_memory_budget_mb",
     "flush_denormals",
     "flushing_denormals",
-    "FusedMaskedLayer",
-    "FusedWorkspace",
     "gamma_threshold_prior",
     "gaussian_kl",
     "GaussianEncoder",

@@ -8,7 +8,7 @@ with ``A`` the first layer (its bias as the weight of a constant input, see ``Ma
 ``s_b`` the covariates' term, ``V`` the per-gene output units and ``c`` their biases. Through autograd every
 chunk of genes keeps its ``(genes, cells, hidden)`` activations until the backward pass, so a training step
 writes them all to memory and reads them back, and runs a batched matrix-vector product per gene for the
-output units. :class:`FusedMaskedLayer` keeps nothing of that size: the forward pass computes each chunk's
+output units. ``FusedMaskedLayer`` keeps nothing of that size: the forward pass computes each chunk's
 output and drops its activations; the backward pass recomputes them chunk by chunk and, while the chunk is in
 the cache, computes every gradient from it:
 
@@ -41,7 +41,7 @@ def _pad_factors(t: torch.Tensor) -> torch.Tensor:
 
 
 class FusedWorkspace:
-    """Buffers for one chunk of :class:`FusedMaskedLayer`, reused by every chunk and, when kept, by every call.
+    """Buffers for one chunk of ``FusedMaskedLayer``, reused by every chunk and, when kept, by every call.
 
     A fresh multi-megabyte tensor per operation and chunk comes from the system allocator on the CPU, which
     hands back new pages (zeroed on first touch) often enough to cost as much as the arithmetic; allocating the
@@ -99,7 +99,7 @@ class FusedMaskedLayer(torch.autograd.Function):
 
     Inputs: ``z`` ``(B, K)``, ``w`` ``(G, K)``, ``first`` ``A`` ``(H, K)``, ``cov_term`` ``s`` ``(B, H)`` or
     ``None``, ``head`` ``V`` ``(n_heads, G, H)``, ``head_bias`` ``c`` ``(n_heads, G)``, the number of genes
-    per chunk and optionally a :class:`FusedWorkspace` to keep the buffers in between calls. Output:
+    per chunk and optionally a ``FusedWorkspace`` to keep the buffers in between calls. Output:
     ``(n_heads, B, G)``. Peak memory is one chunk's activations, ``chunk x B x H`` floats.
 
     Examples

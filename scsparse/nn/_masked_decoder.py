@@ -19,7 +19,7 @@ activations of all features together exceed the budget, each chunk is recomputed
 (activation checkpointing), so peak memory is ``O(B * chunk * H)`` rather than ``O(B * G * H)``.
 
 With one hidden layer and ReLU (the default network) the CPU runs the decoder as one autograd function,
-:class:`~scsparse.nn.FusedMaskedLayer`, which recomputes each chunk in the backward pass and computes all its
+``FusedMaskedLayer``, which recomputes each chunk in the backward pass and computes all its
 gradients while the chunk is in the cache (``fused``).
 """
 
@@ -114,7 +114,7 @@ class MaskedDecoder(nn.Module):
         Allow recomputing chunk activations in the backward pass when all features' activations together
         exceed ``memory_budget_mb`` (``False``: never recompute).
     fused
-        Run a one-hidden-layer ReLU network without dropout as :class:`~scsparse.nn.FusedMaskedLayer` (the same
+        Run a one-hidden-layer ReLU network without dropout as ``FusedMaskedLayer`` (the same
         function and gradients, recomputed chunk by chunk in the backward pass). ``None``: on the CPU, where it
         makes the decoder's training step about twice as fast (:doc:`/benchmarks/speed`); ``True``: on every device;
         ``False``: never. Other networks, and any network under mixed precision (autocast), run through autograd.
@@ -297,13 +297,13 @@ class MaskedDecoder(nn.Module):
 
     @property
     def supports_fused_path(self) -> bool:
-        """Whether the network can run as :class:`~scsparse.nn.FusedMaskedLayer`: one hidden layer, ReLU, no
+        """Whether the network can run as ``FusedMaskedLayer``: one hidden layer, ReLU, no
         dropout in the decoder.
         """
         return not self.hidden and type(self.activation) is nn.ReLU and isinstance(self.dropout, nn.Identity)
 
     def uses_fused_path(self, device: torch.device | str | None = None) -> bool:
-        """Whether the decoder runs as :class:`~scsparse.nn.FusedMaskedLayer` on ``device`` (default: that of ``W``).
+        """Whether the decoder runs as ``FusedMaskedLayer`` on ``device`` (default: that of ``W``).
 
         Examples
         --------

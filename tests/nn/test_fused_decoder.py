@@ -3,8 +3,8 @@ import time
 import pytest
 import torch
 
-from scsparse.nn import FusedMaskedLayer, MaskedDecoder
-from scsparse.nn._fused_decoder import PAD_FACTORS_TO
+from scsparse.nn import MaskedDecoder
+from scsparse.nn._fused_decoder import PAD_FACTORS_TO, FusedMaskedLayer
 
 
 def _pair(**kwargs) -> tuple[MaskedDecoder, MaskedDecoder]:

@@ -755,7 +755,7 @@ def _summary(df: pd.DataFrame, prov: dict[str, Any]) -> list[str]:
         f"`(cells, hidden)` one; its first layer costs K = {opts['n_latent']} multiply-adds per entry. scsparse "
         "processes genes in cache-sized chunks, and with one hidden layer and ReLU on the CPU it runs the decoder "
         "as one autograd function that recomputes each chunk in the backward pass "
-        "(`scsparse.nn.FusedMaskedLayer`) instead of storing the activations: "
+        "(`FusedMaskedLayer`) instead of storing the activations: "
         f"{_value(df, 'flops', 'scsparse decoder step', 'seconds_per_step') * 1e3:.1f} ms per decoder step "
         f"against {_value(df, 'flops', 'decoder step, autograd', 'seconds_per_step') * 1e3:.1f} ms through "
         "autograd op by op, same weights and batch.",
