@@ -9,7 +9,9 @@
   :func:`factor_gene_correlation` — the data-defined direction of every gene in every factor.
 - :func:`enrich` — gene-set enrichment (ORA or preranked GSEA) of each programme, up- and down-going genes
   separately; :func:`load_gene_sets`, :func:`read_gmt`, :func:`read_panglaodb`, :func:`read_cellmarker` — gene-set
-  libraries (GMT, registry names, PanglaoDB, CellMarker).
+  libraries (GMT, registry names, PanglaoDB, CellMarker); :func:`programme_genes` — the gene lists that
+  :func:`enrich` tests; :func:`enrich_gene_lists` — the same test on any named gene lists (another method's
+  programmes, marker lists).
 - :func:`factor_association` — factor activity by group (effect size and tests).
 - :func:`describe_factors` — what each factor is, one row per factor: genes up and down with it, best gene sets,
   the groups where it is highest and lowest; :func:`factor_report` says it in words (Markdown);
@@ -30,7 +32,7 @@ from scsparse.results import OVERLAP_FRACTION, result_keys
 from ._association import factor_association
 from ._describe import describe_factors, factor_report
 from ._diagnostics import BROAD_FRACTION, STUDY_SHIFT, factor_diagnostics
-from ._enrich import DEFAULT_N_TOP, bh_adjust, enrich
+from ._enrich import DEFAULT_N_TOP, bh_adjust, enrich, enrich_gene_lists, programme_genes
 from ._genesets import (
     GENE_SET_LIBRARIES,
     GeneSetError,
@@ -56,6 +58,7 @@ __all__ = [
     "describe_factors",
     "diagnostics_report",
     "enrich",
+    "enrich_gene_lists",
     "factor_association",
     "factor_diagnostics",
     "factor_gene_correlation",
@@ -63,6 +66,7 @@ __all__ = [
     "fit_report",
     "load_gene_sets",
     "multistudy_sparse_vae",
+    "programme_genes",
     "read_cellmarker",
     "read_gmt",
     "read_panglaodb",

@@ -17,7 +17,7 @@ from scsparse.results import FitResults, rank_genes, read_results
 from ._genesets import GeneSetError, library_name, load_gene_sets
 from ._top_genes import factor_gene_correlation
 
-__all__ = ["DEFAULT_N_TOP", "bh_adjust", "enrich"]
+__all__ = ["DEFAULT_N_TOP", "bh_adjust", "enrich", "enrich_gene_lists", "programme_genes"]
 
 #: Programme size used when more than ``max_size`` genes pass the ``p*`` threshold (``W`` not sparse yet).
 DEFAULT_N_TOP = 50
@@ -138,16 +138,12 @@ def _select_programme(
     return order, f"p* > {pip_threshold:g}"
 
 
-def _ora(
-    res: FitResults, names: list[str], corr: np.ndarray, set_names: list[str], members: list[np.ndarray],
-    genes: np.ndarray, directions: list[str], pip_threshold: float, n_top: int | None, max_size: int,
-) -> pd.DataFrame:  # fmt: skip
-    from scipy.stats import hypergeom
-
-    n_genes = genes.size
-    M = _membership(members, n_genes)
-    set_size = np.asarray([m.size for m in members])
-    frames = []
+def _programmes(
+    res: FitResults, names: list[str], corr: np.ndarray, directions: list[str], pip_threshold: float,
+    n_top: int | None, max_size: int,
+) -> list[tuple[str, str, np.ndarray, str]]:  # fmt: skip
+    """``(factor, direction, gene indices by decreasing |w|, selection rule)`` of every non-empty programme."""
+    out = []
     for f in names:
         k = res.factor_names.index(f)
         absw = np.abs(res.W[:, k])
@@ -156,38 +152,53 @@ def _ora(
             prog, rule = _select_programme(
                 absw, res.pip[:, k], sign, 1 if d == "positive" else -1, pip_threshold, n_top, max_size
             )
-            if prog.size == 0:
-                continue
-            indicator = np.zeros(n_genes)
-            indicator[prog] = 1.0
-            overlap = np.asarray(M @ indicator).round().astype(np.int64)
-            p = hypergeom.sf(overlap - 1, n_genes, set_size, prog.size)
-            p = np.where(overlap > 0, p, 1.0)
-            rank = np.empty(n_genes)
-            rank[prog] = np.arange(prog.size)  # genes listed by decreasing |w|
-            in_prog = np.zeros(n_genes, dtype=bool)
-            in_prog[prog] = True
-            hits = [
-                ";".join(genes[sorted(m[in_prog[m]], key=lambda j: rank[j])]) if o > 0 else ""
-                for m, o in zip(members, overlap, strict=True)
-            ]
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "factor": f,
-                        "direction": d,
-                        "term": set_names,
-                        "overlap": overlap,
-                        "set_size": set_size,
-                        "programme_size": int(prog.size),
-                        "background_size": int(n_genes),
-                        "fold_enrichment": (overlap / prog.size) / (set_size / n_genes),
-                        "p": np.clip(p, 0.0, 1.0),
-                        "genes": hits,
-                        "selection": rule,
-                    }
-                )
+            if prog.size:
+                out.append((f, d, prog, rule))
+    return out
+
+
+def _ora(
+    programmes: Sequence[tuple[str, str, np.ndarray, str]], set_names: list[str], members: list[np.ndarray],
+    genes: np.ndarray,
+) -> pd.DataFrame:  # fmt: skip
+    """One-sided hypergeometric test of every gene set in every programme, the data's genes as background."""
+    from scipy.stats import hypergeom
+
+    n_genes = genes.size
+    M = _membership(members, n_genes)
+    set_size = np.asarray([m.size for m in members])
+    frames = []
+    for f, d, prog, rule in programmes:
+        indicator = np.zeros(n_genes)
+        indicator[prog] = 1.0
+        overlap = np.asarray(M @ indicator).round().astype(np.int64)
+        p = hypergeom.sf(overlap - 1, n_genes, set_size, prog.size)
+        p = np.where(overlap > 0, p, 1.0)
+        rank = np.empty(n_genes)
+        rank[prog] = np.arange(prog.size)  # genes listed in programme order
+        in_prog = np.zeros(n_genes, dtype=bool)
+        in_prog[prog] = True
+        hits = [
+            ";".join(genes[sorted(m[in_prog[m]], key=lambda j: rank[j])]) if o > 0 else ""
+            for m, o in zip(members, overlap, strict=True)
+        ]
+        frames.append(
+            pd.DataFrame(
+                {
+                    "factor": f,
+                    "direction": d,
+                    "term": set_names,
+                    "overlap": overlap,
+                    "set_size": set_size,
+                    "programme_size": int(prog.size),
+                    "background_size": int(n_genes),
+                    "fold_enrichment": (overlap / prog.size) / (set_size / n_genes),
+                    "p": np.clip(p, 0.0, 1.0),
+                    "genes": hits,
+                    "selection": rule,
+                }
             )
+        )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -257,6 +268,38 @@ def _prerank(
         )
         frames.append(frame[frame["direction"].isin(directions)])
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _finish(table: pd.DataFrame, names: Sequence[str], columns: list[str], method: str, library: str) -> pd.DataFrame:
+    """Adjusted p-values, ``method`` and ``library`` columns, rows in programme order (ORA: overlapping sets only)."""
+    if len(table):
+        table["p_adj"] = np.nan
+        for _, idx in table.groupby(["factor", "direction"], sort=False).groups.items():
+            table.loc[idx, "p_adj"] = bh_adjust(table.loc[idx, "p"].to_numpy())
+        table["p_adj_all"] = bh_adjust(table["p"].to_numpy())
+        table["method"] = method
+        table["library"] = library
+        if method == "ora":
+            table = table[table["overlap"] > 0]
+        order = {f: i for i, f in enumerate(names)}
+        table = (
+            table.assign(_f=table["factor"].map(order), _d=(table["direction"] == "negative").astype(int))
+            .sort_values(["_f", "_d", "p", "term"], kind="stable")
+            .drop(columns=["_f", "_d"])
+            .reset_index(drop=True)
+        )
+        table = table[columns]
+    else:
+        text = {"factor", "direction", "term", "genes", "selection", "method", "library"}
+        table = pd.DataFrame({c: pd.Series(dtype=object if c in text else np.float64) for c in columns})
+    for col in ("factor", "direction", "term", "genes", "selection", "method", "library"):
+        table[col] = table[col].astype(str).astype(object)
+    return table
+
+
+def _check_sizes(min_size: int, max_size: int) -> None:
+    if min_size < 1 or max_size < min_size:
+        raise ValueError(f"Need 1 <= min_size <= max_size, got min_size={min_size}, max_size={max_size}.")
 
 
 def enrich(
@@ -392,8 +435,7 @@ def enrich(
         raise ValueError(f"method must be 'ora' or 'prerank', got {method!r}.")
     if direction not in ("both", "positive", "negative"):
         raise ValueError(f"direction must be 'both', 'positive' or 'negative', got {direction!r}.")
-    if min_size < 1 or max_size < min_size:
-        raise ValueError(f"Need 1 <= min_size <= max_size, got min_size={min_size}, max_size={max_size}.")
+    _check_sizes(min_size, max_size)
     if n_top is not None and int(n_top) < 1:
         raise ValueError(f"n_top must be a positive integer or None, got {n_top!r}.")
     res = read_results(adata, key)
@@ -404,35 +446,163 @@ def enrich(
     corr = factor_gene_correlation(adata, key=key, layer=layer).to_numpy()
     directions = ["positive", "negative"] if direction == "both" else [direction]
     if method == "ora":
-        table = _ora(res, names, corr, set_names, members, symbols, directions, pip_threshold, n_top, max_size)
+        programmes = _programmes(res, names, corr, directions, pip_threshold, n_top, max_size)
+        table = _ora(programmes, set_names, members, symbols)
         columns = ORA_COLUMNS
     else:
         table = _prerank(
             res, names, corr, set_names, members, symbols, directions, permutation_num, seed, min_size, max_size
         )
         columns = PRERANK_COLUMNS
-    if len(table):
-        table["p_adj"] = np.nan
-        for _, idx in table.groupby(["factor", "direction"], sort=False).groups.items():
-            table.loc[idx, "p_adj"] = bh_adjust(table.loc[idx, "p"].to_numpy())
-        table["p_adj_all"] = bh_adjust(table["p"].to_numpy())
-        table["method"] = method
-        table["library"] = library_name(gene_sets)
-        if method == "ora":
-            table = table[table["overlap"] > 0]
-        order = {f: i for i, f in enumerate(names)}
-        table = (
-            table.assign(_f=table["factor"].map(order), _d=(table["direction"] == "negative").astype(int))
-            .sort_values(["_f", "_d", "p", "term"], kind="stable")
-            .drop(columns=["_f", "_d"])
-            .reset_index(drop=True)
-        )
-        table = table[columns]
-    else:
-        text = {"factor", "direction", "term", "genes", "selection", "method", "library"}
-        table = pd.DataFrame({c: pd.Series(dtype=object if c in text else np.float64) for c in columns})
-    for col in ("factor", "direction", "term", "genes", "selection", "method", "library"):
-        table[col] = table[col].astype(str).astype(object)
+    table = _finish(table, names, columns, method, library_name(gene_sets))
     target = adata.copy() if copy else adata
     target.uns[key_added or f"{key}_enrichment"] = table
     return (target, table) if copy else table
+
+
+def programme_genes(
+    adata: AnnData,
+    *,
+    key: str = "sparsevae",
+    direction: Literal["both", "positive", "negative"] = "both",
+    pip_threshold: float = 0.5,
+    n_top: int | None = None,
+    max_size: int = 500,
+    factors: Sequence[str | int] | None = None,
+    layer: str | None = None,
+) -> pd.DataFrame:
+    """The genes of each programme, by factor and direction, as :func:`enrich` tests them (ORA).
+
+    A programme is the genes of one factor with ``p*_jk > pip_threshold`` that go one way with it (the direction
+    from the data, see :func:`enrich`), strongest ``|w_jk|`` first; with ``n_top``, the first ``n_top`` of them;
+    when ``n_top`` is ``None`` and more than ``max_size`` genes pass the threshold, the first
+    :data:`DEFAULT_N_TOP`. Use it to hand a fit's programmes to another tool, or to compare them with another
+    method's gene lists (:func:`enrich_gene_lists`).
+
+    Parameters
+    ----------
+    adata
+        AnnData with results of :func:`scsparse.tl.sparse_vae` (or ``model.write_results``) under ``key``.
+    key
+        The ``key_added`` of the fit.
+    direction
+        ``"both"``, ``"positive"`` or ``"negative"``.
+    pip_threshold
+        Inclusion threshold on ``p*``.
+    n_top
+        At most this many genes per programme (``None``: all genes that pass, see above).
+    max_size
+        Largest programme read from ``p*`` alone (``n_top=None``).
+    factors
+        Factor names or indices (default: the active factors).
+    layer
+        Expression used for the direction (default: the model's training layer when present, else ``X``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per non-empty programme: ``factor``, ``direction``, ``size``, ``genes`` (a list of gene names,
+        strongest first) and ``selection`` (the rule that applied).
+
+    Examples
+    --------
+    >>> import scsparse
+    >>> adata = scsparse.data.kang_pbmc()
+    >>> scsparse.tl.sparse_vae(adata, layer="counts", max_epochs=25)
+    >>> scsparse.tl.programme_genes(adata).head()
+    """
+    if direction not in ("both", "positive", "negative"):
+        raise ValueError(f"direction must be 'both', 'positive' or 'negative', got {direction!r}.")
+    if n_top is not None and int(n_top) < 1:
+        raise ValueError(f"n_top must be a positive integer or None, got {n_top!r}.")
+    res = read_results(adata, key)
+    names = res.resolve(factors)
+    corr = factor_gene_correlation(adata, key=key, layer=layer).to_numpy()
+    directions = ["positive", "negative"] if direction == "both" else [direction]
+    genes = np.asarray(adata.var_names).astype(str)
+    rows = [
+        {"factor": f, "direction": d, "size": int(prog.size), "genes": genes[prog].tolist(), "selection": rule}
+        for f, d, prog, rule in _programmes(res, names, corr, directions, pip_threshold, n_top, int(max_size))
+    ]
+    return pd.DataFrame(rows, columns=["factor", "direction", "size", "genes", "selection"])
+
+
+def enrich_gene_lists(
+    gene_lists: Mapping[str, Sequence[str]],
+    gene_sets: str | PathLike[str] | Mapping[str, Iterable[str]],
+    *,
+    background: Sequence[str],
+    min_size: int = 5,
+    max_size: int = 500,
+    species: Literal["human", "mouse"] | None = None,
+) -> pd.DataFrame:
+    """Over-representation of gene sets in any named gene lists, with the test and columns of :func:`enrich`.
+
+    Each list (a programme of another method, a marker list, a cluster's genes) is tested against every gene set
+    restricted to ``background`` with a one-sided hypergeometric test, exactly as :func:`enrich` tests a
+    factor's programme; so lists from different methods on the same genes can be compared term by term.
+
+    Parameters
+    ----------
+    gene_lists
+        ``{name: genes}``; a list's order is kept in the ``genes`` column. A name ending in ``"+"`` or ``"-"``
+        is reported as that factor's ``"positive"`` or ``"negative"`` direction, any other name as
+        ``"positive"``.
+    gene_sets
+        As in :func:`enrich` (a library name, a path or a dict).
+    background
+        The genes that could have been chosen (e.g. ``adata.var_names`` of the fit); every list must lie in it.
+    min_size, max_size
+        Gene sets with fewer or more genes in the background are not tested.
+    species
+        For PanglaoDB: keep the markers of ``"human"`` or ``"mouse"``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :func:`enrich` with ``method="ora"`` (``factor`` is the list's name without its sign,
+        ``selection`` is ``"given list"``); ``p_adj`` is Benjamini-Hochberg within each list, ``p_adj_all`` over
+        all tests of the call.
+
+    Raises
+    ------
+    ValueError
+        A list with genes outside ``background``, an empty list, or bad ``min_size``/``max_size``.
+    scsparse.tl.GeneSetError
+        As in :func:`enrich`.
+
+    Examples
+    --------
+    >>> import scsparse
+    >>> lists = {"ifn+": ["ISG15", "IFI6", "IFIT3", "IFIT1", "RSAD2", "ISG20"], "b_cells": ["MS4A1", "CD79A", "CD19"]}
+    >>> background = scsparse.data.kang_pbmc().var_names
+    >>> res = scsparse.tl.enrich_gene_lists(lists, "hallmark_human", background=background)
+    >>> sorted(res.loc[(res.factor == "ifn") & (res.p_adj < 0.01), "term"])
+    ['HALLMARK_INTERFERON_ALPHA_RESPONSE', 'HALLMARK_INTERFERON_GAMMA_RESPONSE']
+    """
+    _check_sizes(min_size, max_size)
+    genes = np.asarray(background).astype(str)
+    if len(np.unique(genes)) != genes.size:
+        raise ValueError("background has duplicate gene names; pass unique names (e.g. adata.var_names_make_unique()).")
+    index = {g: j for j, g in enumerate(genes)}
+    programmes, names = [], []
+    for name, values in gene_lists.items():
+        values = [str(g) for g in values]
+        if not values:
+            raise ValueError(f"Gene list {name!r} is empty.")
+        missing = [g for g in values if g not in index]
+        if missing:
+            raise ValueError(
+                f"Gene list {name!r} has {len(missing)} gene(s) not in background (e.g. {', '.join(missing[:3])}); "
+                "the background must hold every gene that could have been chosen."
+            )
+        factor, direction = str(name), "positive"
+        if factor.endswith(("+", "-")) and len(factor) > 1:
+            factor, direction = factor[:-1], "positive" if factor.endswith("+") else "negative"
+        idx = np.asarray(list(dict.fromkeys(index[g] for g in values)), dtype=np.int64)
+        programmes.append((factor, direction, idx, "given list"))
+        names.append(factor)
+    sets = load_gene_sets(gene_sets, species=species)
+    set_names, members = _match_sets(sets, genes, int(min_size), int(max_size))
+    table = _ora(programmes, set_names, members, genes)
+    return _finish(table, list(dict.fromkeys(names)), ORA_COLUMNS, "ora", library_name(gene_sets))
