@@ -1,4 +1,4 @@
-"""The programmes that tl.enrich tests (tl.programme_genes) and the same test on any gene lists (tl.enrich_gene_lists)."""
+"""tl.programme_genes (the lists that tl.enrich tests) and tl.enrich_gene_lists (the same test on any gene lists)."""
 
 from __future__ import annotations
 
