@@ -209,7 +209,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.name != "all" and args.name not in names:
         raise CLIError(f"unknown benchmark {args.name!r}; available: all, {', '.join(names) or 'none'}.")
     out = Path(args.out) if args.out else Path("bench_out") / args.name
-    options = {"rho": args.rho, "device": args.device, "n_threads": args.n_threads}
+    options = {
+        "rho": args.rho,
+        "device": args.device,
+        "n_threads": args.n_threads,
+        "datasets": args.datasets,
+        "methods": args.methods,
+    }
     if args.name == "all":
         try:
             index = benchmarks.run_all(
@@ -452,6 +458,18 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         default=None,
         metavar="DEV",
         help="torch device for benchmarks that take one (speed): cpu, cuda, cuda:1 (default: cpu)",
+    )
+    bench.add_argument(
+        "--datasets",
+        default=None,
+        metavar="A,B",
+        help="data sets to run, comma-separated, for benchmarks that take them (peers; default: all)",
+    )
+    bench.add_argument(
+        "--methods",
+        default=None,
+        metavar="A,B",
+        help="methods to run, comma-separated, for benchmarks that take them (peers; default: all)",
     )
     bench.add_argument("--out", default=None, metavar="DIR", help="output folder (default: bench_out/NAME)")
     bench.add_argument("--quick", action="store_true", help="a short smoke run")

@@ -14,7 +14,9 @@
 - :func:`neighbour_agreement`, :func:`random_agreement` — how often a point's nearest neighbours share its label
   (batch mixing, cell-type conservation);
 - :func:`predict_labels`, :func:`label_accuracy` — labels (e.g. cell types) predicted from factors by a
-  logistic regression on held-out rows.
+  logistic regression on held-out rows;
+- :func:`programme_redundancy`, :func:`matched_programme_agreement`, :func:`batch_association` — gene programmes
+  given as gene lists: overlap within a fit, agreement between fits (seeds), activity explained by batch.
 """
 
 from ._codes import (
@@ -31,6 +33,7 @@ from ._dci import DCIResult, dci_disentanglement, dci_from_importance
 from ._labels import label_accuracy, predict_labels
 from ._matching import assign_by_correlation, factor_correlation, match_factors
 from ._neighbours import neighbour_agreement, random_agreement
+from ._programmes import batch_association, matched_programme_agreement, programme_redundancy
 from ._recommendation import FoldInSplit, fold_in_evaluate, fold_in_split, ndcg_at_k, recall_at_r
 from ._support import SupportConfusion, estimated_support, support_confusion, support_fscore
 
@@ -49,6 +52,10 @@ __all__ = [
     "random_agreement",
     "support_confusion",
     "support_fscore",
+    # programmes as gene lists
+    "batch_association",
+    "matched_programme_agreement",
+    "programme_redundancy",
     # ranking (Liang et al. 2018)
     "FoldInSplit",
     "fold_in_evaluate",

@@ -1,0 +1,204 @@
+"""``scsparse bench peers``: SparseVAE against the tools single-cell users would pick instead, on real data.
+
+On each data set of :data:`._peers_data.PEER_DATASETS`, every method of :data:`._peers_methods.PEER_METHODS`
+is fitted with the same genes, the same maximum number of factors, the same seeds and the same epoch budget,
+one after the other in one process, and its programmes are read the way its authors recommend. Each fit is
+scored on biology recovered, parsimony, information, batch leakage, stability over seeds and cost
+(:mod:`._peers_metrics`). ``results.csv`` has one row per data set, method and seed; ``summary.md`` a table per
+data set, who wins each metric, where SparseVAE loses, and the targets; ``peers_<data set>.png`` the main
+metrics.
+
+A method that cannot run in the environment (DRVI before scvi-tools 1.5, cNMF without the ``peers`` extra) gets
+rows with ``status`` "not run: <reason>". In a full run a method that fails is recorded as "failed: <error>" and
+the run goes on; ``quick`` runs raise instead, so a smoke test cannot pass over a broken method.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._common import check_positive_int, quiet_training_logs
+from ._peers_data import PEER_DATASETS, load_peer_dataset
+from ._peers_methods import PEER_METHODS, MethodUnavailable, PeerBudget, PeerFit, fit_peer
+from ._peers_metrics import METRICS, score_fit, stability_scores
+from ._peers_summary import peers_figure, peers_summary
+from ._report import make_output_dir, provenance, run_options, write_results, write_summary, wrote_line
+
+__all__ = ["RESULT_COLUMNS", "run_peers"]
+
+RESULT_COLUMNS: list[str] = [
+    "dataset", "method", "seed", "status", "n_cells", "n_genes", "n_factors", "max_epochs", *METRICS,
+    "settled", "epochs",
+]  # fmt: skip
+
+#: Settings of a full run and of ``quick`` (300 cells, 300 genes).
+_FULL = PeerBudget(n_factors=20, max_epochs=400, n_top=50, restarts=3, cnmf_iterations=50)
+_QUICK = PeerBudget(n_factors=5, max_epochs=100, n_top=50, restarts=2, cnmf_iterations=10)
+
+
+def _names(value: str | Sequence[str] | None, known: Sequence[str], what: str) -> list[str]:
+    if value is None:
+        return list(known)
+    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v) for v in value]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise ValueError(f"Unknown {what} {unknown}; choose from {', '.join(known)} (comma-separated).")
+    return [n for n in known if n in names]
+
+
+def _warm_up() -> None:
+    """Import what the methods import, so that no fit's time or memory includes a first import."""
+    import importlib
+
+    for module in ("scvi", "scanpy", "sklearn.decomposition", "scsparse.model", "scsparse.tl", "cnmf"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+
+
+def _row(dataset: str, method: str, seed: int, adata, budget: PeerBudget, status: str) -> dict[str, Any]:
+    row = dict.fromkeys(RESULT_COLUMNS, math.nan)
+    row.update(
+        dataset=dataset,
+        method=method,
+        seed=seed,
+        status=status,
+        n_cells=adata.n_obs,
+        n_genes=adata.n_vars,
+        n_factors=budget.n_factors,
+        max_epochs=budget.max_epochs,
+    )
+    return row
+
+
+def _run_dataset(
+    name: str, methods: list[str], seeds: int, budget: PeerBudget, quick: bool, verbose: bool
+) -> list[dict[str, Any]]:
+    spec = PEER_DATASETS[name]
+    adata = load_peer_dataset(name, quick=quick)
+    if verbose:
+        print(f"[peers] {name}: {adata.n_obs} cells x {adata.n_vars} genes", flush=True)
+    rows: list[dict[str, Any]] = []
+    programmes: dict[str, dict[int, list[np.ndarray]]] = {m: {} for m in methods}
+    for seed in range(seeds):
+        first: PeerFit | None = None
+        for method in methods:
+            row = _row(name, method, seed, adata, budget, "ok")
+            try:
+                fit = fit_peer(method, adata, budget, seed, spec.batch_key, first=first)
+            except MethodUnavailable as exc:
+                row["status"] = f"not run: {exc}"
+            except Exception as exc:
+                if quick:
+                    raise
+                row["status"] = f"failed: {type(exc).__name__}: {exc}"
+                traceback.print_exc()
+            else:
+                if method == "SparseVAE":
+                    first = fit
+                row.update(score_fit(fit, adata, spec, seed))
+                row.update({k: fit.extra.get(k, math.nan) for k in ("settled", "epochs")})
+                programmes[method][seed] = list(fit.programmes.values())
+            rows.append(row)
+            if verbose:
+                shown = ", ".join(
+                    f"{k} {row[k]:.3g}"
+                    for k in ("factors_kept", "median_genes", "enriched_share", "accuracy", "seconds")
+                    if isinstance(row[k], float) and not math.isnan(row[k])
+                )
+                print(f"[peers] {name} seed {seed} {method}: {row['status']}; {shown}", flush=True)
+        first = None  # the SparseVAE model of this seed is no longer needed
+    for method, by_seed in programmes.items():
+        for seed, value in stability_scores(by_seed, adata.n_vars).items():
+            for row in rows:
+                if row["method"] == method and row["seed"] == seed:
+                    row["stability"] = value
+    return rows
+
+
+def run_peers(
+    out: str | Path,
+    *,
+    seeds: int = 3,
+    quick: bool = False,
+    max_epochs: int | None = None,
+    datasets: str | Sequence[str] | None = None,
+    methods: str | Sequence[str] | None = None,
+    n_threads: int | None = 1,
+    verbose: bool = True,
+) -> pd.DataFrame:
+    """Fit SparseVAE and its peers on real single-cell data and compare their programmes.
+
+    Parameters
+    ----------
+    out
+        Output folder: ``results.csv``, ``summary.md``, ``peers_<data set>.png``.
+    seeds
+        Seeds ``0 .. seeds - 1`` per data set and method (stability needs at least 2).
+    quick
+        A smoke run: 300 cells and 300 genes per data set, ``K = 5``, 100 epochs, 2 restarts, 10 cNMF replicates.
+    max_epochs
+        Epoch budget of the neural methods (default 400; SparseVAE may stop earlier once settled).
+    datasets
+        Data sets to run (comma-separated or a list; default: all of :data:`._peers_data.PEER_DATASETS`).
+    methods
+        Methods to run (default: all of :data:`._peers_methods.PEER_METHODS`).
+    n_threads
+        CPU threads for torch (``None``: torch's default).
+    verbose
+        Print one line per fit.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per data set, method and seed (the content of ``results.csv``).
+
+    Raises
+    ------
+    ValueError
+        For an unknown data set or method, or a bad number of seeds or epochs.
+    scsparse.data.DataNotAvailableError
+        When a data set is not in the local cache.
+    """
+    from scsparse._threads import torch_threads
+
+    check_positive_int("seeds", seeds)
+    check_positive_int("max_epochs", max_epochs, optional=True)
+    chosen_data = _names(datasets, list(PEER_DATASETS), "data set(s)")
+    chosen_methods = _names(methods, list(PEER_METHODS), "method(s)")
+    base = _QUICK if quick else _FULL
+    budget = PeerBudget(**{**base.__dict__, "max_epochs": max_epochs or base.max_epochs})
+    out_dir = make_output_dir(out)
+    options = run_options(
+        out_dir, seeds, quick, budget.max_epochs, datasets=chosen_data, methods=chosen_methods,
+        n_threads=n_threads, config=budget.__dict__,
+    )  # fmt: skip
+    prov = provenance("peers", options)
+    start = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    figures: list[str] = []
+    with torch_threads(n_threads), quiet_training_logs():
+        _warm_up()
+        for name in chosen_data:
+            rows += _run_dataset(name, chosen_methods, seeds, budget, quick, verbose)
+            df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+            write_results(df, out_dir, RESULT_COLUMNS)  # after each data set: a long run keeps what it has
+            figure = peers_figure(df[df["dataset"] == name], name, out_dir)
+            if figure is not None:
+                figures.append(figure.name)
+    df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    seconds = time.perf_counter() - start
+    write_summary(out_dir, peers_summary(df, prov, budget, quick=quick, total_seconds=seconds))
+    if verbose:
+        print(wrote_line("peers", ["results.csv", "summary.md", *figures], out_dir=out_dir, seconds=seconds))
+    df.attrs["out_dir"] = str(out_dir)
+    return df

@@ -1,0 +1,455 @@
+"""The methods of ``scsparse bench peers``, each fitted and read the way its authors recommend.
+
+Every method gets the same cells and genes, the same maximum number of factors ``K`` and the same seed; the
+neural ones the same epoch budget. Each fit returns a :class:`PeerFit`: the cells x factors representation, the
+programmes (gene lists, strongest gene first) with each programme's activity in every cell, and the factors it
+kept. How each method's programmes are read (:data:`READING`):
+
+- **SparseVAE** — :func:`scsparse.tl.programme_genes`: the genes with ``p* > 0.5`` of each active factor, split by
+  the direction they go with it; the prior decides the size of each programme and which factors stay on.
+  "restarts" fits ``PeerBudget.restarts`` seeds (the first is the plain fit of the seed) and keeps the lowest
+  training objective (:func:`scsparse.model.select_best`).
+- **LDVAE** (``scvi.model.LinearSCVI``) — the top genes of each factor's linear decoder loadings
+  (``get_loadings()``), positive and negative separately.
+- **DRVI** (``scvi.external.DRVI``, scvi-tools >= 1.5) — its interpretability scores (``OOD_combined``, by
+  direction) after ``set_latent_dimension_stats``; directions it flags as vanished are dropped.
+- **NMF (KL)** — scikit-learn's NMF with the Kullback-Leibler loss on library-size-normalised counts; the top
+  genes of each component.
+- **cNMF** — consensus NMF (PyPI ``cnmf``) over many NMF replicates; the top genes of each programme's
+  z-scored spectrum (``gene_spectra_score``), its own marker ranking.
+- **PCA** — of log-normalised, scaled expression (scanpy's recipe); the top genes of each component's
+  loadings, positive and negative separately.
+
+A method that cannot run in the environment raises :class:`MethodUnavailable` with the reason (DRVI needs
+scvi-tools 1.5, which needs Python 3.12; cNMF is in the ``peers`` extra).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import tempfile
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from anndata import AnnData
+
+__all__ = [
+    "PEER_METHODS",
+    "READING",
+    "MethodUnavailable",
+    "PeerBudget",
+    "PeerFit",
+    "fit_peer",
+]
+
+#: The methods, in the order they run and are shown.
+PEER_METHODS: tuple[str, ...] = ("SparseVAE", "SparseVAE (restarts)", "LDVAE", "DRVI", "NMF (KL)", "cNMF", "PCA")
+
+#: How each method's programmes are read (stated in the summary).
+READING: dict[str, str] = {
+    "SparseVAE": "genes with p* > 0.5 of each active factor, by direction (tl.programme_genes)",
+    "SparseVAE (restarts)": "as SparseVAE, the fit with the lowest training objective of several seeds (select_best)",
+    "LDVAE": "top genes of each factor's decoder loadings (get_loadings), by sign",
+    "DRVI": "top genes of the OOD_combined interpretability scores by direction; vanished directions dropped",
+    "NMF (KL)": "top genes of each component (components_)",
+    "cNMF": "top genes of each consensus programme's z-scored spectrum (gene_spectra_score)",
+    "PCA": "top genes of each component's loadings, by sign",
+}
+
+
+class MethodUnavailable(RuntimeError):
+    """A method that cannot run in this environment; the message says why and what would make it run."""
+
+
+@dataclass(frozen=True)
+class PeerBudget:
+    """What every method is given.
+
+    Attributes
+    ----------
+    n_factors
+        The (maximum) number of factors ``K``.
+    max_epochs
+        Epochs for the neural methods (SparseVAE may stop earlier once its fit has settled).
+    n_top
+        Programme size for the methods whose programmes are the top genes of a weight vector.
+    restarts
+        Fits of SparseVAE (best of N).
+    cnmf_iterations
+        NMF replicates of cNMF's consensus.
+    """
+
+    n_factors: int = 20
+    max_epochs: int = 400
+    n_top: int = 50
+    restarts: int = 3
+    cnmf_iterations: int = 50
+
+
+@dataclass
+class PeerFit:
+    """One method's fit to one data set and seed.
+
+    Attributes
+    ----------
+    method
+        A name of :data:`PEER_METHODS`.
+    factors
+        Cells x factors representation (every factor the method returns; the input of the label classifier).
+    programmes
+        Programme name (``"<factor>+"`` / ``"<factor>-"``) -> gene indices, strongest first.
+    activity
+        Programme name -> its activity in every cell (higher: the programme's genes are more expressed).
+    n_kept
+        Factors the method kept (SparseVAE: active factors; DRVI: not vanished; the others: all non-empty).
+    seconds, peak_mb
+        Wall time of fitting and reading the programmes, and the growth of the peak resident memory while doing
+        it (MB; ``nan`` where the peak cannot be reset, outside Linux).
+    extra
+        Method-specific facts for the summary (e.g. whether SparseVAE settled).
+    model
+        The fitted model, for the SparseVAE fits (restart 0 of the restarts of the same seed).
+    """
+
+    method: str
+    factors: np.ndarray
+    programmes: dict[str, np.ndarray]
+    activity: dict[str, np.ndarray]
+    n_kept: int
+    seconds: float = math.nan
+    peak_mb: float = math.nan
+    extra: dict[str, Any] = field(default_factory=dict)
+    model: Any = field(default=None, repr=False)
+
+
+# ---------------------------------------------------------------------------------------------- measurement
+def _status_mb(field_name: str) -> float:
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1]) / 1024
+    return math.nan
+
+
+def _release_freed_memory() -> None:
+    """Collect garbage and hand freed heap pages back to the system (glibc), so that memory an earlier fit freed
+    but the allocator kept does not hide the next fit's growth.
+    """
+    import ctypes
+    import gc
+
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _reset_peak() -> bool:
+    """Reset this process's resident-memory high-water mark (Linux ``clear_refs``); ``False`` where it cannot."""
+    _release_freed_memory()
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _measured() -> Iterator[dict[str, float]]:
+    """Wall time and peak resident-memory growth (MB) of the block, filled into the yielded dict after it."""
+    out: dict[str, float] = {}
+    reset = _reset_peak()
+    before = _status_mb("VmRSS")
+    start = time.perf_counter()
+    yield out
+    out["seconds"] = time.perf_counter() - start
+    out["peak_mb"] = max(_status_mb("VmHWM") - before, 0.0) if reset else math.nan
+
+
+# ---------------------------------------------------------------------------------------------- reading helpers
+def _top_by_sign(weights: np.ndarray, n_top: int, sign: int) -> np.ndarray:
+    """Indices of the ``n_top`` largest ``sign * weights`` that are > 0, strongest first."""
+    w = sign * np.asarray(weights, dtype=np.float64)
+    order = np.argsort(-w, kind="stable")[:n_top]
+    return order[w[order] > 0]
+
+
+def _signed_programmes(
+    loadings: np.ndarray, scores: np.ndarray, n_top: int, directions: tuple[int, ...] = (1, -1)
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Top genes of each column of genes x factors ``loadings`` by sign, with the matching cell activity."""
+    programmes, activity = {}, {}
+    for k in range(loadings.shape[1]):
+        for sign in directions:
+            genes = _top_by_sign(loadings[:, k], n_top, sign)
+            if genes.size:
+                name = f"{k}{'+' if sign > 0 else '-'}"
+                programmes[name] = genes
+                activity[name] = sign * np.asarray(scores[:, k], dtype=np.float64)
+    return programmes, activity
+
+
+def _counts(adata: AnnData) -> np.ndarray:
+    x = adata.layers["counts"]
+    return np.asarray(x.toarray() if sp.issparse(x) else x, dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------------------------- SparseVAE
+def _sparsevae_model(
+    adata: AnnData, budget: PeerBudget, seed: int, batch_key: str | None, init_seed: int | None = None
+):
+    """A trained SparseVAE; ``init_seed`` draws the initial weights (default ``seed``), ``seed`` the split and
+    minibatches, so restarts of one seed train on the same cells (as :func:`scsparse.model.select_best` needs).
+    """
+    from scsparse.model import SparseVAE
+    from scsparse.train import FitNotSettledWarning
+
+    SparseVAE.setup_anndata(adata, layer="counts", batch_key=batch_key)
+    model = SparseVAE(adata, n_latent=budget.n_factors, seed=seed if init_seed is None else init_seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitNotSettledWarning)  # recorded in extra["settled"]
+        model.train(max_epochs=budget.max_epochs, seed=seed, enable_progress_bar=False)
+    return model
+
+
+def _sparsevae_read(model, adata: AnnData, method: str) -> PeerFit:
+    from scsparse.tl import programme_genes
+
+    key = "peers"
+    model.write_results(adata, key_added=key, overwrite=True)
+    z = np.asarray(adata.obsm[f"X_{key}"], dtype=np.float64)
+    names = list(adata.uns[key]["factor_names"])
+    index = {g: j for j, g in enumerate(adata.var_names)}
+    programmes, activity = {}, {}
+    table = programme_genes(adata, key=key) if model.active_factors() else []  # no active factor: no programme
+    for row in table.itertuples() if len(table) else ():
+        sign = 1.0 if row.direction == "positive" else -1.0
+        name = f"{row.factor}{'+' if sign > 0 else '-'}"
+        programmes[name] = np.asarray([index[g] for g in row.genes], dtype=np.int64)
+        activity[name] = sign * z[:, names.index(row.factor)]
+    stopping = model.history.get("stopping")
+    settled = float(stopping["stopping"].iloc[-1] == "settled") if stopping is not None else math.nan
+    return PeerFit(
+        method,
+        z,
+        programmes,
+        activity,
+        n_kept=len(model.active_factors()),
+        extra={"settled": settled, "epochs": float(len(model.history["elbo_train"]))},
+        model=model,
+    )
+
+
+def _fit_sparsevae(adata, budget, seed, batch_key, first=None) -> PeerFit:
+    with _measured() as m:
+        fit = _sparsevae_read(_sparsevae_model(adata, budget, seed, batch_key), adata, "SparseVAE")
+    fit.seconds, fit.peak_mb = m["seconds"], m["peak_mb"]
+    return fit
+
+
+def _fit_sparsevae_restarts(adata, budget, seed, batch_key, first: PeerFit | None = None) -> PeerFit:
+    from scsparse.model import select_best
+
+    from ._common import RESTART_SEED_STEP
+
+    with _measured() as m:
+        models = [first.model] if first is not None else []
+        models += [
+            _sparsevae_model(adata.copy(), budget, seed, batch_key, init_seed=seed + r * RESTART_SEED_STEP)
+            for r in range(len(models), budget.restarts)
+        ]
+        best, table = select_best(models)
+        selected = int(np.flatnonzero(table["selected"].to_numpy())[0])
+        fit = _sparsevae_read(best, adata.copy(), "SparseVAE (restarts)")
+    fit.seconds = m["seconds"] + (first.seconds if first is not None else 0.0)
+    fit.peak_mb = max(m["peak_mb"], first.peak_mb) if first is not None else m["peak_mb"]
+    fit.extra["selected_restart"] = float(selected)
+    fit.extra["restarts"] = float(budget.restarts)
+    return fit
+
+
+# ---------------------------------------------------------------------------------------------- scvi-tools peers
+def _fit_ldvae(adata, budget, seed, batch_key, first=None) -> PeerFit:
+    import scvi
+
+    with _measured() as m:
+        scvi.settings.seed = seed
+        scvi.model.LinearSCVI.setup_anndata(adata, layer="counts", batch_key=batch_key)
+        model = scvi.model.LinearSCVI(adata, n_latent=budget.n_factors)
+        model.train(max_epochs=budget.max_epochs, enable_progress_bar=False)
+        z = model.get_latent_representation()
+        programmes, activity = _signed_programmes(model.get_loadings().to_numpy(), z, budget.n_top)
+    return PeerFit("LDVAE", z, programmes, activity, budget.n_factors, m["seconds"], m["peak_mb"])
+
+
+def _drvi_class():
+    import scvi
+
+    try:
+        from scvi.external import DRVI
+    except ImportError as exc:
+        raise MethodUnavailable(
+            f"scvi.external.DRVI needs scvi-tools >= 1.5 (Python >= 3.12); scvi-tools {scvi.__version__} is installed"
+        ) from exc
+    return DRVI
+
+
+def _fit_drvi(adata, budget, seed, batch_key, first=None) -> PeerFit:
+    import scvi
+
+    drvi = _drvi_class()
+    with _measured() as m:
+        scvi.settings.seed = seed
+        drvi.setup_anndata(adata, layer="counts", batch_key=batch_key)
+        model = drvi(adata, n_latent=budget.n_factors)
+        model.train(max_epochs=budget.max_epochs, enable_progress_bar=False)
+        z = model.get_latent_representation()
+        embed = AnnData(np.asarray(z, dtype=np.float32))
+        model.set_latent_dimension_stats(embed, adata=adata)
+        model.calculate_interpretability_scores(embed, methods="OOD", seed=seed)
+        programmes, activity = {}, {}
+        for sign, suffix in ((1, "positive"), (-1, "negative")):
+            scores = np.asarray(embed.varm[f"OOD_combined_{suffix}"], dtype=np.float64)  # factors x genes
+            vanished = embed.var[f"vanished_{suffix}_direction"].to_numpy(dtype=bool)
+            for k in np.flatnonzero(~vanished):
+                genes = _top_by_sign(scores[k], budget.n_top, 1)
+                if genes.size:
+                    name = f"{k}{'+' if sign > 0 else '-'}"
+                    programmes[name] = genes
+                    activity[name] = sign * np.asarray(z[:, k], dtype=np.float64)
+        kept = int((~embed.var["vanished"].to_numpy(dtype=bool)).sum())
+    return PeerFit("DRVI", z, programmes, activity, kept, m["seconds"], m["peak_mb"])
+
+
+# ---------------------------------------------------------------------------------------------- matrix factorisations
+def _fit_nmf(adata, budget, seed, batch_key, first=None) -> PeerFit:
+    from sklearn.decomposition import NMF
+
+    with _measured() as m:
+        x = _counts(adata)
+        total = x.sum(1, keepdims=True)
+        x = x / np.maximum(total, 1.0) * float(np.median(total))
+        nmf = NMF(
+            n_components=budget.n_factors,
+            beta_loss="kullback-leibler",
+            solver="mu",
+            init="nndsvda",
+            max_iter=1000,
+            random_state=seed,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ConvergenceWarning at max_iter is reported by n_iter_
+            usage = nmf.fit_transform(x)
+        spectra = nmf.components_.T  # genes x K
+        programmes, activity = _signed_programmes(spectra, usage, budget.n_top, directions=(1,))
+        kept = int(((spectra.max(0) > 0) & (usage.max(0) > 0)).sum())
+    return PeerFit("NMF (KL)", usage, programmes, activity, kept, m["seconds"], m["peak_mb"])
+
+
+def _fit_cnmf(adata, budget, seed, batch_key, first=None) -> PeerFit:
+    try:
+        from cnmf import cNMF
+    except ImportError as exc:
+        raise MethodUnavailable("cNMF is not installed: pip install 'scsparse[peers]' (PyPI cnmf)") from exc
+    import anndata as ad
+
+    k = budget.n_factors
+    density = 0.5  # cNMF's default outlier filter
+    with _measured() as m, tempfile.TemporaryDirectory() as tmp:
+        counts = ad.AnnData(
+            sp.csr_matrix(_counts(adata).astype(np.float32)),
+            obs={"cell": np.asarray(adata.obs_names)},
+            var={"gene": np.asarray(adata.var_names)},
+        )
+        counts.obs_names, counts.var_names = adata.obs_names, adata.var_names
+        path, genes = Path(tmp) / "counts.h5ad", Path(tmp) / "genes.txt"
+        counts.write_h5ad(path)
+        genes.write_text("\n".join(adata.var_names))
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            obj = cNMF(output_dir=tmp, name="peers")
+            obj.prepare(
+                counts_fn=str(path), components=[k], n_iter=budget.cnmf_iterations, seed=seed, genes_file=str(genes)
+            )
+            obj.factorize()
+            obj.combine()
+            obj.consensus(k=k, density_threshold=density, show_clustering=False, close_clustergram_fig=True)
+            usage, spectra_scores, _, _ = obj.load_results(K=k, density_threshold=density)
+        spectra = spectra_scores.reindex(adata.var_names).fillna(0.0).to_numpy(dtype=np.float64)  # genes x k
+        usage = usage.loc[adata.obs_names].to_numpy(dtype=np.float64)
+        programmes, activity = _signed_programmes(spectra, usage, budget.n_top, directions=(1,))
+    return PeerFit("cNMF", usage, programmes, activity, spectra.shape[1], m["seconds"], m["peak_mb"])
+
+
+def _fit_pca(adata, budget, seed, batch_key, first=None) -> PeerFit:
+    import scanpy as sc
+
+    from scsparse._threads import torch_threads
+
+    with _measured() as m, torch_threads(None):
+        x = AnnData(sp.csr_matrix(_counts(adata)))
+        sc.pp.normalize_total(x, target_sum=1e4)
+        sc.pp.log1p(x)
+        sc.pp.scale(x, max_value=10)
+        sc.tl.pca(x, n_comps=budget.n_factors, random_state=seed)
+        z = np.asarray(x.obsm["X_pca"], dtype=np.float64)
+        programmes, activity = _signed_programmes(np.asarray(x.varm["PCs"]), z, budget.n_top)
+    return PeerFit("PCA", z, programmes, activity, budget.n_factors, m["seconds"], m["peak_mb"])
+
+
+_FITTERS = {
+    "SparseVAE": _fit_sparsevae,
+    "SparseVAE (restarts)": _fit_sparsevae_restarts,
+    "LDVAE": _fit_ldvae,
+    "DRVI": _fit_drvi,
+    "NMF (KL)": _fit_nmf,
+    "cNMF": _fit_cnmf,
+    "PCA": _fit_pca,
+}
+
+
+def fit_peer(
+    method: str,
+    adata: AnnData,
+    budget: PeerBudget,
+    seed: int,
+    batch_key: str | None = None,
+    *,
+    first: PeerFit | None = None,
+) -> PeerFit:
+    """Fit ``method`` to a copy of ``adata`` (counts in ``layers["counts"]``) and read its programmes.
+
+    Parameters
+    ----------
+    method
+        A name of :data:`PEER_METHODS`.
+    adata
+        The data set's cells and genes; not modified.
+    budget
+        Factors, epochs and the methods' own settings.
+    seed
+        Seed of the fit.
+    batch_key
+        ``obs`` column of the batches, given to the methods that model batches (SparseVAE, LDVAE, DRVI).
+    first
+        For ``"SparseVAE (restarts)"``: the ``"SparseVAE"`` fit of the same seed, used as restart 0 (its time is
+        added, not spent again).
+
+    Raises
+    ------
+    MethodUnavailable
+        When the method cannot run in this environment.
+    """
+    if method not in _FITTERS:
+        raise ValueError(f"Unknown method {method!r}; choose from {', '.join(PEER_METHODS)}.")
+    fit = _FITTERS[method](adata.copy(), budget, int(seed), batch_key, first)
+    fit.method = method
+    return fit

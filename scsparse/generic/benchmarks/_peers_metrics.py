@@ -1,0 +1,184 @@
+"""The metrics of ``scsparse bench peers``: what each fit's programmes say, and what it costs.
+
+Each metric, what it rewards and its blind spot (also on the documentation page):
+
+Biology recovered
+    ``enriched_share`` — share of programmes with a gene set at BH-adjusted p < :data:`SIGNIFICANCE` (adjusted
+    within the programme, over the data set's libraries). Leans towards broad programmes: more genes give more
+    overlaps and more power. ``distinct_terms`` — gene sets found across the programmes; leans the same way and
+    rewards many programmes. ``best_fold`` — median over enriched programmes of their best set's fold enrichment:
+    leans towards small, focused programmes, the balance to the two before. ``interferon_recovered`` /
+    ``interferon_p`` (Kang) — whether one programme, more active in the stimulated cells, is enriched for the
+    Hallmark interferon response, and its adjusted p (1 when none). ``markers_recovered`` — share of the labelled
+    cell types (with >= :data:`._peers_data.MIN_TYPE_CELLS` cells) with a programme that is most active in that
+    type and enriched for that type's PanglaoDB markers; a programme shared by several types counts for one of
+    them only, so merged subsets (T-cell subtypes) cost recovery.
+Parsimony
+    ``median_genes`` — median programme size (lower: easier to read; blind to whether the genes are right);
+    ``redundancy`` — mean over programmes of the largest Jaccard index with another programme (lower: programmes
+    say different things); ``factors_kept`` — factors with a programme (reported, neither better nor worse).
+Information
+    ``accuracy`` — held-out accuracy of a logistic regression on every factor the method returns
+    (:func:`scsparse.generic.metrics.label_accuracy`, 30% of cells held out): how much of the cell identity the
+    representation keeps. Rewards dense representations; a sparse, interpretable model may trade some away.
+Batch leakage
+    ``batch_leakage`` — mean share of each programme's activity explained by batch
+    (:func:`scsparse.generic.metrics.batch_association`; lower is better). Blind spot: where batches differ in
+    cell composition, part of it is biology.
+Stability
+    ``stability`` — mean matched Jaccard index of the programmes between this seed's fit and every other seed's
+    (:func:`scsparse.generic.metrics.matched_programme_agreement`).
+Cost
+    ``seconds`` and ``peak_mb`` (fitting and reading the programmes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from anndata import AnnData
+
+from ._peers_data import INTERFERON_TERMS, MIN_TYPE_CELLS, PeerDataset, gene_set_library
+from ._peers_methods import PeerFit
+
+__all__ = ["HIGHER_IS_BETTER", "LOWER_IS_BETTER", "METRICS", "SIGNIFICANCE", "score_fit", "stability_scores"]
+
+#: Adjusted p below which a programme counts as enriched for a gene set.
+SIGNIFICANCE = 0.01
+#: Gene sets with fewer or more genes among the data's genes are not tested.
+SET_SIZE = (5, 500)
+
+#: Metric columns of ``results.csv``, in the order of the summary tables.
+METRICS: tuple[str, ...] = (
+    "enriched_share", "distinct_terms", "best_fold", "interferon_recovered", "interferon_p", "markers_recovered",
+    "median_genes", "redundancy", "factors_kept", "programmes", "accuracy", "batch_leakage", "stability",
+    "seconds", "peak_mb",
+)  # fmt: skip
+HIGHER_IS_BETTER = frozenset(
+    {"enriched_share", "distinct_terms", "best_fold", "interferon_recovered", "markers_recovered", "accuracy"}
+    | {"stability"}
+)
+LOWER_IS_BETTER = frozenset({"interferon_p", "median_genes", "redundancy", "batch_leakage", "seconds", "peak_mb"})
+
+
+def _gene_sets(spec: PeerDataset) -> dict[str, list[str]]:
+    sets: dict[str, list[str]] = {}
+    for library in spec.libraries:
+        sets.update(gene_set_library(library))
+    return sets
+
+
+def _enrichment(fit: PeerFit, adata: AnnData, sets: Mapping[str, list[str]]) -> pd.DataFrame:
+    """ORA of every programme (:func:`scsparse.tl.enrich_gene_lists`); ``programme`` names the programme."""
+    from scsparse.tl import enrich_gene_lists
+
+    genes = np.asarray(adata.var_names).astype(str)
+    lists = {name: genes[idx].tolist() for name, idx in fit.programmes.items()}
+    table = enrich_gene_lists(lists, sets, background=genes, min_size=SET_SIZE[0], max_size=SET_SIZE[1])
+    sign = np.where(table["direction"] == "positive", "+", "-")
+    return table.assign(programme=table["factor"].astype(str) + sign)
+
+
+def _top_group(activity: np.ndarray, groups: np.ndarray, among: Sequence[str]) -> str:
+    """The group of ``among`` where the (standardised) activity is highest on average."""
+    sd = activity.std()
+    z = (activity - activity.mean()) / (sd if sd > 0 else 1.0)
+    means = {g: float(z[groups == g].mean()) for g in among}
+    return max(means, key=means.get)
+
+
+def _markers_recovered(fit: PeerFit, sig: pd.DataFrame, labels: np.ndarray, spec: PeerDataset) -> float:
+    counts = pd.Series(labels).value_counts()
+    types = [t for t in counts.index if counts[t] >= MIN_TYPE_CELLS and t in spec.markers]
+    if not types:
+        return math.nan
+    top = {name: _top_group(act, labels, types) for name, act in fit.activity.items()}
+    recovered = 0
+    for t in types:
+        wanted = {f"PanglaoDB: {m}" for m in spec.markers[t]}
+        progs = [name for name, group in top.items() if group == t]
+        recovered += bool(len(sig[sig["programme"].isin(progs) & sig["term"].isin(wanted)]))
+    return recovered / len(types)
+
+
+def _interferon(fit: PeerFit, table: pd.DataFrame, adata: AnnData, spec: PeerDataset) -> tuple[float, float]:
+    """Whether a programme more active in the stimulated cells is enriched for interferon, and its adjusted p."""
+    column, group = spec.condition
+    stimulated = (adata.obs[column] == group).to_numpy()
+    up = [name for name, act in fit.activity.items() if act[stimulated].mean() > act[~stimulated].mean()]
+    ifn = table[table["programme"].isin(up) & table["term"].isin([f"Hallmark: {t}" for t in INTERFERON_TERMS])]
+    p = float(ifn["p_adj"].min()) if len(ifn) else 1.0
+    return float(p < SIGNIFICANCE), p
+
+
+def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dict[str, float]:
+    """Every metric of one fit but ``stability`` (see :func:`stability_scores`); ``nan`` where it does not apply.
+
+    Parameters
+    ----------
+    fit
+        The fit (:func:`._peers_methods.fit_peer`).
+    adata
+        The data set's cells and genes, with the label and batch columns of ``spec``.
+    spec
+        The data set's definition.
+    seed
+        Seed of the held-out split of the label classifier.
+    """
+    from scsparse.generic.metrics import batch_association, label_accuracy, programme_redundancy
+
+    sizes = [idx.size for idx in fit.programmes.values()]
+    row: dict[str, float] = dict.fromkeys(METRICS, math.nan)
+    row.update(
+        factors_kept=float(fit.n_kept),
+        programmes=float(len(sizes)),
+        median_genes=float(np.median(sizes)) if sizes else math.nan,
+        redundancy=float(programme_redundancy(list(fit.programmes.values()), adata.n_vars).mean())
+        if sizes
+        else math.nan,
+        seconds=fit.seconds,
+        peak_mb=fit.peak_mb,
+    )
+    labels = np.asarray(adata.obs[spec.label_key]).astype(str) if spec.label_key else None
+    if labels is not None:
+        row["accuracy"] = label_accuracy(fit.factors, labels, seed=seed)["accuracy"]
+    if spec.batch_key and sizes:
+        scores = np.column_stack(list(fit.activity.values()))
+        row["batch_leakage"] = float(batch_association(scores, np.asarray(adata.obs[spec.batch_key])).mean())
+    if spec.libraries:
+        if not sizes:
+            row.update(enriched_share=0.0, distinct_terms=0.0, interferon_recovered=0.0, interferon_p=1.0)
+            row["markers_recovered"] = 0.0 if spec.markers else math.nan
+            if not spec.condition:
+                row["interferon_recovered"] = row["interferon_p"] = math.nan
+            return row
+        table = _enrichment(fit, adata, _gene_sets(spec))
+        sig = table[table["p_adj"] < SIGNIFICANCE]
+        row["enriched_share"] = sig["programme"].nunique() / len(sizes)
+        row["distinct_terms"] = float(sig["term"].nunique())
+        if len(sig):
+            row["best_fold"] = float(sig.groupby("programme")["fold_enrichment"].max().median())
+        if spec.condition:
+            row["interferon_recovered"], row["interferon_p"] = _interferon(fit, table, adata, spec)
+        if spec.markers and labels is not None:
+            row["markers_recovered"] = _markers_recovered(fit, sig, labels, spec)
+    return row
+
+
+def stability_scores(programmes_by_seed: Mapping[int, Sequence[np.ndarray]], n_genes: int) -> dict[int, float]:
+    """For each seed, the mean agreement of its programmes with every other seed's (``nan`` with one seed)."""
+    from scsparse.generic.metrics import matched_programme_agreement
+
+    seeds = list(programmes_by_seed)
+    out: dict[int, Any] = {}
+    for s in seeds:
+        others = [
+            matched_programme_agreement(programmes_by_seed[s], programmes_by_seed[t], n_genes) for t in seeds if t != s
+        ]
+        finite = [v for v in others if v == v]
+        out[s] = float(np.mean(finite)) if finite else math.nan
+    return out

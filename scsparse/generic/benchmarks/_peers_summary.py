@@ -1,0 +1,240 @@
+"""``summary.md`` and figures of ``scsparse bench peers``: tables per data set, winners, losses, targets."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._common import markdown_table
+from ._peers_data import PEER_DATASETS
+from ._peers_methods import READING, PeerBudget
+from ._peers_metrics import HIGHER_IS_BETTER, LOWER_IS_BETTER, METRICS, SIGNIFICANCE
+from ._report import NOT_ASSESSED_QUICK, new_figure, save_figure, summary_head, target_verdict
+
+__all__ = ["peers_figure", "peers_summary", "peers_targets"]
+
+SPARSEVAE = ("SparseVAE", "SparseVAE (restarts)")
+#: Data sets with targets, and the accuracy margin SparseVAE must keep to the best method.
+TARGET_DATASETS = ("kang", "pbmc3k")
+ACCURACY_MARGIN = 0.02
+#: Metrics drawn in ``peers_<data set>.png``.
+FIGURE_METRICS = (
+    "enriched_share", "markers_recovered", "best_fold", "median_genes", "redundancy", "accuracy", "stability",
+    "batch_leakage", "seconds",
+)  # fmt: skip
+_DIGITS = {"distinct_terms": 1, "factors_kept": 1, "programmes": 1, "median_genes": 1, "seconds": 0, "peak_mb": 0}
+
+
+def _ok(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["status"] == "ok"]
+
+
+def _means(df: pd.DataFrame) -> pd.DataFrame:
+    """Method x metric means over seeds (runs that ran)."""
+    ok = _ok(df)
+    return ok.groupby("method", sort=False)[list(METRICS)].mean(numeric_only=True)
+
+
+def _shown_metrics(df: pd.DataFrame) -> list[str]:
+    ok = _ok(df)
+    return [m for m in METRICS if pd.to_numeric(ok[m], errors="coerce").notna().any()]
+
+
+def _fmt(metric: str, value: float) -> str:
+    if value != value:
+        return "n/a"
+    if metric == "interferon_p":
+        return f"{value:.2g}"
+    return f"{value:.{_DIGITS.get(metric, 3)}f}"
+
+
+def _winners(means: pd.DataFrame, metrics: list[str]) -> list[str]:
+    lines = []
+    for m in metrics:
+        if m not in HIGHER_IS_BETTER | LOWER_IS_BETTER:
+            continue
+        col = means[m].dropna()
+        if col.empty:
+            continue
+        best = col.max() if m in HIGHER_IS_BETTER else col.min()
+        who = ", ".join(col.index[np.isclose(col, best, rtol=1e-9, atol=1e-12)])
+        sv = "; ".join(f"{s} {_fmt(m, means.loc[s, m])}" for s in SPARSEVAE if s in means.index)
+        lines.append(f"- **{m}** ({'higher' if m in HIGHER_IS_BETTER else 'lower'} is better): {who} "
+                     f"({_fmt(m, best)}){'; ' + sv if sv else ''}")  # fmt: skip
+    return lines
+
+
+def _losses(means: pd.DataFrame, metrics: list[str]) -> list[str]:
+    """Metrics where a peer beats both SparseVAE variants, with the numbers."""
+    ours = [s for s in SPARSEVAE if s in means.index]
+    peers = [m for m in means.index if m not in SPARSEVAE]
+    if not ours or not peers:
+        return []
+    lines = []
+    for m in metrics:
+        if m not in HIGHER_IS_BETTER | LOWER_IS_BETTER:
+            continue
+        sign = 1.0 if m in HIGHER_IS_BETTER else -1.0
+        our_best = max((sign * means.loc[s, m] for s in ours if means.loc[s, m] == means.loc[s, m]), default=None)
+        if our_best is None:
+            continue
+        beaten = [p for p in peers if means.loc[p, m] == means.loc[p, m] and sign * means.loc[p, m] > our_best]
+        if beaten:
+            shown = ", ".join(f"{p} {_fmt(m, means.loc[p, m])}" for p in beaten)
+            lines.append(f"- {m}: SparseVAE {_fmt(m, sign * our_best)} (better variant); ahead: {shown}")
+    return lines
+
+
+def _ahead(means: pd.DataFrame, ours: str, peers: list[str], metric: str, *, higher: bool) -> bool:
+    """``ours`` strictly better than every peer with a value (``False`` when ``ours`` has none)."""
+    mine = means.loc[ours, metric]
+    others = [means.loc[p, metric] for p in peers if means.loc[p, metric] == means.loc[p, metric]]
+    return bool(mine == mine and all(mine > o if higher else mine < o for o in others))
+
+
+def _versus(means: pd.DataFrame, ours: str, peers: list[str], metric: str) -> str:
+    theirs = ", ".join(f"{p} {_fmt(metric, means.loc[p, metric])}" for p in peers)
+    return f"{ours} {_fmt(metric, means.loc[ours, metric])} vs {theirs}"
+
+
+def peers_targets(df: pd.DataFrame, *, assessed: bool = True) -> list[tuple[str, str, str]]:
+    """``(data set, target, verdict)`` of the targets on Kang and PBMC 3k, for each SparseVAE variant.
+
+    SparseVAE must be ahead of every peer on programme size (``median_genes``), ``redundancy`` and the known
+    programmes (Kang: the interferon response, by adjusted p among methods that recover it, and the cell types'
+    markers; PBMC 3k: the markers), and within :data:`ACCURACY_MARGIN` of the best held-out accuracy.
+    """
+    out: list[tuple[str, str, str]] = []
+    for name in TARGET_DATASETS:
+        frame = df[df["dataset"] == name]
+        if _ok(frame).empty:
+            continue
+        means = _means(frame)
+        peers = [m for m in means.index if m not in SPARSEVAE]
+        for ours in (s for s in SPARSEVAE if s in means.index):
+            checks = [
+                (f"smallest programmes (median genes): {_versus(means, ours, peers, 'median_genes')}",
+                 _ahead(means, ours, peers, "median_genes", higher=False)),
+                (f"least redundant programmes: {_versus(means, ours, peers, 'redundancy')}",
+                 _ahead(means, ours, peers, "redundancy", higher=False)),
+            ]  # fmt: skip
+            if name == "kang":
+                ifn_ok = means.loc[ours, "interferon_recovered"] == 1.0 and _ahead(
+                    means, ours, peers, "interferon_p", higher=False
+                )
+                checks.append(
+                    (f"interferon programme, strongest adj. p: {_versus(means, ours, peers, 'interferon_p')}", ifn_ok)
+                )
+            markers = means.loc[ours, "markers_recovered"]
+            if markers == markers:
+                others = [means.loc[p, "markers_recovered"] for p in peers]
+                checks.append(
+                    (f"cell-type marker programmes recovered (ties count): "
+                     f"{_versus(means, ours, peers, 'markers_recovered')}", all(markers >= o for o in others if o == o))
+                )  # fmt: skip
+            best_acc = means["accuracy"].max()
+            acc = means.loc[ours, "accuracy"]
+            checks.append(
+                (f"accuracy within {ACCURACY_MARGIN} of the best ({best_acc:.3f}): {acc:.3f}",
+                 bool(acc >= best_acc - ACCURACY_MARGIN))
+            )  # fmt: skip
+            for what, ok in checks:
+                verdict = target_verdict(bool(ok), assessed=assessed, unassessed=NOT_ASSESSED_QUICK)
+                out.append((name, f"{ours}: {what}", verdict))
+    return out
+
+
+def peers_summary(
+    df: pd.DataFrame, prov: Mapping[str, Any], budget: PeerBudget, *, quick: bool, total_seconds: float
+) -> list[str]:
+    """The lines of ``summary.md``."""
+    from scsparse._text import markdown_rows
+
+    lines = summary_head(
+        "# SparseVAE against its peers on real single-cell data",
+        prov,
+        total_seconds=total_seconds,
+        mode="quick smoke run" if quick else "full run",
+    )
+    lines += [
+        "## What ran",
+        "",
+        f"Every method on the same cells and genes, with at most K = {budget.n_factors} factors, seeds "
+        f"0..{int(df['seed'].max()) if len(df) else 0}, {budget.max_epochs} epochs for the neural methods "
+        f"(SparseVAE stops earlier once its fit has settled), top {budget.n_top} genes per programme where a "
+        f"method's programmes are the top of a weight vector, {budget.restarts} restarts for SparseVAE (restarts) "
+        f"and {budget.cnmf_iterations} NMF replicates for cNMF. Batches (where a data set has them) go to the "
+        "methods that model them (SparseVAE, LDVAE, DRVI). A programme is enriched for a gene set at "
+        f"BH-adjusted p < {SIGNIFICANCE} within the programme. Metric definitions, what each rewards and its "
+        "blind spot: docs, Benchmarks > Against the peers.",
+        "",
+        "How each method's programmes are read:",
+        "",
+        *[f"- {m}: {READING[m]}" for m in dict.fromkeys(df["method"]) if m in READING],
+    ]
+    skipped = df[df["status"] != "ok"].drop_duplicates(["dataset", "method", "status"])
+    if len(skipped):
+        lines += ["", "Not run or failed:", ""]
+        lines += [f"- {r.dataset} / {r.method}: {r.status}" for r in skipped.itertuples()]
+    for name, frame in df.groupby("dataset", sort=False):
+        ok = _ok(frame)
+        if ok.empty:
+            continue
+        spec = PEER_DATASETS[name]
+        metrics = _shown_metrics(frame)
+        means = _means(frame)
+        lines += [
+            "",
+            f"## {spec.title}",
+            "",
+            f"{int(frame['n_cells'].iloc[0])} cells x {int(frame['n_genes'].iloc[0])} genes; gene sets: "
+            f"{', '.join(spec.libraries) or 'none (Ensembl ids, no symbol table offline)'}; labels: "
+            f"{spec.label_key or 'none'}; batches: {spec.batch_key or 'none'}. Mean ± sd over seeds.",
+            "",
+            markdown_table(ok, ["method"], metrics, digits={m: _DIGITS.get(m, 3) for m in metrics}),
+            "",
+            "Best per metric (SparseVAE's values after the winner):",
+            "",
+            *_winners(means, metrics),
+        ]
+        losses = _losses(means, metrics)
+        lines += ["", "Where a peer is ahead of both SparseVAE variants:", ""]
+        lines += losses or ["- nowhere"]
+    targets = peers_targets(df, assessed=not quick)
+    if targets:
+        lines += ["", "## Targets (Kang and PBMC 3k)", ""]
+        lines += markdown_rows(["data set", "target", "verdict"], [list(t) for t in targets])
+    return lines
+
+
+def peers_figure(df: pd.DataFrame, name: str, out_dir: Path) -> Path | None:
+    """Bars (mean, sd over seeds) of the main metrics of one data set, one panel per metric."""
+    ok = _ok(df)
+    metrics = [m for m in FIGURE_METRICS if pd.to_numeric(ok[m], errors="coerce").notna().any()]
+    if ok.empty or not metrics:
+        return None
+    methods = list(dict.fromkeys(ok["method"]))
+    n_cols = 3
+    n_rows = math.ceil(len(metrics) / n_cols)
+    fig = new_figure((4.2 * n_cols, 2.8 * n_rows))
+    axes = fig.subplots(n_rows, n_cols, squeeze=False).ravel()
+    colours = ["#1b6ca8" if m in SPARSEVAE else "#9a9a9a" for m in methods]
+    for ax, metric in zip(axes, metrics, strict=False):
+        grouped = ok.groupby("method", sort=False)[metric]
+        mean = grouped.mean().reindex(methods)
+        sd = grouped.std(ddof=1).reindex(methods).fillna(0.0)
+        ax.bar(range(len(methods)), mean.to_numpy(), yerr=sd.to_numpy(), color=colours, capsize=2)
+        ax.set_xticks(range(len(methods)), methods, rotation=40, ha="right", fontsize=7)
+        arrow = (
+            " (higher better)" if metric in HIGHER_IS_BETTER else " (lower better)" if metric in LOWER_IS_BETTER else ""
+        )
+        ax.set_title(metric + arrow, fontsize=9)
+    for ax in axes[len(metrics) :]:
+        ax.set_visible(False)
+    fig.suptitle(PEER_DATASETS[name].title, fontsize=10)
+    return save_figure(fig, out_dir / f"peers_{name}.png")
