@@ -236,8 +236,14 @@ def test_bench_dispatch(monkeypatch, tmp_path, capsys):
         "quick": True,
         "max_epochs": None,
         "n_threads": None,
+        "datasets": None,
+        "methods": None,
     }
     assert "2 result row(s)" in capsys.readouterr().out
+    assert main(["bench", "peers", "--datasets", "kang,pbmc3k", "--methods", "PCA", "--out", str(tmp_path)]) == 0
+    assert calls["peers"]["datasets"] == "kang,pbmc3k" and calls["peers"]["methods"] == "PCA"
+    assert main(["bench", "synthetic", "--datasets", "kang"]) == 2
+    assert "does not take --datasets" in capsys.readouterr().err
     assert main(["bench", name, "--n-threads", "2", "--out", str(tmp_path)]) == 0
     assert calls[name]["n_threads"] == 2
     with pytest.raises(SystemExit) as info:
@@ -269,6 +275,8 @@ def test_bench_all_dispatch(monkeypatch, tmp_path, capsys):
             "rho": None,
             "device": None,
             "n_threads": None,
+            "datasets": None,
+            "methods": None,
         },
     )
     assert "2 benchmark(s)" in capsys.readouterr().out

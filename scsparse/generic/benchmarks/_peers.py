@@ -128,7 +128,7 @@ def _run_dataset(
 def run_peers(
     out: str | Path,
     *,
-    seeds: int = 3,
+    seeds: int | None = None,
     quick: bool = False,
     max_epochs: int | None = None,
     datasets: str | Sequence[str] | None = None,
@@ -143,7 +143,7 @@ def run_peers(
     out
         Output folder: ``results.csv``, ``summary.md``, ``peers_<data set>.png``.
     seeds
-        Seeds ``0 .. seeds - 1`` per data set and method (stability needs at least 2).
+        Seeds ``0 .. seeds - 1`` per data set and method (default 3; quick: 1). Stability needs at least 2.
     quick
         A smoke run: 300 cells and 300 genes per data set, ``K = 5``, 100 epochs, 2 restarts, 10 cNMF replicates.
     max_epochs
@@ -171,6 +171,7 @@ def run_peers(
     """
     from scsparse._threads import torch_threads
 
+    seeds = (1 if quick else 3) if seeds is None else seeds
     check_positive_int("seeds", seeds)
     check_positive_int("max_epochs", max_epochs, optional=True)
     chosen_data = _names(datasets, list(PEER_DATASETS), "data set(s)")

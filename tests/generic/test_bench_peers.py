@@ -1,0 +1,237 @@
+"""Tests of ``scsparse bench peers``: programme metrics, reading of the methods, scoring, targets and the runner."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import anndata as ad
+import numpy as np
+import pandas as pd
+import pytest
+
+from scsparse.generic.benchmarks import BENCHMARKS
+from scsparse.generic.benchmarks._peers import RESULT_COLUMNS, run_peers
+from scsparse.generic.benchmarks._peers_data import PEER_DATASETS, PeerDataset
+from scsparse.generic.benchmarks._peers_methods import (
+    PEER_METHODS,
+    PeerBudget,
+    PeerFit,
+    _signed_programmes,
+    _top_by_sign,
+    fit_peer,
+)
+from scsparse.generic.benchmarks._peers_metrics import _markers_recovered, score_fit, stability_scores
+from scsparse.generic.benchmarks._peers_summary import peers_summary, peers_targets
+from scsparse.generic.metrics import batch_association, matched_programme_agreement, programme_redundancy
+
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+@pytest.fixture
+def offline_data(monkeypatch):
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"offline data copy not found at {SHARED_DATA}")
+    monkeypatch.setenv("SCSPARSE_DATA_DIR", str(SHARED_DATA))
+    monkeypatch.setenv("SCSPARSE_OFFLINE", "1")
+
+
+# ------------------------------------------------------------------------------------------ programme metrics
+def test_programme_redundancy_is_the_largest_overlap_with_another_programme():
+    red = programme_redundancy([[0, 1, 2, 3], [0, 1, 2, 3], [4, 5], [5, 6, 7]], n_genes=8)
+    assert red.tolist() == pytest.approx([1.0, 1.0, 0.25, 0.25])
+    assert programme_redundancy([[0, 1]], n_genes=2).tolist() == [0.0]
+    with pytest.raises(ValueError, match="outside"):
+        programme_redundancy([[0, 9], [1]], n_genes=3)
+
+
+def test_matched_programme_agreement_pairs_one_to_one_and_counts_the_unmatched():
+    a = [[0, 1, 2], [3, 4, 5], [6, 7]]
+    assert matched_programme_agreement(a, list(reversed(a)), n_genes=8) == pytest.approx(1.0)
+    # one programme split into two: only one half can be matched, the other counts as 0
+    split = matched_programme_agreement([[0, 1, 2, 3]], [[0, 1], [2, 3]], n_genes=4)
+    assert split == pytest.approx(0.5 / 2)
+    assert matched_programme_agreement([], [[0]], n_genes=2) == 0.0
+    assert math.isnan(matched_programme_agreement([], [], n_genes=2))
+
+
+def test_batch_association_is_eta_squared():
+    rng = np.random.default_rng(0)
+    batch = np.repeat(["a", "b", "c"], 100)
+    pure_batch = np.repeat([0.0, 1.0, 2.0], 100)
+    noise = rng.normal(size=300)
+    eta = batch_association(np.column_stack([pure_batch, noise, np.ones(300)]), batch)
+    assert eta[0] == pytest.approx(1.0) and eta[1] < 0.05 and eta[2] == 0.0
+    mixed = batch_association(pure_batch + rng.normal(scale=1.0, size=300), batch)[0]
+    assert 0.2 < mixed < 0.8
+    with pytest.raises(ValueError, match="entries"):
+        batch_association(np.zeros((3, 1)), ["a", "b"])
+    with pytest.raises(ValueError, match="NaN"):
+        batch_association(np.array([[np.nan], [1.0]]), ["a", "b"])
+
+
+# ------------------------------------------------------------------------------------------ reading programmes
+def test_top_genes_by_sign_and_signed_programmes():
+    w = np.array([0.5, -2.0, 1.5, 0.0, -0.1])
+    assert _top_by_sign(w, 2, 1).tolist() == [2, 0]
+    assert _top_by_sign(w, 5, -1).tolist() == [1, 4]  # only negative weights, strongest first
+    scores = np.arange(6.0).reshape(3, 2)
+    progs, act = _signed_programmes(np.column_stack([w, np.abs(w)]), scores, 2)
+    assert set(progs) == {"0+", "0-", "1+"}  # no negative loading in factor 1
+    assert act["0-"].tolist() == (-scores[:, 0]).tolist() and act["1+"].tolist() == scores[:, 1].tolist()
+
+
+def _labelled_counts(n_per_type: int = 60, n_genes: int = 40, seed: int = 0) -> ad.AnnData:
+    """Counts of three cell types, each with its own block of ten up-regulated genes; two batches."""
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(["t0", "t1", "t2"], n_per_type)
+    rate = np.full((labels.size, n_genes), 1.0)
+    for k in range(3):
+        rate[np.ix_(labels == f"t{k}", np.arange(10 * k, 10 * k + 10))] = 8.0
+    counts = rng.poisson(rate).astype(np.float32)
+    adata = ad.AnnData(counts.copy())
+    adata.obs_names = [f"c{i}" for i in range(labels.size)]
+    adata.var_names = [f"G{j}" for j in range(n_genes)]
+    adata.layers["counts"] = counts
+    adata.obs["cell_type"] = pd.Categorical(labels)
+    adata.obs["batch"] = pd.Categorical(np.tile(["b0", "b1"], labels.size // 2))
+    return adata
+
+
+@pytest.mark.parametrize("method", ["NMF (KL)", "PCA"])
+def test_matrix_methods_find_the_planted_blocks(method):
+    adata = _labelled_counts()
+    fit = fit_peer(method, adata, PeerBudget(n_factors=3, n_top=10), seed=0)
+    assert fit.method == method and fit.factors.shape == (adata.n_obs, 3) and fit.n_kept == 3
+    blocks = [set(range(10 * k, 10 * k + 10)) for k in range(3)]
+    found = [max(len(set(p.tolist()) & b) for p in fit.programmes.values()) for b in blocks]
+    assert min(found) >= 8
+    assert fit.seconds > 0 and set(fit.activity) == set(fit.programmes)
+    assert "_scvi_uuid" not in adata.uns and not adata.obsm  # the caller's AnnData is left alone
+
+
+def test_fit_peer_rejects_unknown_methods():
+    with pytest.raises(ValueError, match="Unknown method"):
+        fit_peer("FactorX", _labelled_counts(), PeerBudget(), seed=0)
+
+
+# ------------------------------------------------------------------------------------------ scoring
+def _planted_fit(adata: ad.AnnData) -> PeerFit:
+    labels = adata.obs["cell_type"].to_numpy()
+    programmes = {f"{k}+": np.arange(10 * k, 10 * k + 10) for k in range(3)}
+    activity = {f"{k}+": (labels == f"t{k}").astype(float) for k in range(3)}
+    return PeerFit("PCA", np.column_stack(list(activity.values())), programmes, activity, n_kept=3, seconds=1.0)
+
+
+def test_score_fit_parsimony_accuracy_and_batch(monkeypatch):
+    adata = _labelled_counts()
+    spec = PeerDataset("toy", "toy", lambda: adata, label_key="cell_type", batch_key="batch")
+    row = score_fit(_planted_fit(adata), adata, spec, seed=0)
+    assert row["median_genes"] == 10 and row["redundancy"] == 0.0 and row["programmes"] == 3
+    assert row["accuracy"] == pytest.approx(1.0)
+    assert row["batch_leakage"] < 0.05  # batches alternate within every type
+    assert math.isnan(row["enriched_share"]) and math.isnan(row["interferon_p"])  # no gene sets
+
+
+def test_score_fit_enrichment_and_interferon(monkeypatch):
+    from scsparse.generic.benchmarks import _peers_metrics
+
+    adata = _labelled_counts()
+    adata.obs["condition"] = np.where(adata.obs["cell_type"] == "t0", "stimulated", "control")
+    sets = {
+        "Hallmark: HALLMARK_INTERFERON_ALPHA_RESPONSE": [f"G{j}" for j in range(8)],
+        "PanglaoDB: T cells": [f"G{j}" for j in range(10, 18)],
+        "PanglaoDB: B cells": [f"G{j}" for j in range(20, 26)],
+    }
+    monkeypatch.setattr(_peers_metrics, "_gene_sets", lambda spec: sets)
+    spec = PeerDataset(
+        "toy", "toy", lambda: adata, label_key="cell_type", libraries=("custom",),
+        markers={"t0": ("NK cells",), "t1": ("T cells",), "t2": ("B cells",)}, condition=("condition", "stimulated"),
+    )  # fmt: skip
+    row = score_fit(_planted_fit(adata), adata, spec, seed=0)
+    assert row["enriched_share"] == 1.0 and row["distinct_terms"] == 3
+    assert row["interferon_recovered"] == 1.0 and row["interferon_p"] < 1e-3
+    assert row["markers_recovered"] == pytest.approx(2 / 3)  # t0's programme is interferon, not NK markers
+    assert row["best_fold"] > 3
+
+
+def test_markers_need_the_programme_to_be_highest_in_that_type():
+    labels = np.repeat(["a", "b"], 20)
+    fit = PeerFit("x", np.zeros((40, 1)), {"0+": np.arange(3)}, {"0+": (labels == "b").astype(float)}, 1)
+    sig = pd.DataFrame({"programme": ["0+"], "term": ["PanglaoDB: A"]})
+    spec = PeerDataset("toy", "toy", lambda: None, markers={"a": ("A",), "b": ("B",)})
+    assert _markers_recovered(fit, sig, labels, spec) == 0.0  # enriched for a's markers, but highest in b
+    fit.activity["0+"] = (labels == "a").astype(float)
+    assert _markers_recovered(fit, sig, labels, spec) == 0.5
+
+
+def test_stability_scores_average_over_the_other_seeds():
+    same, other = [np.arange(5), np.arange(5, 10)], [np.arange(10, 15), np.arange(15, 20)]
+    out = stability_scores({0: same, 1: same, 2: other}, n_genes=20)
+    assert out[0] == pytest.approx(0.5) and out[2] == pytest.approx(0.0)
+    assert math.isnan(stability_scores({0: same}, n_genes=20)[0])
+
+
+# ------------------------------------------------------------------------------------------ targets and summary
+def _results(sparse: dict, peer: dict) -> pd.DataFrame:
+    rows = []
+    for dataset in ("kang", "pbmc3k"):
+        for method, values in (("SparseVAE", sparse), ("LDVAE", peer)):
+            row = dict.fromkeys(RESULT_COLUMNS, math.nan)
+            row.update(dataset=dataset, method=method, seed=0, status="ok", n_cells=10, n_genes=5, **values)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_targets_met_and_not_met():
+    good = {"median_genes": 12, "redundancy": 0.05, "interferon_recovered": 1.0, "interferon_p": 1e-20,
+            "markers_recovered": 0.8, "accuracy": 0.85}  # fmt: skip
+    peer = {"median_genes": 50, "redundancy": 0.1, "interferon_recovered": 1.0, "interferon_p": 1e-10,
+            "markers_recovered": 0.6, "accuracy": 0.86}  # fmt: skip
+    verdicts = [v for _, _, v in peers_targets(_results(good, peer))]
+    assert verdicts and set(verdicts) == {"met"}
+    bad = {**good, "accuracy": 0.8, "redundancy": 0.2}
+    table = peers_targets(_results(bad, peer))
+    missed = [t for _, t, v in table if v == "not met"]
+    assert any("accuracy" in t for t in missed) and any("redundant" in t for t in missed)
+    assert {v for _, _, v in peers_targets(_results(good, peer), assessed=False)} == {"not assessed (quick smoke run)"}
+
+
+def test_summary_names_losses_and_runs_not_run():
+    df = _results({"median_genes": 12, "accuracy": 0.8}, {"median_genes": 50, "accuracy": 0.9})
+    extra = df.iloc[[0]].assign(method="DRVI", status="not run: needs scvi-tools >= 1.5")
+    df = pd.concat([df, extra], ignore_index=True)
+    from scsparse.generic.benchmarks._report import provenance
+
+    text = "\n".join(peers_summary(df, provenance("peers", {}), PeerBudget(), quick=False, total_seconds=60.0))
+    assert "kang / DRVI: not run: needs scvi-tools >= 1.5" in text
+    assert "- accuracy: SparseVAE 0.800 (better variant); ahead: LDVAE 0.900" in text
+    assert "## Targets (Kang and PBMC 3k)" in text
+
+
+# ------------------------------------------------------------------------------------------ the runner
+def test_registered_and_rejects_unknown_names(tmp_path):
+    assert "peers" in BENCHMARKS
+    with pytest.raises(ValueError, match="Unknown data set"):
+        run_peers(tmp_path, datasets="nowhere", quick=True)
+    with pytest.raises(ValueError, match="Unknown method"):
+        run_peers(tmp_path, methods="SparseVAE,FactorX", quick=True)
+    assert set(PEER_DATASETS) == {"kang", "pbmc3k", "zeisel", "cellbench", "pbmc_3batch"}
+    assert PEER_METHODS[0] == "SparseVAE"
+
+
+def test_quick_run_on_kang(offline_data, tmp_path):
+    df = run_peers(
+        tmp_path, quick=True, seeds=2, datasets="kang", methods="SparseVAE,SparseVAE (restarts),NMF (KL)",
+        verbose=False,
+    )  # fmt: skip
+    assert list(df.columns) == RESULT_COLUMNS and len(df) == 6
+    assert set(df["status"]) == {"ok"}
+    assert df["stability"].notna().all() and df["accuracy"].between(0, 1).all()
+    assert (df.loc[df["method"] == "NMF (KL)", "median_genes"] == 50).all()
+    for name in ("results.csv", "summary.md", "peers_kang.png"):
+        assert (tmp_path / name).is_file()
+    text = (tmp_path / "summary.md").read_text()
+    assert "not assessed (quick smoke run)" in text and "## Kang" in text
+    saved = pd.read_csv(tmp_path / "results.csv")
+    assert len(saved) == 6
