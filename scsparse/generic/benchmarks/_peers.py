@@ -15,10 +15,11 @@ the run goes on; ``quick`` runs raise instead, so a smoke test cannot pass over 
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,9 +81,21 @@ def _row(dataset: str, method: str, seed: int, adata, budget: PeerBudget, status
     return row
 
 
+def _save(out_dir: Path, done: list[dict[str, Any]], current: list[dict[str, Any]]) -> None:
+    """``results.csv`` of the data sets done and the fits of the current one: a stopped run keeps what it has."""
+    write_results(pd.DataFrame(done + current, columns=RESULT_COLUMNS), out_dir, RESULT_COLUMNS)
+
+
 def _run_dataset(
-    name: str, methods: list[str], seeds: int, budget: PeerBudget, quick: bool, verbose: bool
+    name: str,
+    methods: list[str],
+    seeds: int,
+    budget: PeerBudget,
+    quick: bool,
+    verbose: bool,
+    save: Callable[[list[dict[str, Any]]], None],
 ) -> list[dict[str, Any]]:
+    """Every method and seed on one data set; ``save(rows)`` after each fit (stability is added at the end)."""
     spec = PEER_DATASETS[name]
     adata = load_peer_dataset(name, quick=quick)
     if verbose:
@@ -109,6 +122,7 @@ def _run_dataset(
                 row.update({k: fit.extra.get(k, math.nan) for k in ("settled", "epochs")})
                 programmes[method][seed] = list(fit.programmes.values())
             rows.append(row)
+            save(rows)
             if verbose:
                 shown = ", ".join(
                     f"{k} {row[k]:.3g}"
@@ -190,9 +204,10 @@ def run_peers(
     with torch_threads(n_threads), quiet_training_logs():
         _warm_up()
         for name in chosen_data:
-            rows += _run_dataset(name, chosen_methods, seeds, budget, quick, verbose)
+            save = functools.partial(_save, out_dir, list(rows))
+            rows += _run_dataset(name, chosen_methods, seeds, budget, quick, verbose, save)
             df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
-            write_results(df, out_dir, RESULT_COLUMNS)  # after each data set: a long run keeps what it has
+            write_results(df, out_dir, RESULT_COLUMNS)
             figure = peers_figure(df[df["dataset"] == name], name, out_dir)
             if figure is not None:
                 figures.append(figure.name)
