@@ -38,25 +38,25 @@ def select_best(models: Sequence[Any]) -> tuple[Any, pd.DataFrame]:
     ----------
     models
         Trained :class:`~scsparse.model.SparseVAE` or :class:`~scsparse.model.MultiStudySparseVAE` models of the
-        same class, on the same genes and training cells (typically: the same AnnData and settings, different
-        ``seed``).
+        same class, on the same genes and training cells (typically: the same AnnData and settings, a different
+        model ``seed`` each and the same ``train(seed=...)``, which fixes the split).
 
     Returns
     -------
     best
         The model with the lowest objective (the first of equals).
     table
-        One row per model, in the order given: ``seed``, ``objective``, ``n_active``, ``n_overlapping`` (active
-        factors whose genes overlap another active factor's, Jaccard index above
-        :data:`scsparse.tl.OVERLAP_FRACTION`: a sign of merged or duplicated programmes, see
+        One row per model, in the order given: ``seed`` (of the model's initial weights), ``objective``,
+        ``n_active``, ``n_overlapping`` (active factors whose genes overlap another active factor's, Jaccard index
+        above :data:`scsparse.tl.OVERLAP_FRACTION`: a sign of merged or duplicated programmes, see
         :func:`scsparse.tl.factor_diagnostics`) and ``selected``. The choice uses the objective alone.
 
     Examples
     --------
     >>> fits = []
-    >>> for seed in range(4):
+    >>> for seed in range(4):  # initial weights from seed; one split and minibatch order from train(seed=0)
     ...     model = scsparse.model.SparseVAE(adata, seed=seed)
-    ...     model.train(max_epochs=100)
+    ...     model.train(max_epochs=100, seed=0)
     ...     fits.append(model)
     >>> best, table = scsparse.model.select_best(fits)
     """
@@ -71,11 +71,12 @@ def select_best(models: Sequence[Any]) -> tuple[Any, pd.DataFrame]:
     if len(set(genes)) > 1 or len(set(cells)) > 1 or len({m.adata.n_obs for m in models}) > 1:
         raise InvalidInputError(
             "select_best compares objectives of fits to the same data: the models differ in their genes or "
-            "training cells. Fit every model on the same AnnData with the same train_size (and split seed)."
+            "training cells. Fit every model on the same AnnData with the same train_size, and give every fit the "
+            "same train(seed=...): the split follows the training seed, the initial weights the model's seed."
         )
     rows = [
         {
-            "seed": getattr(m, "seed", None),
+            "seed": getattr(m, "init_seed", getattr(m, "seed", None)),
             "objective": m.training_objective(),
             "n_active": len(m.active_factors()),
             "n_overlapping": _n_overlapping(m),

@@ -207,6 +207,7 @@ class SparseVAE(
         """
         layer = self._layer()
         self.seed = int(settings.seed or 0) if seed is None else int(seed)
+        self.init_seed = self.seed  # the initial weights' seed; train(seed=) may later change self.seed
         if self.adata is None:
             self.data_checks_ = (
                 "not run: the model was built from a registry (registry=), without an AnnData to scan"

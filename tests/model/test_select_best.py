@@ -43,6 +43,22 @@ def test_select_best_returns_the_lowest_objective(counts_adata):
     assert table["n_overlapping"].iloc[0] == 2 and table["n_active"].iloc[0] == 3
 
 
+def test_restarts_with_a_held_out_split_share_it_through_the_training_seed(counts_adata):
+    def fit(seed, train_seed):
+        adata = counts_adata.copy()
+        scsparse.model.SparseVAE.setup_anndata(adata, layer="counts")
+        model = scsparse.model.SparseVAE(adata, n_latent=4, n_hidden=16, seed=seed)
+        model.train(max_epochs=2, batch_size=64, train_size=0.8, seed=train_seed, enable_progress_bar=False)
+        return model
+
+    fits = [fit(s, train_seed=0) for s in range(3)]
+    _, table = select_best(fits)
+    assert list(table["seed"]) == [0, 1, 2]  # the initial weights' seeds, not the shared training seed
+    assert len({round(v, 6) for v in table["objective"]}) == 3  # different fits
+    with pytest.raises(InvalidInputError, match=r"same train\(seed=\.\.\.\)"):
+        select_best([fit(0, train_seed=0), fit(1, train_seed=1)])  # two different held-out splits
+
+
 def test_select_best_refuses_fits_of_different_data(counts_adata):
     a = _fit(counts_adata.copy(), seed=0, epochs=1)
     b = _fit(counts_adata[:, :30].copy(), seed=1, epochs=1)
