@@ -297,6 +297,15 @@ def _finish(table: pd.DataFrame, names: Sequence[str], columns: list[str], metho
     return table
 
 
+def _directions(direction: str, n_top: int | None) -> list[str]:
+    """The directions ``direction`` asks for, after checking it and ``n_top``."""
+    if direction not in ("both", "positive", "negative"):
+        raise ValueError(f"direction must be 'both', 'positive' or 'negative', got {direction!r}.")
+    if n_top is not None and int(n_top) < 1:
+        raise ValueError(f"n_top must be a positive integer or None, got {n_top!r}.")
+    return ["positive", "negative"] if direction == "both" else [direction]
+
+
 def _check_sizes(min_size: int, max_size: int) -> None:
     if min_size < 1 or max_size < min_size:
         raise ValueError(f"Need 1 <= min_size <= max_size, got min_size={min_size}, max_size={max_size}.")
@@ -433,18 +442,14 @@ def enrich(
     """
     if method not in ("ora", "prerank"):
         raise ValueError(f"method must be 'ora' or 'prerank', got {method!r}.")
-    if direction not in ("both", "positive", "negative"):
-        raise ValueError(f"direction must be 'both', 'positive' or 'negative', got {direction!r}.")
+    directions = _directions(direction, n_top)
     _check_sizes(min_size, max_size)
-    if n_top is not None and int(n_top) < 1:
-        raise ValueError(f"n_top must be a positive integer or None, got {n_top!r}.")
     res = read_results(adata, key)
     names = res.resolve(factors)
     symbols = _data_symbols(adata, gene_symbols)
     sets = load_gene_sets(gene_sets, species=species)
     set_names, members = _match_sets(sets, symbols, int(min_size), int(max_size))
     corr = factor_gene_correlation(adata, key=key, layer=layer).to_numpy()
-    directions = ["positive", "negative"] if direction == "both" else [direction]
     if method == "ora":
         programmes = _programmes(res, names, corr, directions, pip_threshold, n_top, max_size)
         table = _ora(programmes, set_names, members, symbols)
@@ -511,14 +516,10 @@ def programme_genes(
     >>> scsparse.tl.sparse_vae(adata, layer="counts", max_epochs=25)
     >>> scsparse.tl.programme_genes(adata).head()
     """
-    if direction not in ("both", "positive", "negative"):
-        raise ValueError(f"direction must be 'both', 'positive' or 'negative', got {direction!r}.")
-    if n_top is not None and int(n_top) < 1:
-        raise ValueError(f"n_top must be a positive integer or None, got {n_top!r}.")
+    directions = _directions(direction, n_top)
     res = read_results(adata, key)
     names = res.resolve(factors)
     corr = factor_gene_correlation(adata, key=key, layer=layer).to_numpy()
-    directions = ["positive", "negative"] if direction == "both" else [direction]
     genes = np.asarray(adata.var_names).astype(str)
     rows = [
         {"factor": f, "direction": d, "size": int(prog.size), "genes": genes[prog].tolist(), "selection": rule}

@@ -13,6 +13,7 @@ import logging
 import math
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,6 +43,7 @@ __all__ = [
     "method_label",
     "no_active_factor_note",
     "paper_comparison_table",
+    "proc_status_mb",
     "quiet_training_logs",
     "reduced_settings",
     "resolve_settings",
@@ -509,6 +511,16 @@ def check_corpus(corpus: TextCorpus, n_latent: int) -> None:
             f"factors, or fewer than max({n_latent}, 10) documents. Pass a larger corpus (source=...) or a larger "
             "vocab_size."
         )
+
+
+def proc_status_mb(field: str) -> float:
+    """A memory field of this process's ``/proc/self/status`` (``"VmRSS"``, ``"VmHWM"``) in MB; ``nan`` off Linux."""
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024  # kB
+    return math.nan
 
 
 def variable_genes(adata: AnnData, n_genes: int, batch_key: str | None = None) -> AnnData:

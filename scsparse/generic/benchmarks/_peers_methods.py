@@ -38,8 +38,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 from anndata import AnnData
+
+from ._common import proc_status_mb
 
 __all__ = [
     "PEER_METHODS",
@@ -131,15 +134,6 @@ class PeerFit:
 
 
 # ---------------------------------------------------------------------------------------------- measurement
-def _status_mb(field_name: str) -> float:
-    status = Path("/proc/self/status")
-    if status.is_file():
-        for line in status.read_text().splitlines():
-            if line.startswith(field_name + ":"):
-                return int(line.split()[1]) / 1024
-    return math.nan
-
-
 def _release_freed_memory() -> None:
     """Collect garbage and hand freed heap pages back to the system (glibc), so that memory an earlier fit freed
     but the allocator kept does not hide the next fit's growth.
@@ -167,11 +161,11 @@ def _measured() -> Iterator[dict[str, float]]:
     """Wall time and peak resident-memory growth (MB) of the block, filled into the yielded dict after it."""
     out: dict[str, float] = {}
     reset = _reset_peak()
-    before = _status_mb("VmRSS")
+    before = proc_status_mb("VmRSS")
     start = time.perf_counter()
     yield out
     out["seconds"] = time.perf_counter() - start
-    out["peak_mb"] = max(_status_mb("VmHWM") - before, 0.0) if reset else math.nan
+    out["peak_mb"] = max(proc_status_mb("VmHWM") - before, 0.0) if reset else math.nan
 
 
 # ---------------------------------------------------------------------------------------------- reading helpers
@@ -366,10 +360,9 @@ def _fit_cnmf(adata, budget, seed, batch_key, first=None) -> PeerFit:
     with _measured() as m, tempfile.TemporaryDirectory() as tmp:
         counts = ad.AnnData(
             sp.csr_matrix(_counts(adata).astype(np.float32)),
-            obs={"cell": np.asarray(adata.obs_names)},
-            var={"gene": np.asarray(adata.var_names)},
+            obs=pd.DataFrame(index=adata.obs_names),
+            var=pd.DataFrame(index=adata.var_names),
         )
-        counts.obs_names, counts.var_names = adata.obs_names, adata.var_names
         path, genes = Path(tmp) / "counts.h5ad", Path(tmp) / "genes.txt"
         counts.write_h5ad(path)
         genes.write_text("\n".join(adata.var_names))

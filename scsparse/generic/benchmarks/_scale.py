@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._common import check_positive_int
+from ._common import check_positive_int, proc_status_mb
 
 __all__ = ["SCALE_COLUMNS", "cell_scaling", "gene_scaling", "write_simulated_h5ad"]
 
@@ -152,11 +152,9 @@ def _rss_mb() -> float:
     ``exec`` from the process that forked it, so a child started from a large parent (a test runner with CUDA
     torch loaded) would report the parent's size. Elsewhere ``ru_maxrss`` (bytes on macOS).
     """
-    status = Path("/proc/self/status")
-    if status.is_file():
-        for line in status.read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024  # kB
+    peak_mb = proc_status_mb("VmHWM")
+    if peak_mb == peak_mb:
+        return peak_mb
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 1024 if sys.platform != "darwin" else peak / 2**20
 
