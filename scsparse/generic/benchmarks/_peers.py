@@ -1,14 +1,16 @@
 """``scsparse bench peers``: SparseVAE against the tools single-cell users would pick instead, on real data.
 
 On each data set of :data:`._peers_data.PEER_DATASETS`, every method of :data:`._peers_methods.PEER_METHODS`
-is fitted with the same genes, the same maximum number of factors, the same seeds and the same epoch budget,
+(or, on the data sets of the multi-study arm, of :data:`._peers_multistudy.MULTISTUDY_METHODS`) is fitted with
+the same genes, the same maximum number of factors, the same seeds and the same epoch budget,
 one after the other in one process, and its programmes are read the way its authors recommend. Each fit is
 scored on biology recovered, parsimony, information, batch leakage, stability over seeds and cost
 (:mod:`._peers_metrics`). ``results.csv`` has one row per data set, method and seed; ``summary.md`` a table per
 data set, who wins each metric, where SparseVAE loses, and the targets; ``peers_<data set>.png`` the main
 metrics.
 
-A method that cannot run in the environment (DRVI before scvi-tools 1.5, cNMF without the ``peers`` extra) gets
+A method that cannot run in the environment (DRVI before scvi-tools 1.5, cNMF or MOFA+ without the ``peers``
+extra) gets
 rows with ``status`` "not run: <reason>". In a full run a method that fails is recorded as "failed: <error>" and
 the run goes on; ``quick`` runs raise instead, so a smoke test cannot pass over a broken method.
 """
@@ -30,6 +32,7 @@ from ._common import check_positive_int, quiet_training_logs
 from ._peers_data import PEER_DATASETS, load_peer_dataset
 from ._peers_methods import PEER_METHODS, MethodUnavailable, PeerBudget, PeerFit, fit_peer
 from ._peers_metrics import METRICS, score_fit, stability_scores
+from ._peers_multistudy import MULTISTUDY_METHODS, fit_multistudy_peer
 from ._peers_summary import peers_figure, peers_summary
 from ._report import make_output_dir, provenance, run_options, write_results, write_summary, wrote_line
 
@@ -41,8 +44,8 @@ RESULT_COLUMNS: list[str] = [
 ]  # fmt: skip
 
 #: Settings of a full run and of ``quick`` (300 cells, 300 genes).
-_FULL = PeerBudget(n_factors=20, max_epochs=400, n_top=50, restarts=3, cnmf_iterations=50)
-_QUICK = PeerBudget(n_factors=5, max_epochs=100, n_top=50, restarts=2, cnmf_iterations=10)
+_FULL = PeerBudget(n_factors=20, max_epochs=400, n_top=50, restarts=3, cnmf_iterations=50, mofa_iterations=1000)
+_QUICK = PeerBudget(n_factors=5, max_epochs=100, n_top=50, restarts=2, cnmf_iterations=10, mofa_iterations=100)
 
 
 def _names(value: str | Sequence[str] | None, known: Sequence[str], what: str) -> list[str]:
@@ -59,7 +62,9 @@ def _warm_up() -> None:
     """Import what the methods import, so that no fit's time or memory includes a first import."""
     import importlib
 
-    for module in ("scvi", "scanpy", "sklearn.decomposition", "scsparse.model", "scsparse.tl", "cnmf"):
+    for module in (
+        "scvi", "scanpy", "sklearn.decomposition", "scsparse.model", "scsparse.tl", "cnmf", "mofapy2.run.entry_point",
+    ):  # fmt: skip
         try:
             importlib.import_module(module)
         except ImportError:
@@ -97,6 +102,9 @@ def _run_dataset(
 ) -> list[dict[str, Any]]:
     """Every method and seed on one data set; ``save(rows)`` after each fit (stability is added at the end)."""
     spec = PEER_DATASETS[name]
+    methods = [m for m in methods if m in (MULTISTUDY_METHODS if spec.study_key else PEER_METHODS)]
+    if not methods:
+        return []
     adata = load_peer_dataset(name, quick=quick)
     if verbose:
         print(f"[peers] {name}: {adata.n_obs} cells x {adata.n_vars} genes", flush=True)
@@ -107,7 +115,10 @@ def _run_dataset(
         for method in methods:
             row = _row(name, method, seed, adata, budget, "ok")
             try:
-                fit = fit_peer(method, adata, budget, seed, spec.batch_key, first=first)
+                if spec.study_key:
+                    fit = fit_multistudy_peer(method, adata, budget, seed, spec.study_key)
+                else:
+                    fit = fit_peer(method, adata, budget, seed, spec.batch_key, first=first)
             except MethodUnavailable as exc:
                 row["status"] = f"not run: {exc}"
             except Exception as exc:
@@ -159,13 +170,15 @@ def run_peers(
     seeds
         Seeds ``0 .. seeds - 1`` per data set and method (default 3; quick: 1). Stability needs at least 2.
     quick
-        A smoke run: 300 cells and 300 genes per data set, ``K = 5``, 100 epochs, 2 restarts, 10 cNMF replicates.
+        A smoke run: 300 cells and 300 genes per data set, ``K = 5``, 100 epochs, 2 restarts, 10 cNMF replicates,
+        100 MOFA+ iterations.
     max_epochs
         Epoch budget of the neural methods (default 400; SparseVAE may stop earlier once settled).
     datasets
         Data sets to run (comma-separated or a list; default: all of :data:`._peers_data.PEER_DATASETS`).
     methods
-        Methods to run (default: all of :data:`._peers_methods.PEER_METHODS`).
+        Methods to run (default: all of :data:`._peers_methods.PEER_METHODS` and, on the multi-study data sets,
+        of :data:`._peers_multistudy.MULTISTUDY_METHODS`).
     n_threads
         CPU threads for torch (``None``: torch's default).
     verbose
@@ -189,7 +202,7 @@ def run_peers(
     check_positive_int("seeds", seeds)
     check_positive_int("max_epochs", max_epochs, optional=True)
     chosen_data = _names(datasets, list(PEER_DATASETS), "data set(s)")
-    chosen_methods = _names(methods, list(PEER_METHODS), "method(s)")
+    chosen_methods = _names(methods, [*PEER_METHODS, *MULTISTUDY_METHODS], "method(s)")
     base = _QUICK if quick else _FULL
     budget = PeerBudget(**{**base.__dict__, "max_epochs": max_epochs or base.max_epochs})
     out_dir = make_output_dir(out)

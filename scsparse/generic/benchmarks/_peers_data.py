@@ -13,6 +13,10 @@ Known programmes, the biology each data set is known to hold:
 
 CellBench's genes are Ensembl ids with no symbol table offline, so it has no enrichment; the three 10x PBMC
 chemistries have no labels. Each is scored on what it has (see :mod:`._peers_metrics`).
+
+The multi-study arm (:mod:`._peers_multistudy`) takes Kang with control and stimulated cells as two studies (the
+interferon programme belongs to the stimulated study, the cell types to both) and CellBench with its two
+technologies as studies (the cell lines shared, the technologies' differences specific).
 """
 
 from __future__ import annotations
@@ -76,6 +80,9 @@ class PeerDataset:
         Label -> PanglaoDB cell types whose markers that label's programme should be enriched for.
     condition
         ``(obs column, group)`` whose known programme is :data:`INTERFERON_TERMS` (Kang).
+    study_key
+        ``obs`` column of the studies: set for the data sets of the multi-study arm
+        (:mod:`._peers_multistudy`), whose first study (sorted) is the reference of ``transfer_accuracy``.
     """
 
     name: str
@@ -86,6 +93,7 @@ class PeerDataset:
     libraries: tuple[str, ...] = ()
     markers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     condition: tuple[str, str] | None = None
+    study_key: str | None = None
 
 
 def _kang() -> AnnData:
@@ -161,6 +169,24 @@ PEER_DATASETS: dict[str, PeerDataset] = {
             _pbmc_3batch,
             batch_key="batch",
             libraries=("hallmark_human", "panglaodb_blood"),
+        ),
+        PeerDataset(
+            "kang_studies",
+            "Multi-study arm: Kang et al. 2018 PBMCs, control and IFN-beta as two studies (embedded, 1,975 cells)",
+            _kang,
+            label_key="cell_type",
+            libraries=("hallmark_human", "panglaodb_blood"),
+            markers=_PBMC_MARKERS,
+            condition=("condition", "stimulated"),
+            study_key="condition",
+        ),
+        PeerDataset(
+            "cellbench_studies",
+            "Multi-study arm: CellBench 3 lung cancer cell lines, CEL-seq2 and Drop-seq as two studies (singlets)",
+            _cellbench,
+            label_key="cell_line",
+            batch_key="technology",
+            study_key="technology",
         ),
     )
 }

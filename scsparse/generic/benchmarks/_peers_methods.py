@@ -88,6 +88,8 @@ class PeerBudget:
         Fits of SparseVAE (best of N).
     cnmf_iterations
         NMF replicates of cNMF's consensus.
+    mofa_iterations
+        Most iterations of MOFA+ (it stops earlier once converged, mofapy2's "fast" mode).
     """
 
     n_factors: int = 20
@@ -95,6 +97,7 @@ class PeerBudget:
     n_top: int = 50
     restarts: int = 3
     cnmf_iterations: int = 50
+    mofa_iterations: int = 1000
 
 
 @dataclass
@@ -106,7 +109,8 @@ class PeerFit:
     method
         A name of :data:`PEER_METHODS`.
     factors
-        Cells x factors representation (every factor the method returns; the input of the label classifier).
+        Cells x factors representation (every factor the method returns; the input of the label classifier);
+        ``None`` where the method has no one representation of all cells (one fit per study).
     programmes
         Programme name (``"<factor>+"`` / ``"<factor>-"``) -> gene indices, strongest first.
     activity
@@ -120,10 +124,15 @@ class PeerFit:
         Method-specific facts for the summary (e.g. whether SparseVAE settled).
     model
         The fitted model, for the SparseVAE fits (restart 0 of the restarts of the same seed).
+    scope
+        Multi-study methods: programme name -> ``"shared"`` or the study it belongs to (empty for the others).
+    transfer
+        Multi-study methods: the cells x factors representation common to all studies, on which a classifier
+        trained on one study's cells is tested on the others' (``None``: the method has none).
     """
 
     method: str
-    factors: np.ndarray
+    factors: np.ndarray | None
     programmes: dict[str, np.ndarray]
     activity: dict[str, np.ndarray]
     n_kept: int
@@ -131,6 +140,8 @@ class PeerFit:
     peak_mb: float = math.nan
     extra: dict[str, Any] = field(default_factory=dict)
     model: Any = field(default=None, repr=False)
+    scope: dict[str, str] = field(default_factory=dict)
+    transfer: np.ndarray | None = field(default=None, repr=False)
 
 
 # ---------------------------------------------------------------------------------------------- measurement
@@ -215,20 +226,28 @@ def _sparsevae_model(
 
 
 def _sparsevae_read(model, adata: AnnData, method: str) -> PeerFit:
+    """The programmes of a trained SparseVAE or MultiStudySparseVAE (``scope``: the block of each programme)."""
+    from scsparse.results import read_results
     from scsparse.tl import programme_genes
 
     key = "peers"
     model.write_results(adata, key_added=key, overwrite=True)
-    z = np.asarray(adata.obsm[f"X_{key}"], dtype=np.float64)
-    names = list(adata.uns[key]["factor_names"])
+    res = read_results(adata, key)
+    z = np.asarray(res.Z, dtype=np.float64)
     index = {g: j for j, g in enumerate(adata.var_names)}
-    programmes, activity = {}, {}
-    table = programme_genes(adata, key=key) if model.active_factors() else []  # no active factor: no programme
+    programmes, activity, scope = {}, {}, {}
+    study: dict[str, str] = {}  # factor -> its study ("all": shared), for a multi-study fit
+    if res.studies:
+        factors = model.factor_table()
+        study = dict(zip(factors["factor"], factors["study"].astype(str), strict=True))
+    table = programme_genes(adata, key=key) if res.active_factors else []  # no active factor: no programme
     for row in table.itertuples() if len(table) else ():
         sign = 1.0 if row.direction == "positive" else -1.0
         name = f"{row.factor}{'+' if sign > 0 else '-'}"
         programmes[name] = np.asarray([index[g] for g in row.genes], dtype=np.int64)
-        activity[name] = sign * z[:, names.index(row.factor)]
+        activity[name] = sign * z[:, res.factor_names.index(row.factor)]
+        if res.studies:
+            scope[name] = "shared" if study[row.factor] == "all" else study[row.factor]
     stopping = model.history.get("stopping")
     settled = float(stopping["stopping"].iloc[-1] == "settled") if stopping is not None else math.nan
     return PeerFit(
@@ -236,9 +255,10 @@ def _sparsevae_read(model, adata: AnnData, method: str) -> PeerFit:
         z,
         programmes,
         activity,
-        n_kept=len(model.active_factors()),
+        n_kept=len(res.active_factors),
         extra={"settled": settled, "epochs": float(len(model.history["elbo_train"]))},
         model=model,
+        scope=scope,
     )
 
 

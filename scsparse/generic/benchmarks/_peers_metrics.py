@@ -25,6 +25,16 @@ Batch leakage
     ``batch_leakage`` — mean share of each programme's activity explained by batch
     (:func:`scsparse.generic.metrics.batch_association`; lower is better). Blind spot: where batches differ in
     cell composition, part of it is biology.
+Multi-study arm
+    ``shared_programmes`` — programmes that belong to every study (reported, neither better nor worse).
+    ``transfer_accuracy`` — accuracy on the other studies' cells of a classifier trained on the first study's
+    cells, on the representation every study shares: whether cell identity is found the same way in each study.
+    Blind spot: a representation that ignores the studies' differences altogether scores as well.
+    ``interferon_specific`` (Kang) — whether the interferon programme is recovered and the strongest one belongs
+    to the stimulated study (1; 0 when it is shared or not recovered): the response exists in the stimulated
+    cells only. On this arm the interferon
+    programme may be a stimulated study's programme or a shared one more active in the stimulated cells, and
+    ``batch_leakage`` is measured on the shared programmes only.
 Stability
     ``stability`` — mean matched Jaccard index of the programmes between this seed's fit and every other seed's
     (:func:`scsparse.generic.metrics.matched_programme_agreement`).
@@ -55,12 +65,12 @@ SET_SIZE = (5, 500)
 #: Metric columns of ``results.csv``, in the order of the summary tables.
 METRICS: tuple[str, ...] = (
     "enriched_share", "distinct_terms", "best_fold", "interferon_recovered", "interferon_p", "markers_recovered",
-    "median_genes", "redundancy", "factors_kept", "programmes", "accuracy", "batch_leakage", "stability",
-    "seconds", "peak_mb",
+    "median_genes", "redundancy", "factors_kept", "programmes", "shared_programmes", "accuracy",
+    "transfer_accuracy", "interferon_specific", "batch_leakage", "stability", "seconds", "peak_mb",
 )  # fmt: skip
 HIGHER_IS_BETTER = frozenset(
     {"enriched_share", "distinct_terms", "best_fold", "interferon_recovered", "markers_recovered", "accuracy"}
-    | {"stability"}
+    | {"transfer_accuracy", "interferon_specific", "stability"}
 )
 LOWER_IS_BETTER = frozenset({"interferon_p", "median_genes", "redundancy", "batch_leakage", "seconds", "peak_mb"})
 
@@ -105,14 +115,39 @@ def _markers_recovered(fit: PeerFit, sig: pd.DataFrame, labels: np.ndarray, spec
     return recovered / len(types)
 
 
-def _interferon(fit: PeerFit, table: pd.DataFrame, adata: AnnData, spec: PeerDataset) -> tuple[float, float]:
-    """Whether a programme more active in the stimulated cells is enriched for interferon, and its adjusted p."""
+def _interferon(fit: PeerFit, table: pd.DataFrame, adata: AnnData, spec: PeerDataset) -> tuple[float, float, float]:
+    """Whether an interferon programme of the stimulated cells is found, its adjusted p, and (multi-study arm)
+    whether it belongs to the stimulated study.
+
+    A candidate programme is more active in the stimulated cells; on the multi-study arm it may instead belong to
+    the stimulated study, and a programme of another study is no candidate.
+    """
     column, group = spec.condition
     stimulated = (adata.obs[column] == group).to_numpy()
-    up = [name for name, act in fit.activity.items() if act[stimulated].mean() > act[~stimulated].mean()]
+
+    def candidate(name: str) -> bool:
+        scope = fit.scope.get(name, "shared")
+        more = fit.activity[name][stimulated].mean() > fit.activity[name][~stimulated].mean()
+        return scope == group or (scope == "shared" and bool(more))
+
+    up = [name for name in fit.activity if candidate(name)]
     ifn = table[table["programme"].isin(up) & table["term"].isin([f"Hallmark: {t}" for t in INTERFERON_TERMS])]
-    p = float(ifn["p_adj"].min()) if len(ifn) else 1.0
-    return float(p < SIGNIFICANCE), p
+    if not len(ifn):
+        return 0.0, 1.0, (0.0 if fit.scope else math.nan)
+    best = ifn.loc[ifn["p_adj"].idxmin()]
+    p = float(best["p_adj"])
+    found = p < SIGNIFICANCE
+    specific = float(found and fit.scope.get(str(best["programme"])) == group) if fit.scope else math.nan
+    return float(found), p, specific
+
+
+def _transfer_accuracy(fit: PeerFit, adata: AnnData, spec: PeerDataset, labels: np.ndarray) -> float:
+    """Trained on the first study's cells (sorted), tested on the others', on ``fit.transfer``."""
+    from ._multistudy_real_checks import transfer_accuracy
+
+    studies = adata.obs[spec.study_key].astype(str).to_numpy()
+    reference = studies == sorted(set(studies))[0]
+    return transfer_accuracy(np.asarray(fit.transfer), labels, reference, ~reference)
 
 
 def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dict[str, float]:
@@ -144,10 +179,15 @@ def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dic
         peak_mb=fit.peak_mb,
     )
     labels = np.asarray(adata.obs[spec.label_key]).astype(str) if spec.label_key else None
-    if labels is not None:
+    if labels is not None and fit.factors is not None:
         row["accuracy"] = label_accuracy(fit.factors, labels, seed=seed)["accuracy"]
-    if spec.batch_key and sizes:
-        scores = np.column_stack(list(fit.activity.values()))
+    if spec.study_key:
+        row["shared_programmes"] = float(sum(s == "shared" for s in fit.scope.values()))
+        if labels is not None and fit.transfer is not None:
+            row["transfer_accuracy"] = _transfer_accuracy(fit, adata, spec, labels)
+    leaky = [n for n in fit.activity if not spec.study_key or fit.scope.get(n) == "shared"]
+    if spec.batch_key and leaky:
+        scores = np.column_stack([fit.activity[n] for n in leaky])
         row["batch_leakage"] = float(batch_association(scores, np.asarray(adata.obs[spec.batch_key])).mean())
     if spec.libraries:
         if not sizes:
@@ -155,6 +195,8 @@ def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dic
             row["markers_recovered"] = 0.0 if spec.markers else math.nan
             if not spec.condition:
                 row["interferon_recovered"] = row["interferon_p"] = math.nan
+            elif spec.study_key:
+                row["interferon_specific"] = 0.0
             return row
         table = _enrichment(fit, adata, _gene_sets(spec))
         sig = table[table["p_adj"] < SIGNIFICANCE]
@@ -163,7 +205,9 @@ def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dic
         if len(sig):
             row["best_fold"] = float(sig.groupby("programme")["fold_enrichment"].max().median())
         if spec.condition:
-            row["interferon_recovered"], row["interferon_p"] = _interferon(fit, table, adata, spec)
+            row["interferon_recovered"], row["interferon_p"], specific = _interferon(fit, table, adata, spec)
+            if spec.study_key:
+                row["interferon_specific"] = specific
         if spec.markers and labels is not None:
             row["markers_recovered"] = _markers_recovered(fit, sig, labels, spec)
     return row

@@ -14,18 +14,22 @@ from ._common import markdown_table
 from ._peers_data import PEER_DATASETS
 from ._peers_methods import READING, PeerBudget
 from ._peers_metrics import HIGHER_IS_BETTER, LOWER_IS_BETTER, METRICS, SIGNIFICANCE
+from ._peers_multistudy import MULTISTUDY_READING
 from ._report import NOT_ASSESSED_QUICK, new_figure, save_figure, summary_head, target_verdict
 
 __all__ = ["peers_figure", "peers_summary", "peers_targets"]
 
 SPARSEVAE = ("SparseVAE", "SparseVAE (restarts)")
+#: scsparse's models, against which the others are compared (the per-study SparseVAE fits are the multi-study
+#: arm's baseline, a peer of MultiStudySparseVAE).
+OURS = (*SPARSEVAE, "MultiStudySparseVAE")
 #: Data sets with targets, and the accuracy margin SparseVAE must keep to the best method.
 TARGET_DATASETS = ("kang", "pbmc3k")
 ACCURACY_MARGIN = 0.02
 #: Metrics drawn in ``peers_<data set>.png``.
 FIGURE_METRICS = (
-    "enriched_share", "markers_recovered", "best_fold", "median_genes", "redundancy", "accuracy", "stability",
-    "batch_leakage", "seconds",
+    "enriched_share", "markers_recovered", "best_fold", "median_genes", "redundancy", "accuracy",
+    "transfer_accuracy", "stability", "batch_leakage", "seconds",
 )  # fmt: skip
 _DIGITS = {"distinct_terms": 1, "factors_kept": 1, "programmes": 1, "median_genes": 1, "seconds": 0, "peak_mb": 0}
 
@@ -63,16 +67,16 @@ def _winners(means: pd.DataFrame, metrics: list[str]) -> list[str]:
             continue
         best = col.max() if m in HIGHER_IS_BETTER else col.min()
         who = ", ".join(col.index[np.isclose(col, best, rtol=1e-9, atol=1e-12)])
-        sv = "; ".join(f"{s} {_fmt(m, means.loc[s, m])}" for s in SPARSEVAE if s in means.index)
+        sv = "; ".join(f"{s} {_fmt(m, means.loc[s, m])}" for s in OURS if s in means.index)
         lines.append(f"- **{m}** ({'higher' if m in HIGHER_IS_BETTER else 'lower'} is better): {who} "
                      f"({_fmt(m, best)}){'; ' + sv if sv else ''}")  # fmt: skip
     return lines
 
 
 def _losses(means: pd.DataFrame, metrics: list[str]) -> list[str]:
-    """Metrics where a peer beats both SparseVAE variants, with the numbers."""
-    ours = [s for s in SPARSEVAE if s in means.index]
-    peers = [m for m in means.index if m not in SPARSEVAE]
+    """Metrics where a peer beats every scsparse model of the data set, with the numbers."""
+    ours = [s for s in OURS if s in means.index]
+    peers = [m for m in means.index if m not in OURS]
     if not ours or not peers:
         return []
     lines = []
@@ -86,7 +90,8 @@ def _losses(means: pd.DataFrame, metrics: list[str]) -> list[str]:
         beaten = [p for p in peers if means.loc[p, m] == means.loc[p, m] and sign * means.loc[p, m] > our_best]
         if beaten:
             shown = ", ".join(f"{p} {_fmt(m, means.loc[p, m])}" for p in beaten)
-            lines.append(f"- {m}: SparseVAE {_fmt(m, sign * our_best)} (better variant); ahead: {shown}")
+            who = ours[0] if len(ours) == 1 else f"the better of {', '.join(ours)}"
+            lines.append(f"- {m}: scsparse {_fmt(m, sign * our_best)} ({who}); ahead: {shown}")
     return lines
 
 
@@ -155,6 +160,7 @@ def peers_summary(
     """The lines of ``summary.md``."""
     from scsparse._text import markdown_rows
 
+    reading = {**READING, **MULTISTUDY_READING}
     lines = summary_head(
         "# SparseVAE against its peers on real single-cell data",
         prov,
@@ -169,13 +175,16 @@ def peers_summary(
         f"(SparseVAE stops earlier once its fit has settled), top {budget.n_top} genes per programme where a "
         f"method's programmes are the top of a weight vector, {budget.restarts} restarts for SparseVAE (restarts) "
         f"and {budget.cnmf_iterations} NMF replicates for cNMF. Batches (where a data set has them) go to the "
-        "methods that model them (SparseVAE, LDVAE, DRVI). A programme is enriched for a gene set at "
+        "methods that model them (SparseVAE, LDVAE, DRVI). On the data sets of the multi-study arm, "
+        "MultiStudySparseVAE, MOFA+ with the studies as groups (at most "
+        f"{budget.mofa_iterations} iterations) and one SparseVAE per study give every cell at most K factors. "
+        "A programme is enriched for a gene set at "
         f"BH-adjusted p < {SIGNIFICANCE} within the programme. Metric definitions, what each rewards and its "
         "blind spot: docs, Benchmarks > Against the peers.",
         "",
         "How each method's programmes are read:",
         "",
-        *[f"- {m}: {READING[m]}" for m in dict.fromkeys(df["method"]) if m in READING],
+        *[f"- {m}: {reading[m]}" for m in dict.fromkeys(df["method"]) if m in reading],
     ]
     skipped = df[df["status"] != "ok"].drop_duplicates(["dataset", "method", "status"])
     if len(skipped):
@@ -198,12 +207,12 @@ def peers_summary(
             "",
             markdown_table(ok, ["method"], metrics, digits={m: _DIGITS.get(m, 3) for m in metrics}),
             "",
-            "Best per metric (SparseVAE's values after the winner):",
+            "Best per metric (scsparse's values after the winner):",
             "",
             *_winners(means, metrics),
         ]
         losses = _losses(means, metrics)
-        lines += ["", "Where a peer is ahead of both SparseVAE variants:", ""]
+        lines += ["", "Where a peer is ahead of scsparse:", ""]
         lines += losses or ["- nowhere"]
     targets = peers_targets(df, assessed=not quick)
     if targets:
@@ -223,7 +232,7 @@ def peers_figure(df: pd.DataFrame, name: str, out_dir: Path) -> Path | None:
     n_rows = math.ceil(len(metrics) / n_cols)
     fig = new_figure((4.2 * n_cols, 2.8 * n_rows))
     axes = fig.subplots(n_rows, n_cols, squeeze=False).ravel()
-    colours = ["#1b6ca8" if m in SPARSEVAE else "#9a9a9a" for m in methods]
+    colours = ["#1b6ca8" if m in OURS else "#9a9a9a" for m in methods]
     for ax, metric in zip(axes, metrics, strict=False):
         grouped = ok.groupby("method", sort=False)[metric]
         mean = grouped.mean().reindex(methods)
