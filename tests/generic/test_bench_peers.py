@@ -205,7 +205,7 @@ def test_summary_names_losses_and_runs_not_run():
 
     text = "\n".join(peers_summary(df, provenance("peers", {}), PeerBudget(), quick=False, total_seconds=60.0))
     assert "kang / DRVI: not run: needs scvi-tools >= 1.5" in text
-    assert "- accuracy: SparseVAE 0.800 (better variant); ahead: LDVAE 0.900" in text
+    assert "- accuracy: scsparse 0.800 (SparseVAE); ahead: LDVAE 0.900" in text
     assert "## Targets (Kang and PBMC 3k)" in text
 
 
@@ -216,7 +216,9 @@ def test_registered_and_rejects_unknown_names(tmp_path):
         run_peers(tmp_path, datasets="nowhere", quick=True)
     with pytest.raises(ValueError, match="Unknown method"):
         run_peers(tmp_path, methods="SparseVAE,FactorX", quick=True)
-    assert set(PEER_DATASETS) == {"kang", "pbmc3k", "zeisel", "cellbench", "pbmc_3batch"}
+    assert set(PEER_DATASETS) == {"kang", "pbmc3k", "zeisel", "cellbench", "pbmc_3batch", "kang_studies"} | {
+        "cellbench_studies"
+    }
     assert PEER_METHODS[0] == "SparseVAE"
 
 
