@@ -537,3 +537,12 @@ def variable_genes(adata: AnnData, n_genes: int, batch_key: str | None = None) -
             adata, layer="counts", flavor="seurat_v3", n_top_genes=n_genes, batch_key=batch_key, inplace=False
         )
     return adata[:, np.asarray(hvg["highly_variable"], dtype=bool)].copy()
+
+
+def quick_subsample(adata: AnnData, n_genes: int, seed: int = 0, n_cells: int = 300) -> AnnData:
+    """The data of a quick smoke run: ``n_cells`` cells drawn with ``seed``, then their ``n_genes`` most variable
+    genes (:func:`variable_genes`, without batches: about 100 cells per batch are too few for per-batch loess).
+    """
+    rng = np.random.default_rng(seed)
+    adata = adata[np.sort(rng.choice(adata.n_obs, size=min(n_cells, adata.n_obs), replace=False))].copy()
+    return variable_genes(adata, min(n_genes, adata.n_vars))

@@ -25,10 +25,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 
-import numpy as np
 from anndata import AnnData
 
-from ._common import variable_genes
+from ._common import quick_subsample, variable_genes
 
 __all__ = ["MIN_TYPE_CELLS", "PEER_DATASETS", "PeerDataset", "gene_set_library", "load_peer_dataset"]
 
@@ -208,11 +207,7 @@ def load_peer_dataset(name: str, *, quick: bool = False, seed: int = 0) -> AnnDa
     adata = spec.load()
     if spec.label_key is not None:
         adata = adata[adata.obs[spec.label_key].notna().to_numpy()].copy()
-    if quick:
-        rng = np.random.default_rng(seed)
-        adata = adata[np.sort(rng.choice(adata.n_obs, size=min(300, adata.n_obs), replace=False))].copy()
-        adata = variable_genes(adata, min(300, adata.n_vars))  # ~100 cells per batch: too few for per-batch loess
-    return adata
+    return quick_subsample(adata, 300, seed) if quick else adata
 
 
 @cache

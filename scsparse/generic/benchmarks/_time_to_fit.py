@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import variable_genes
+from ._common import quick_subsample, variable_genes
 from ._multistudy_real_checks import IFN_TERMS, interferon_enrichment
 
 __all__ = ["TIME_TO_FIT_DATASETS", "time_to_fit_rows", "time_to_fit_summary", "time_to_fit_targets"]
@@ -48,11 +48,7 @@ def _dataset(name: str, quick: bool, seed: int):
         adata = variable_genes(pbmc3k(), 2000)
     else:
         raise ValueError(f"Unknown time-to-fit data set {name!r}; choose from {TIME_TO_FIT_DATASETS}.")
-    if quick:
-        rng = np.random.default_rng(seed)
-        adata = adata[np.sort(rng.choice(adata.n_obs, size=min(300, adata.n_obs), replace=False))].copy()
-        adata = variable_genes(adata, min(200, adata.n_vars))
-    return adata
+    return quick_subsample(adata, 200, seed) if quick else adata
 
 
 def _timed(fn) -> float:
