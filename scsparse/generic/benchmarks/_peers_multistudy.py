@@ -178,7 +178,7 @@ def _fit_mofa(adata: AnnData, budget: PeerBudget, seed: int, study_key: str) -> 
             scope[name] = studies[top] if share[top, k] >= MOFA_SPECIFIC_SHARE else "shared"
     return PeerFit(
         "MOFA+ (groups)", z, programmes, activity, int(kept.size), m["seconds"], m["peak_mb"], scope=scope,
-        transfer=z, extra={"r2_total": float(np.clip(r2, 0.0, None).sum(1).mean())},
+        transfer=z,
     )  # fmt: skip
 
 
