@@ -180,7 +180,9 @@ def run_peers(
         Methods to run (default: all of :data:`._peers_methods.PEER_METHODS` and, on the multi-study data sets,
         of :data:`._peers_multistudy.MULTISTUDY_METHODS`).
     n_threads
-        CPU threads for torch (``None``: torch's default).
+        CPU threads for torch and for the BLAS and OpenMP pools of the other methods (NMF, cNMF, MOFA+, PCA),
+        through ``threadpoolctl`` (``None``: the libraries' defaults). One thread per method keeps methods that
+        would use every core from being timed on more cores than the others.
     verbose
         Print one line per fit.
 
@@ -196,6 +198,8 @@ def run_peers(
     scsparse.data.DataNotAvailableError
         When a data set is not in the local cache.
     """
+    from threadpoolctl import threadpool_limits
+
     from scsparse._threads import torch_threads
 
     seeds = (1 if quick else 3) if seeds is None else seeds
@@ -214,7 +218,7 @@ def run_peers(
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     figures: list[str] = []
-    with torch_threads(n_threads), quiet_training_logs():
+    with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
         _warm_up()
         for name in chosen_data:
             save = functools.partial(_save, out_dir, list(rows))
