@@ -215,6 +215,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         "n_threads": args.n_threads,
         "datasets": args.datasets,
         "methods": args.methods,
+        "resume": True if args.resume else None,
     }
     if args.name == "all":
         try:
@@ -470,6 +471,12 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         default=None,
         metavar="A,B",
         help="methods to run, comma-separated, for benchmarks that take them (peers; default: all)",
+    )
+    bench.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the fits an earlier run into --out finished and fit only the missing ones, for benchmarks that "
+        "take it (peers)",
     )
     bench.add_argument("--out", default=None, metavar="DIR", help="output folder (default: bench_out/NAME)")
     bench.add_argument("--quick", action="store_true", help="a short smoke run")

@@ -238,10 +238,14 @@ def test_bench_dispatch(monkeypatch, tmp_path, capsys):
         "n_threads": None,
         "datasets": None,
         "methods": None,
+        "resume": None,
     }
     assert "2 result row(s)" in capsys.readouterr().out
     assert main(["bench", "peers", "--datasets", "kang,pbmc3k", "--methods", "PCA", "--out", str(tmp_path)]) == 0
     assert calls["peers"]["datasets"] == "kang,pbmc3k" and calls["peers"]["methods"] == "PCA"
+    assert calls["peers"]["resume"] is None
+    assert main(["bench", "peers", "--resume", "--out", str(tmp_path)]) == 0
+    assert calls["peers"]["resume"] is True
     assert main(["bench", "synthetic", "--datasets", "kang"]) == 2
     assert "does not take --datasets" in capsys.readouterr().err
     assert main(["bench", name, "--n-threads", "2", "--out", str(tmp_path)]) == 0
@@ -277,6 +281,7 @@ def test_bench_all_dispatch(monkeypatch, tmp_path, capsys):
             "n_threads": None,
             "datasets": None,
             "methods": None,
+            "resume": None,
         },
     )
     assert "2 benchmark(s)" in capsys.readouterr().out

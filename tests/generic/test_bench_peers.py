@@ -237,3 +237,22 @@ def test_quick_run_on_kang(offline_data, tmp_path):
     assert "not assessed (quick smoke run)" in text and "## Kang" in text
     saved = pd.read_csv(tmp_path / "results.csv")
     assert len(saved) == 6
+
+
+def test_resume_keeps_the_finished_fits_and_fits_the_rest(offline_data, tmp_path, monkeypatch):
+    from scsparse.generic.benchmarks import _peers
+
+    calls = []
+    real = _peers.fit_peer
+    monkeypatch.setattr(_peers, "fit_peer", lambda method, *a, **k: calls.append(method) or real(method, *a, **k))
+    options = {"quick": True, "datasets": "kang", "methods": "NMF (KL),PCA", "verbose": False}
+    first = run_peers(tmp_path, seeds=1, **options)
+    assert calls == ["NMF (KL)", "PCA"] and (tmp_path / "programmes" / "kang.json").is_file()
+    calls.clear()
+    df = run_peers(tmp_path, seeds=2, resume=True, **options)
+    assert calls == ["NMF (KL)", "PCA"]  # seed 1 only
+    assert len(df) == 4 and df["stability"].notna().all()  # stability over both seeds, the kept one included
+    kept = df[df["seed"] == 0].reset_index(drop=True)
+    assert kept["median_genes"].tolist() == first["median_genes"].tolist()
+    with pytest.raises(ValueError, match="Resume with the settings of the earlier run"):
+        run_peers(tmp_path, seeds=2, resume=True, max_epochs=7, **options)

@@ -9,6 +9,10 @@ scored on biology recovered, parsimony, information, batch leakage, stability ov
 data set, who wins each metric, where SparseVAE loses, and the targets; ``peers_<data set>.png`` the main
 metrics.
 
+With ``resume``, the fits of an earlier run into the same folder (``results.csv`` and the programmes it saved in
+``programmes/<data set>.json``) are kept and only the missing ones are fitted, so a run stopped part-way goes on
+where it stopped.
+
 A method that cannot run in the environment (DRVI before scvi-tools 1.5, cNMF or MOFA+ without the ``peers``
 extra) gets
 rows with ``status`` "not run: <reason>". In a full run a method that fails is recorded as "failed: <error>" and
@@ -18,6 +22,7 @@ the run goes on; ``quick`` runs raise instead, so a smoke test cannot pass over 
 from __future__ import annotations
 
 import functools
+import json
 import math
 import time
 import traceback
@@ -91,6 +96,59 @@ def _save(out_dir: Path, done: list[dict[str, Any]], current: list[dict[str, Any
     write_results(pd.DataFrame(done + current, columns=RESULT_COLUMNS), out_dir, RESULT_COLUMNS)
 
 
+def _programmes_file(out_dir: Path, name: str) -> Path:
+    return out_dir / "programmes" / f"{name}.json"
+
+
+def _save_programmes(out_dir: Path, name: str, programmes: dict[str, dict[int, list[np.ndarray]]], genes) -> None:
+    """Every fit's programmes as gene names (``"method|seed"`` -> lists), for stability when a run is resumed."""
+    names = np.asarray(genes).astype(str)
+    data = {
+        f"{m}|{s}": [names[p].tolist() for p in progs]
+        for m, by_seed in programmes.items()
+        for s, progs in by_seed.items()
+    }
+    path = _programmes_file(out_dir, name)
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def _earlier_results(out_dir: Path) -> pd.DataFrame:
+    path = out_dir / "results.csv"
+    return pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=RESULT_COLUMNS)
+
+
+def _earlier_fits(
+    out_dir: Path, name: str, adata, budget: PeerBudget
+) -> dict[tuple[str, int], tuple[dict[str, Any], list[np.ndarray]]]:
+    """The fits of data set ``name`` an earlier run into ``out_dir`` finished: ``(method, seed)`` -> (row, programmes).
+
+    Raises
+    ------
+    ValueError
+        When the earlier fits were made on other cells or genes, or with another ``K`` or epoch budget.
+    """
+    earlier = _earlier_results(out_dir)
+    earlier = earlier[earlier["dataset"] == name]
+    file = _programmes_file(out_dir, name)
+    saved = json.loads(file.read_text()) if file.is_file() else {}
+    index = {g: j for j, g in enumerate(np.asarray(adata.var_names).astype(str))}
+    wanted = (adata.n_obs, adata.n_vars, budget.n_factors, budget.max_epochs)
+    out = {}
+    for row in earlier.to_dict("records"):
+        made = tuple(int(row[k]) for k in ("n_cells", "n_genes", "n_factors", "max_epochs"))
+        if made != wanted:
+            raise ValueError(
+                f"{out_dir / 'results.csv'} holds {name} fits of {made[0]} cells x {made[1]} genes, K = {made[2]}, "
+                f"{made[3]} epochs; this run has {wanted[0]} x {wanted[1]}, K = {wanted[2]}, {wanted[3]} epochs. "
+                "Resume with the settings of the earlier run, or write to another --out."
+            )
+        key = f"{row['method']}|{int(row['seed'])}"
+        if row["status"] == "ok" and key in saved:
+            out[(str(row["method"]), int(row["seed"]))] = (row, [np.asarray([index[g] for g in p]) for p in saved[key]])
+    return out
+
+
 def _run_dataset(
     name: str,
     methods: list[str],
@@ -99,8 +157,13 @@ def _run_dataset(
     quick: bool,
     verbose: bool,
     save: Callable[[list[dict[str, Any]]], None],
+    out_dir: Path,
+    resume: bool,
 ) -> list[dict[str, Any]]:
-    """Every method and seed on one data set; ``save(rows)`` after each fit (stability is added at the end)."""
+    """Every method and seed on one data set; ``save(rows)`` after each fit (stability is added at the end).
+
+    With ``resume``, the fits an earlier run into ``out_dir`` finished are kept, not fitted again.
+    """
     spec = PEER_DATASETS[name]
     methods = [m for m in methods if m in (MULTISTUDY_METHODS if spec.study_key else PEER_METHODS)]
     if not methods:
@@ -110,9 +173,16 @@ def _run_dataset(
         print(f"[peers] {name}: {adata.n_obs} cells x {adata.n_vars} genes", flush=True)
     rows: list[dict[str, Any]] = []
     programmes: dict[str, dict[int, list[np.ndarray]]] = {m: {} for m in methods}
+    earlier = _earlier_fits(out_dir, name, adata, budget) if resume else {}
     for seed in range(seeds):
         first: PeerFit | None = None
         for method in methods:
+            if (method, seed) in earlier:
+                row, programmes[method][seed] = earlier[(method, seed)]
+                rows.append(row)
+                if verbose:
+                    print(f"[peers] {name} seed {seed} {method}: kept from the earlier run", flush=True)
+                continue
             row = _row(name, method, seed, adata, budget, "ok")
             try:
                 if spec.study_key:
@@ -132,6 +202,7 @@ def _run_dataset(
                 row.update(score_fit(fit, adata, spec, seed))
                 row.update({k: fit.extra.get(k, math.nan) for k in ("settled", "epochs")})
                 programmes[method][seed] = list(fit.programmes.values())
+                _save_programmes(out_dir, name, programmes, adata.var_names)
             rows.append(row)
             save(rows)
             if verbose:
@@ -159,6 +230,7 @@ def run_peers(
     datasets: str | Sequence[str] | None = None,
     methods: str | Sequence[str] | None = None,
     n_threads: int | None = 1,
+    resume: bool = False,
     verbose: bool = True,
 ) -> pd.DataFrame:
     """Fit SparseVAE and its peers on real single-cell data and compare their programmes.
@@ -166,7 +238,7 @@ def run_peers(
     Parameters
     ----------
     out
-        Output folder: ``results.csv``, ``summary.md``, ``peers_<data set>.png``.
+        Output folder: ``results.csv``, ``summary.md``, ``peers_<data set>.png``, ``programmes/<data set>.json``.
     seeds
         Seeds ``0 .. seeds - 1`` per data set and method (default 3; quick: 1). Stability needs at least 2.
     quick
@@ -183,6 +255,9 @@ def run_peers(
         CPU threads for torch and for the BLAS and OpenMP pools of the other methods (NMF, cNMF, MOFA+, PCA),
         through ``threadpoolctl`` (``None``: the libraries' defaults). One thread per method keeps methods that
         would use every core from being timed on more cores than the others.
+    resume
+        Keep the fits an earlier run into ``out`` finished (same cells, genes, ``K`` and epochs) and fit only the
+        missing ones; rows of data sets this run does not choose are carried over.
     verbose
         Print one line per fit.
 
@@ -194,7 +269,8 @@ def run_peers(
     Raises
     ------
     ValueError
-        For an unknown data set or method, or a bad number of seeds or epochs.
+        For an unknown data set or method, a bad number of seeds or epochs, or (``resume``) earlier fits made
+        with other settings.
     scsparse.data.DataNotAvailableError
         When a data set is not in the local cache.
     """
@@ -212,17 +288,18 @@ def run_peers(
     out_dir = make_output_dir(out)
     options = run_options(
         out_dir, seeds, quick, budget.max_epochs, datasets=chosen_data, methods=chosen_methods,
-        n_threads=n_threads, config=budget.__dict__,
+        n_threads=n_threads, resume=resume, config=budget.__dict__,
     )  # fmt: skip
     prov = provenance("peers", options)
     start = time.perf_counter()
-    rows: list[dict[str, Any]] = []
+    earlier = _earlier_results(out_dir) if resume else pd.DataFrame(columns=RESULT_COLUMNS)
+    rows: list[dict[str, Any]] = earlier[~earlier["dataset"].isin(chosen_data)].to_dict("records")
     figures: list[str] = []
     with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
         _warm_up()
         for name in chosen_data:
             save = functools.partial(_save, out_dir, list(rows))
-            rows += _run_dataset(name, chosen_methods, seeds, budget, quick, verbose, save)
+            rows += _run_dataset(name, chosen_methods, seeds, budget, quick, verbose, save, out_dir, resume)
             df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
             write_results(df, out_dir, RESULT_COLUMNS)
             figure = peers_figure(df[df["dataset"] == name], name, out_dir)
