@@ -16,8 +16,8 @@ programmes are compared, each with the same cells, genes, seed and at most ``K``
   per study.
 
 Each fit's ``transfer`` representation (the factors every study shares: MultiStudySparseVAE's shared factors,
-MOFA+'s factors, the first study's SparseVAE applied to every cell) lets a classifier trained on the first study's
-cells be tested on the other studies' (``transfer_accuracy``).
+MOFA+'s kept factors that no group holds, the first study's SparseVAE applied to every cell) lets a classifier
+trained on the first study's cells be tested on the other studies' (``transfer_accuracy``).
 """
 
 from __future__ import annotations
@@ -171,14 +171,15 @@ def _fit_mofa(adata: AnnData, budget: PeerBudget, seed: int, study_key: str) -> 
         programmes = {f"{kept[int(k[:-1])]}{k[-1]}": v for k, v in programmes.items()}
         activity = {f"{kept[int(k[:-1])]}{k[-1]}": v for k, v in activity.items()}
         share = np.clip(r2, 0.0, None) / np.maximum(np.clip(r2, 0.0, None).sum(0), 1e-12)
+        specific = share.max(axis=0) >= MOFA_SPECIFIC_SHARE  # per factor: held by one group
         scope = {}
         for name in programmes:
             k = int(name[:-1])
-            top = int(np.argmax(share[:, k]))
-            scope[name] = studies[top] if share[top, k] >= MOFA_SPECIFIC_SHARE else "shared"
+            scope[name] = studies[int(np.argmax(share[:, k]))] if specific[k] else "shared"
+        shared = [k for k in kept if not specific[k]]
     return PeerFit(
         "MOFA+ (groups)", z, programmes, activity, int(kept.size), m["seconds"], m["peak_mb"], scope=scope,
-        transfer=z,
+        transfer=z[:, shared] if shared else None,
     )  # fmt: skip
 
 
