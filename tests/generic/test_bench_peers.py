@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -254,5 +255,13 @@ def test_resume_keeps_the_finished_fits_and_fits_the_rest(offline_data, tmp_path
     assert len(df) == 4 and df["stability"].notna().all()  # stability over both seeds, the kept one included
     kept = df[df["seed"] == 0].reset_index(drop=True)
     assert kept["median_genes"].tolist() == first["median_genes"].tolist()
+    # a kept fit that comes after the last new one is saved too (a stop right after it loses nothing)
+    only_pca = run_peers(tmp_path / "b", seeds=1, **{**options, "methods": "PCA"})
+    saved = []
+    monkeypatch.setattr(_peers, "_save", lambda out_dir, done, current: saved.append([r["method"] for r in current]))
+    run_peers(tmp_path / "b", seeds=1, resume=True, **options)
+    assert saved[-1] == ["NMF (KL)", "PCA"]  # written once the kept PCA row joined, before the run ended
+    stored = json.loads((tmp_path / "b" / "programmes" / "kang.json").read_text())
+    assert set(stored) == {"NMF (KL)|0", "PCA|0"} and len(stored["PCA|0"]) == only_pca["programmes"].iloc[0]
     with pytest.raises(ValueError, match="Resume with the settings of the earlier run"):
         run_peers(tmp_path, seeds=2, resume=True, max_epochs=7, **options)

@@ -174,12 +174,15 @@ def _run_dataset(
     rows: list[dict[str, Any]] = []
     programmes: dict[str, dict[int, list[np.ndarray]]] = {m: {} for m in methods}
     earlier = _earlier_fits(out_dir, name, adata, budget) if resume else {}
+    for (method, seed), (_, kept) in earlier.items():  # every save below keeps them, whenever the run stops
+        if method in programmes and seed < seeds:
+            programmes[method][seed] = kept
     for seed in range(seeds):
         first: PeerFit | None = None
         for method in methods:
             if (method, seed) in earlier:
-                row, programmes[method][seed] = earlier[(method, seed)]
-                rows.append(row)
+                rows.append(earlier[(method, seed)][0])
+                save(rows)
                 if verbose:
                     print(f"[peers] {name} seed {seed} {method}: kept from the earlier run", flush=True)
                 continue
