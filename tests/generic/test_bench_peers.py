@@ -263,5 +263,11 @@ def test_resume_keeps_the_finished_fits_and_fits_the_rest(offline_data, tmp_path
     assert saved[-1] == ["NMF (KL)", "PCA"]  # written once the kept PCA row joined, before the run ended
     stored = json.loads((tmp_path / "b" / "programmes" / "kang.json").read_text())
     assert set(stored) == {"NMF (KL)|0", "PCA|0"} and len(stored["PCA|0"]) == only_pca["programmes"].iloc[0]
+    # two data sets: the second one's earlier fits survive the first one's writes to results.csv
+    two = {**options, "datasets": "kang,pbmc3k", "methods": "PCA"}
+    run_peers(tmp_path / "c", seeds=1, **two)
+    calls.clear()
+    both = run_peers(tmp_path / "c", seeds=1, resume=True, **two)
+    assert calls == [] and sorted(both["dataset"]) == ["kang", "pbmc3k"]
     with pytest.raises(ValueError, match="Resume with the settings of the earlier run"):
         run_peers(tmp_path, seeds=2, resume=True, max_epochs=7, **options)

@@ -119,16 +119,16 @@ def _earlier_results(out_dir: Path) -> pd.DataFrame:
 
 
 def _earlier_fits(
-    out_dir: Path, name: str, adata, budget: PeerBudget
+    earlier: pd.DataFrame, out_dir: Path, name: str, adata, budget: PeerBudget
 ) -> dict[tuple[str, int], tuple[dict[str, Any], list[np.ndarray]]]:
-    """The fits of data set ``name`` an earlier run into ``out_dir`` finished: ``(method, seed)`` -> (row, programmes).
+    """The fits of data set ``name`` in ``earlier`` (the ``results.csv`` an earlier run into ``out_dir`` left, read
+    before this run wrote to it) with their saved programmes: ``(method, seed)`` -> (row, programmes).
 
     Raises
     ------
     ValueError
         When the earlier fits were made on other cells or genes, or with another ``K`` or epoch budget.
     """
-    earlier = _earlier_results(out_dir)
     earlier = earlier[earlier["dataset"] == name]
     file = _programmes_file(out_dir, name)
     saved = json.loads(file.read_text()) if file.is_file() else {}
@@ -158,11 +158,12 @@ def _run_dataset(
     verbose: bool,
     save: Callable[[list[dict[str, Any]]], None],
     out_dir: Path,
-    resume: bool,
+    earlier_results: pd.DataFrame | None,
 ) -> list[dict[str, Any]]:
     """Every method and seed on one data set; ``save(rows)`` after each fit (stability is added at the end).
 
-    With ``resume``, the fits an earlier run into ``out_dir`` finished are kept, not fitted again.
+    With ``earlier_results`` (a resumed run), the fits they hold whose programmes were saved in ``out_dir`` are
+    kept, not fitted again.
     """
     spec = PEER_DATASETS[name]
     methods = [m for m in methods if m in (MULTISTUDY_METHODS if spec.study_key else PEER_METHODS)]
@@ -173,7 +174,7 @@ def _run_dataset(
         print(f"[peers] {name}: {adata.n_obs} cells x {adata.n_vars} genes", flush=True)
     rows: list[dict[str, Any]] = []
     programmes: dict[str, dict[int, list[np.ndarray]]] = {m: {} for m in methods}
-    earlier = _earlier_fits(out_dir, name, adata, budget) if resume else {}
+    earlier = {} if earlier_results is None else _earlier_fits(earlier_results, out_dir, name, adata, budget)
     for (method, seed), (_, kept) in earlier.items():  # every save below keeps them, whenever the run stops
         if method in programmes and seed < seeds:
             programmes[method][seed] = kept
@@ -295,14 +296,16 @@ def run_peers(
     )  # fmt: skip
     prov = provenance("peers", options)
     start = time.perf_counter()
-    earlier = _earlier_results(out_dir) if resume else pd.DataFrame(columns=RESULT_COLUMNS)
-    rows: list[dict[str, Any]] = earlier[~earlier["dataset"].isin(chosen_data)].to_dict("records")
+    earlier = _earlier_results(out_dir) if resume else None  # read once, before this run writes results.csv
+    rows: list[dict[str, Any]] = (
+        [] if earlier is None else earlier[~earlier["dataset"].isin(chosen_data)].to_dict("records")
+    )
     figures: list[str] = []
     with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
         _warm_up()
         for name in chosen_data:
             save = functools.partial(_save, out_dir, list(rows))
-            rows += _run_dataset(name, chosen_methods, seeds, budget, quick, verbose, save, out_dir, resume)
+            rows += _run_dataset(name, chosen_methods, seeds, budget, quick, verbose, save, out_dir, earlier)
             df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
             write_results(df, out_dir, RESULT_COLUMNS)
             figure = peers_figure(df[df["dataset"] == name], name, out_dir)
