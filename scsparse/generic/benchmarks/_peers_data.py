@@ -22,14 +22,14 @@ technologies as studies (the cell lines shared, the technologies' differences sp
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 
 from anndata import AnnData
 
 from ._common import quick_subsample, variable_genes
 
-__all__ = ["MIN_TYPE_CELLS", "PEER_DATASETS", "PeerDataset", "gene_set_library", "load_peer_dataset"]
+__all__ = ["MIN_TYPE_CELLS", "PEER_DATASETS", "PeerDataset", "gene_set_library", "load_peer_dataset", "study_names"]
 
 #: Labelled cell types with fewer cells are not scored for marker recovery.
 MIN_TYPE_CELLS = 10
@@ -126,19 +126,28 @@ def _pbmc_3batch() -> AnnData:
     return variable_genes(pbmc_3batch(), 2000, batch_key="batch")
 
 
+_KANG = PeerDataset(
+    "kang",
+    "Kang et al. 2018 PBMCs, control and IFN-beta (embedded, 1,975 cells)",
+    _kang,
+    label_key="cell_type",
+    libraries=("hallmark_human", "panglaodb_blood"),
+    markers=_PBMC_MARKERS,
+    condition=("condition", "stimulated"),
+)
+_CELLBENCH = PeerDataset(
+    "cellbench",
+    "CellBench 3 lung cancer cell lines, CEL-seq2 and Drop-seq (singlets)",
+    _cellbench,
+    label_key="cell_line",
+    batch_key="technology",
+)
+
 #: Data set key -> definition, in the order they run.
 PEER_DATASETS: dict[str, PeerDataset] = {
     d.name: d
     for d in (
-        PeerDataset(
-            "kang",
-            "Kang et al. 2018 PBMCs, control and IFN-beta (embedded, 1,975 cells)",
-            _kang,
-            label_key="cell_type",
-            libraries=("hallmark_human", "panglaodb_blood"),
-            markers=_PBMC_MARKERS,
-            condition=("condition", "stimulated"),
-        ),
+        _KANG,
         PeerDataset(
             "pbmc3k",
             "10x PBMC 3k (first 1,000 cells, Seurat labels)",
@@ -155,13 +164,7 @@ PEER_DATASETS: dict[str, PeerDataset] = {
             libraries=("hallmark_mouse", "panglaodb_brain", "cellmarker_brain"),
             markers=_ZEISEL_MARKERS,
         ),
-        PeerDataset(
-            "cellbench",
-            "CellBench 3 lung cancer cell lines, CEL-seq2 and Drop-seq (singlets)",
-            _cellbench,
-            label_key="cell_line",
-            batch_key="technology",
-        ),
+        _CELLBENCH,
         PeerDataset(
             "pbmc_3batch",
             "10x PBMCs in three chemistries (3' v2, 3' v3, 5')",
@@ -169,26 +172,29 @@ PEER_DATASETS: dict[str, PeerDataset] = {
             batch_key="batch",
             libraries=("hallmark_human", "panglaodb_blood"),
         ),
-        PeerDataset(
-            "kang_studies",
-            "Multi-study arm: Kang et al. 2018 PBMCs, control and IFN-beta as two studies (embedded, 1,975 cells)",
-            _kang,
-            label_key="cell_type",
-            libraries=("hallmark_human", "panglaodb_blood"),
-            markers=_PBMC_MARKERS,
-            condition=("condition", "stimulated"),
+        replace(
+            _KANG,
+            name="kang_studies",
+            title=(
+                "Multi-study arm: Kang et al. 2018 PBMCs, control and IFN-beta as two studies (embedded, 1,975 cells)"
+            ),
             study_key="condition",
         ),
-        PeerDataset(
-            "cellbench_studies",
-            "Multi-study arm: CellBench 3 lung cancer cell lines, CEL-seq2 and Drop-seq as two studies (singlets)",
-            _cellbench,
-            label_key="cell_line",
-            batch_key="technology",
+        replace(
+            _CELLBENCH,
+            name="cellbench_studies",
+            title=(
+                "Multi-study arm: CellBench 3 lung cancer cell lines, CEL-seq2 and Drop-seq as two studies (singlets)"
+            ),
             study_key="technology",
         ),
     )
 }
+
+
+def study_names(adata: AnnData, study_key: str) -> list[str]:
+    """The studies of a multi-study data set, sorted; the first is the reference of ``transfer_accuracy``."""
+    return sorted(map(str, adata.obs[study_key].astype(str).unique()))
 
 
 def load_peer_dataset(name: str, *, quick: bool = False, seed: int = 0) -> AnnData:

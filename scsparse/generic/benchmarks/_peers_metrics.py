@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 from anndata import AnnData
 
-from ._peers_data import INTERFERON_TERMS, MIN_TYPE_CELLS, PeerDataset, gene_set_library
+from ._peers_data import INTERFERON_TERMS, MIN_TYPE_CELLS, PeerDataset, gene_set_library, study_names
 from ._peers_methods import PeerFit
 
 __all__ = ["HIGHER_IS_BETTER", "LOWER_IS_BETTER", "METRICS", "SIGNIFICANCE", "score_fit", "stability_scores"]
@@ -145,8 +145,7 @@ def _transfer_accuracy(fit: PeerFit, adata: AnnData, spec: PeerDataset, labels: 
     """Trained on the first study's cells (sorted), tested on the others', on ``fit.transfer``."""
     from ._multistudy_real_checks import transfer_accuracy
 
-    studies = adata.obs[spec.study_key].astype(str).to_numpy()
-    reference = studies == sorted(set(studies))[0]
+    reference = adata.obs[spec.study_key].astype(str).to_numpy() == study_names(adata, spec.study_key)[0]
     return transfer_accuracy(np.asarray(fit.transfer), labels, reference, ~reference)
 
 

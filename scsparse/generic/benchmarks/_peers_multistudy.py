@@ -27,10 +27,10 @@ import io
 import warnings
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 from anndata import AnnData
 
+from ._peers_data import study_names
 from ._peers_methods import (
     MethodUnavailable,
     PeerBudget,
@@ -74,11 +74,6 @@ MULTISTUDY_READING: dict[str, str] = {
 }
 
 
-def _studies(adata: AnnData, study_key: str) -> list[str]:
-    """The studies, sorted (the first is the reference of ``transfer_accuracy``)."""
-    return sorted(map(str, pd.unique(adata.obs[study_key].astype(str))))
-
-
 def _fit_multistudy(adata: AnnData, budget: PeerBudget, seed: int, study_key: str) -> PeerFit:
     from scsparse.model import MultiStudySparseVAE
     from scsparse.train import FitNotSettledWarning
@@ -100,13 +95,14 @@ def _fit_multistudy(adata: AnnData, budget: PeerBudget, seed: int, study_key: st
 
 
 def _fit_per_study(adata: AnnData, budget: PeerBudget, seed: int, study_key: str) -> PeerFit:
-    studies = _studies(adata, study_key)
+    studies = study_names(adata, study_key)
     labels = adata.obs[study_key].astype(str).to_numpy()
     programmes, activity, scope, kept, transfer = {}, {}, {}, 0, None
     with _measured() as m:
         for s in studies:
-            expressed = np.flatnonzero(_counts(adata[labels == s]).sum(0) > 0)  # a study's fit: its expressed genes
-            cells = adata[labels == s][:, expressed].copy()
+            study = adata[labels == s]
+            expressed = np.flatnonzero(_counts(study).sum(0) > 0)  # a study's fit: its expressed genes
+            cells = study[:, expressed].copy()
             model = _sparsevae_model(cells, budget, seed, None)
             fit = _sparsevae_read(model, cells, "SparseVAE (per study)")
             z_all = model.get_latent_representation(adata[:, expressed].copy())  # the study's factors of every cell
@@ -137,7 +133,7 @@ def _fit_mofa(adata: AnnData, budget: PeerBudget, seed: int, study_key: str) -> 
     import scanpy as sc
 
     entry_point = _mofa_entry()
-    studies = _studies(adata, study_key)
+    studies = study_names(adata, study_key)
     labels = adata.obs[study_key].astype(str).to_numpy()
     order = np.concatenate([np.flatnonzero(labels == s) for s in studies])  # MOFA+ stacks the groups
     with _measured() as m:
