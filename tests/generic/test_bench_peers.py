@@ -210,6 +210,29 @@ def test_summary_names_losses_and_runs_not_run():
     assert "## Targets (Kang and PBMC 3k)" in text
 
 
+def test_summary_shows_p_values_by_their_geometric_mean_and_ties_are_not_losses():
+    seeds = []
+    # the peer finds 7 and 5 of 7 types' markers, SparseVAE 6 of 7 twice: the same mean, rounded differently
+    for seed, (p_ours, p_peer, markers_peer) in enumerate([(1e-20, 1e-12, 1.0), (1e-22, 1e-16, 5 / 7)]):
+        frame = _results(
+            {"interferon_recovered": 1.0, "interferon_p": p_ours, "markers_recovered": 6 / 7},
+            {"interferon_recovered": 1.0, "interferon_p": p_peer, "markers_recovered": markers_peer},
+        )
+        seeds.append(frame.assign(seed=seed))
+    df = pd.concat(seeds, ignore_index=True)
+    assert (1.0 + 5 / 7) / 2 > 6 / 7
+    from scsparse.generic.benchmarks._report import provenance
+
+    text = "\n".join(peers_summary(df, provenance("peers", {}), PeerBudget(), quick=False, total_seconds=60.0))
+    # the geometric mean and the range, not the arithmetic mean (5e-21) and not "0.000 ± 0.000"
+    assert "| SparseVAE | 1.000 ± 0.000 | 1.0e-21 (1.0e-22 to 1.0e-20) |" in text
+    assert "0.000 ± 0.000" not in text
+    assert "- **interferon_p** (lower is better): SparseVAE (1e-21)" in text
+    assert "- markers_recovered: scsparse" not in text  # a tie is no loss
+    markers = [v for _, t, v in peers_targets(df) if "marker" in t]
+    assert markers and set(markers) == {"met"}
+
+
 # ------------------------------------------------------------------------------------------ the runner
 def test_registered_and_rejects_unknown_names(tmp_path):
     assert "peers" in BENCHMARKS

@@ -253,6 +253,7 @@ def markdown_table(
     metrics: Sequence[str],
     digits: int | Mapping[str, int] = 3,
     labels: Mapping[str, str] | None = None,
+    formats: Mapping[str, Callable[[pd.Series], str]] | None = None,
 ) -> str:
     """Markdown table of ``mean ± sd`` over seeds for each metric, one row per group.
 
@@ -268,6 +269,9 @@ def markdown_table(
         Decimals, for all metrics or per metric (default 3).
     labels
         Optional column headers for the ``by`` and metric columns.
+    formats
+        Optional cell text of a metric from the group's values (numeric), in place of ``mean ± sd``; for
+        values such as p-values that a mean summarises badly.
 
     Returns
     -------
@@ -275,14 +279,19 @@ def markdown_table(
         A GitHub-flavoured markdown table; the last column is the number of runs (seeds) per group.
     """
     labels = dict(labels or {})
+    formats = dict(formats or {})
     header = [labels.get(c, c) for c in by] + [labels.get(m, m) for m in metrics] + ["n seeds"]
     rows = []
     for key, group in df.groupby(list(by), sort=False):
         key = key if isinstance(key, tuple) else (key,)
         cells = [str(k) for k in key]
         for m in metrics:
+            values = pd.to_numeric(group[m], errors="coerce")
+            if m in formats:
+                cells.append(formats[m](values))
+                continue
             d = digits.get(m, 3) if isinstance(digits, Mapping) else digits
-            cells.append(format_mean_sd(pd.to_numeric(group[m], errors="coerce"), d))
+            cells.append(format_mean_sd(values, d))
         cells.append(str(len(group)))
         rows.append(cells)
     return "\n".join(markdown_rows(header, rows))

@@ -31,6 +31,9 @@ FIGURE_METRICS = (
     "enriched_share", "markers_recovered", "best_fold", "median_genes", "redundancy", "accuracy",
     "transfer_accuracy", "stability", "batch_leakage", "seconds",
 )  # fmt: skip
+#: Metrics that are p-values: summarised over seeds by their geometric mean, shown in scientific notation.
+P_VALUES = ("interferon_p",)
+_SMALLEST_P = 1e-300
 _DIGITS = {"distinct_terms": 1, "factors_kept": 1, "programmes": 1, "median_genes": 1, "seconds": 0, "peak_mb": 0}
 
 
@@ -38,10 +41,38 @@ def _ok(df: pd.DataFrame) -> pd.DataFrame:
     return df[df["status"] == "ok"]
 
 
+def _geometric_mean(values: pd.Series) -> float:
+    """Geometric mean of the finite values (p-values: the arithmetic mean is the largest one's)."""
+    finite = values[np.isfinite(values)].clip(lower=_SMALLEST_P)
+    return float(np.exp(np.log(finite).mean())) if len(finite) else math.nan
+
+
+def _format_p(values: pd.Series) -> str:
+    """A p-value column's cell: the geometric mean over seeds and, for several seeds, their range."""
+    finite = values[np.isfinite(values)]
+    if finite.empty:
+        return "n/a"
+    text = f"{_geometric_mean(finite):.1e}"
+    return text + (f" ({finite.min():.1e} to {finite.max():.1e})" if len(finite) > 1 else "")
+
+
 def _means(df: pd.DataFrame) -> pd.DataFrame:
-    """Method x metric means over seeds (runs that ran)."""
-    ok = _ok(df)
-    return ok.groupby("method", sort=False)[list(METRICS)].mean(numeric_only=True)
+    """Method x metric means over seeds (runs that ran); geometric means of the p-values."""
+    grouped = _ok(df).groupby("method", sort=False)
+    means = grouped[list(METRICS)].mean(numeric_only=True)
+    for m in P_VALUES:
+        means[m] = grouped[m].agg(lambda v: _geometric_mean(pd.to_numeric(v, errors="coerce")))
+    return means
+
+
+def _tied(a: float, b: float) -> bool:
+    """Equal up to the rounding of a mean over seeds (6/7 from two different sums of fractions)."""
+    return bool(np.isclose(a, b, rtol=1e-9, atol=0.0))
+
+
+def _better(a: float, b: float, *, higher: bool) -> bool:
+    """``a`` strictly better than ``b``, ties within rounding not counted."""
+    return (a > b if higher else a < b) and not _tied(a, b)
 
 
 def _shown_metrics(df: pd.DataFrame) -> list[str]:
@@ -52,7 +83,7 @@ def _shown_metrics(df: pd.DataFrame) -> list[str]:
 def _fmt(metric: str, value: float) -> str:
     if value != value:
         return "n/a"
-    if metric == "interferon_p":
+    if metric in P_VALUES:
         return f"{value:.2g}"
     return f"{value:.{_DIGITS.get(metric, 3)}f}"
 
@@ -66,7 +97,7 @@ def _winners(means: pd.DataFrame, metrics: list[str]) -> list[str]:
         if col.empty:
             continue
         best = col.max() if m in HIGHER_IS_BETTER else col.min()
-        who = ", ".join(col.index[np.isclose(col, best, rtol=1e-9, atol=1e-12)])
+        who = ", ".join(p for p in col.index if _tied(col[p], best))
         sv = "; ".join(f"{s} {_fmt(m, means.loc[s, m])}" for s in OURS if s in means.index)
         lines.append(f"- **{m}** ({'higher' if m in HIGHER_IS_BETTER else 'lower'} is better): {who} "
                      f"({_fmt(m, best)}){'; ' + sv if sv else ''}")  # fmt: skip
@@ -87,7 +118,11 @@ def _losses(means: pd.DataFrame, metrics: list[str]) -> list[str]:
         our_best = max((sign * means.loc[s, m] for s in ours if means.loc[s, m] == means.loc[s, m]), default=None)
         if our_best is None:
             continue
-        beaten = [p for p in peers if means.loc[p, m] == means.loc[p, m] and sign * means.loc[p, m] > our_best]
+        beaten = [
+            p
+            for p in peers
+            if means.loc[p, m] == means.loc[p, m] and _better(sign * means.loc[p, m], our_best, higher=True)
+        ]
         if beaten:
             shown = ", ".join(f"{p} {_fmt(m, means.loc[p, m])}" for p in beaten)
             who = ours[0] if len(ours) == 1 else f"the better of {', '.join(ours)}"
@@ -99,7 +134,7 @@ def _ahead(means: pd.DataFrame, ours: str, peers: list[str], metric: str, *, hig
     """``ours`` strictly better than every peer with a value (``False`` when ``ours`` has none)."""
     mine = means.loc[ours, metric]
     others = [means.loc[p, metric] for p in peers if means.loc[p, metric] == means.loc[p, metric]]
-    return bool(mine == mine and all(mine > o if higher else mine < o for o in others))
+    return bool(mine == mine and all(_better(mine, o, higher=higher) for o in others))
 
 
 def _versus(means: pd.DataFrame, ours: str, peers: list[str], metric: str) -> str:
@@ -140,7 +175,8 @@ def peers_targets(df: pd.DataFrame, *, assessed: bool = True) -> list[tuple[str,
                 others = [means.loc[p, "markers_recovered"] for p in peers]
                 checks.append(
                     (f"cell-type marker programmes recovered (ties count): "
-                     f"{_versus(means, ours, peers, 'markers_recovered')}", all(markers >= o for o in others if o == o))
+                     f"{_versus(means, ours, peers, 'markers_recovered')}",
+                     all(not _better(o, markers, higher=True) for o in others if o == o))
                 )  # fmt: skip
             best_acc = means["accuracy"].max()
             acc = means.loc[ours, "accuracy"]
@@ -203,9 +239,17 @@ def peers_summary(
             "",
             f"{int(frame['n_cells'].iloc[0])} cells x {int(frame['n_genes'].iloc[0])} genes; gene sets: "
             f"{', '.join(spec.libraries) or 'none (Ensembl ids, no symbol table offline)'}; labels: "
-            f"{spec.label_key or 'none'}; batches: {spec.batch_key or 'none'}. Mean ± sd over seeds.",
+            f"{spec.label_key or 'none'}; batches: {spec.batch_key or 'none'}. Mean ± sd over seeds; p-values: "
+            "geometric mean over seeds and their range.",
             "",
-            markdown_table(ok, ["method"], metrics, digits={m: _DIGITS.get(m, 3) for m in metrics}),
+            markdown_table(
+                ok,
+                ["method"],
+                metrics,
+                digits={m: _DIGITS.get(m, 3) for m in metrics},
+                labels={m: f"{m} (geometric mean; range)" for m in P_VALUES},
+                formats=dict.fromkeys(P_VALUES, _format_p),
+            ),
             "",
             "Best per metric (scsparse's values after the winner):",
             "",
