@@ -278,6 +278,10 @@ def test_resume_keeps_the_finished_fits_and_fits_the_rest(offline_data, tmp_path
     assert len(df) == 4 and df["stability"].notna().all()  # stability over both seeds, the kept one included
     kept = df[df["seed"] == 0].reset_index(drop=True)
     assert kept["median_genes"].tolist() == first["median_genes"].tolist()
+    summary = (tmp_path / "summary.md").read_text()
+    assert "resumed: 2 of the 4 rows were fitted by an earlier run into this folder" in summary
+    fitting = df["seconds"].sum() / 60
+    assert f"- fitting time, all fits (the sum of their seconds): {fitting:.1f} min" in summary
     # a kept fit that comes after the last new one is saved too (a stop right after it loses nothing)
     only_pca = run_peers(tmp_path / "b", seeds=1, **{**options, "methods": "PCA"})
     saved = []

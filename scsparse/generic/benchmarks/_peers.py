@@ -14,9 +14,9 @@ With ``resume``, the fits of an earlier run into the same folder (``results.csv`
 where it stopped.
 
 A method that cannot run in the environment (DRVI before scvi-tools 1.5, cNMF or MOFA+ without the ``peers``
-extra) gets
-rows with ``status`` "not run: <reason>". In a full run a method that fails is recorded as "failed: <error>" and
-the run goes on; ``quick`` runs raise instead, so a smoke test cannot pass over a broken method.
+extra) gets rows with ``status`` "not run: <reason>". In a full run a method that fails is recorded as
+"failed: <error>" and the run goes on; ``quick`` runs raise instead, so a smoke test cannot pass over a broken
+method.
 """
 
 from __future__ import annotations
@@ -159,20 +159,21 @@ def _run_dataset(
     save: Callable[[list[dict[str, Any]]], None],
     out_dir: Path,
     earlier_results: pd.DataFrame | None,
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], int]:
     """Every method and seed on one data set; ``save(rows)`` after each fit (stability is added at the end).
 
     With ``earlier_results`` (a resumed run), the fits they hold whose programmes were saved in ``out_dir`` are
-    kept, not fitted again.
+    kept, not fitted again. Returns the rows and the number of them kept from the earlier run.
     """
     spec = PEER_DATASETS[name]
     methods = [m for m in methods if m in (MULTISTUDY_METHODS if spec.study_key else PEER_METHODS)]
     if not methods:
-        return []
+        return [], 0
     adata = load_peer_dataset(name, quick=quick)
     if verbose:
         print(f"[peers] {name}: {adata.n_obs} cells x {adata.n_vars} genes", flush=True)
     rows: list[dict[str, Any]] = []
+    n_kept = 0
     programmes: dict[str, dict[int, list[np.ndarray]]] = {m: {} for m in methods}
     earlier = {} if earlier_results is None else _earlier_fits(earlier_results, out_dir, name, adata, budget)
     for (method, seed), (_, kept) in earlier.items():  # every save below keeps them, whenever the run stops
@@ -183,6 +184,7 @@ def _run_dataset(
         for method in methods:
             if (method, seed) in earlier:
                 rows.append(earlier[(method, seed)][0])
+                n_kept += 1
                 save(rows)
                 if verbose:
                     print(f"[peers] {name} seed {seed} {method}: kept from the earlier run", flush=True)
@@ -222,7 +224,7 @@ def _run_dataset(
             for row in rows:
                 if row["method"] == method and row["seed"] == seed:
                     row["stability"] = value
-    return rows
+    return rows, n_kept
 
 
 def run_peers(
@@ -301,11 +303,14 @@ def run_peers(
         [] if earlier is None else earlier[~earlier["dataset"].isin(chosen_data)].to_dict("records")
     )
     figures: list[str] = []
+    n_kept = 0
     with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
         _warm_up()
         for name in chosen_data:
             save = functools.partial(_save, out_dir, list(rows))
-            rows += _run_dataset(name, chosen_methods, seeds, budget, quick, verbose, save, out_dir, earlier)
+            new, kept = _run_dataset(name, chosen_methods, seeds, budget, quick, verbose, save, out_dir, earlier)
+            rows += new
+            n_kept += kept
             df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
             write_results(df, out_dir, RESULT_COLUMNS)
             figure = peers_figure(df[df["dataset"] == name], name, out_dir)
@@ -313,7 +318,8 @@ def run_peers(
                 figures.append(figure.name)
     df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     seconds = time.perf_counter() - start
-    write_summary(out_dir, peers_summary(df, prov, budget, quick=quick, total_seconds=seconds))
+    summary = peers_summary(df, prov, budget, quick=quick, total_seconds=seconds, n_kept=n_kept)
+    write_summary(out_dir, summary)
     if verbose:
         print(wrote_line("peers", ["results.csv", "summary.md", *figures], out_dir=out_dir, seconds=seconds))
     df.attrs["out_dir"] = str(out_dir)

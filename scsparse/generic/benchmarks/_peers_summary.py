@@ -191,18 +191,26 @@ def peers_targets(df: pd.DataFrame, *, assessed: bool = True) -> list[tuple[str,
 
 
 def peers_summary(
-    df: pd.DataFrame, prov: Mapping[str, Any], budget: PeerBudget, *, quick: bool, total_seconds: float
+    df: pd.DataFrame,
+    prov: Mapping[str, Any],
+    budget: PeerBudget,
+    *,
+    quick: bool,
+    total_seconds: float,
+    n_kept: int = 0,
 ) -> list[str]:
-    """The lines of ``summary.md``."""
+    """The lines of ``summary.md``; ``n_kept``: rows a resumed run kept from an earlier run into its folder."""
     from scsparse._text import markdown_rows
 
     reading = {**READING, **MULTISTUDY_READING}
+    mode = "quick smoke run" if quick else "full run"
+    if n_kept:
+        mode += f"; resumed: {n_kept} of the {len(df)} rows were fitted by an earlier run into this folder"
     lines = summary_head(
-        "# SparseVAE against its peers on real single-cell data",
-        prov,
-        total_seconds=total_seconds,
-        mode="quick smoke run" if quick else "full run",
+        "# SparseVAE against its peers on real single-cell data", prov, total_seconds=total_seconds, mode=mode
     )
+    fitting = pd.to_numeric(_ok(df)["seconds"], errors="coerce").sum()
+    lines.insert(-1, f"- fitting time, all fits (the sum of their seconds): {fitting / 60:.1f} min")
     lines += [
         "## What ran",
         "",
