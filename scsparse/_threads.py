@@ -12,6 +12,11 @@ __all__ = ["torch_threads"]
 def torch_threads(n_threads: int | None) -> Iterator[None]:
     """Set ``torch.set_num_threads(n_threads)`` inside the block and restore the previous setting after it.
 
+    numba's threads are set to the same number (at most its ``NUMBA_NUM_THREADS``) and restored too: its OpenMP
+    threading layer, which scanpy's preprocessing runs on, shares torch's OpenMP runtime and sets that runtime's
+    thread count to one per core when its pool starts, so the first ``sc.pp.normalize_total`` inside the block
+    would otherwise raise torch from one thread to one per core for the rest of it.
+
     Small models gain nothing from intra-op threads, and on a shared machine (another job on the same cores)
     torch's default of one thread per core oversubscribes them: each step then waits for a descheduled thread
     and training can run an order of magnitude slower. One or two threads avoid that.
@@ -43,9 +48,25 @@ def torch_threads(n_threads: int | None) -> Iterator[None]:
     import torch
 
     saved = torch.get_num_threads()
+    # numba first: starting its pool (any call) and setting its count set the OpenMP runtime torch shares
+    numba = _numba() if n_threads is not None else None
+    saved_numba = numba.get_num_threads() if numba is not None else None
+    if numba is not None:
+        numba.set_num_threads(min(int(n_threads), numba.config.NUMBA_NUM_THREADS))
     if n_threads is not None:
         torch.set_num_threads(int(n_threads))
     try:
         yield
     finally:
+        if numba is not None:
+            numba.set_num_threads(saved_numba)
         torch.set_num_threads(saved)
+
+
+def _numba():
+    """numba, when installed (scanpy needs it); ``None`` otherwise."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba
