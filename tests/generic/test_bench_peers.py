@@ -270,8 +270,9 @@ def test_resume_keeps_the_finished_fits_and_fits_the_rest(offline_data, tmp_path
     real = _peers.fit_peer
     monkeypatch.setattr(_peers, "fit_peer", lambda method, *a, **k: calls.append(method) or real(method, *a, **k))
     options = {"quick": True, "datasets": "kang", "methods": "NMF (KL),PCA", "verbose": False}
-    first = run_peers(tmp_path, seeds=1, **options)
+    first = run_peers(tmp_path, seeds=1, n_threads=2, **options)
     assert calls == ["NMF (KL)", "PCA"] and (tmp_path / "programmes" / "kang.json").is_file()
+    assert "2 torch threads" in (tmp_path / "summary.md").read_text()  # the threads the fits ran with
     calls.clear()
     df = run_peers(tmp_path, seeds=2, resume=True, **options)
     assert calls == ["NMF (KL)", "PCA"]  # seed 1 only

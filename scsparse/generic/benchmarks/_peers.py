@@ -296,7 +296,6 @@ def run_peers(
         out_dir, seeds, quick, budget.max_epochs, datasets=chosen_data, methods=chosen_methods,
         n_threads=n_threads, resume=resume, config=budget.__dict__,
     )  # fmt: skip
-    prov = provenance("peers", options)
     start = time.perf_counter()
     earlier = _earlier_results(out_dir) if resume else None  # read once, before this run writes results.csv
     rows: list[dict[str, Any]] = (
@@ -305,6 +304,7 @@ def run_peers(
     figures: list[str] = []
     n_kept = 0
     with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
+        prov = provenance("peers", options)  # inside the block: it records the threads the fits ran with
         _warm_up()
         for name in chosen_data:
             save = functools.partial(_save, out_dir, list(rows))
