@@ -464,19 +464,19 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         "--datasets",
         default=None,
         metavar="A,B",
-        help="data sets to run, comma-separated, for benchmarks that take them (peers; default: all)",
+        help="data sets to run, comma-separated, for benchmarks that take them (peers, stability; default: all)",
     )
     bench.add_argument(
         "--methods",
         default=None,
         metavar="A,B",
-        help="methods to run, comma-separated, for benchmarks that take them (peers; default: all)",
+        help="methods (peers) or variants (stability) to run, comma-separated (default: all)",
     )
     bench.add_argument(
         "--resume",
         action="store_true",
         help="keep the fits an earlier run into --out finished and fit only the missing ones, for benchmarks that "
-        "take it (peers)",
+        "take it (peers, stability)",
     )
     bench.add_argument("--out", default=None, metavar="DIR", help="output folder (default: bench_out/NAME)")
     bench.add_argument("--quick", action="store_true", help="a short smoke run")

@@ -36,7 +36,9 @@ from scsparse.train import SettledStopping, SparseVAETrainingPlan, clean_trainin
 
 from ._base import SparseFactorMixin
 from ._batch_query import BatchQueryMixin
+from ._init import MASK_INITS, mask_start
 from ._response import factor_response
+from ._seeding import seeded
 from ._validation import check_anndata, check_batch_key, check_counts, check_covariates
 
 __all__ = ["SparseVAE"]
@@ -105,6 +107,11 @@ class SparseVAE(
     seed
         Seed of the initial weights (drawn without touching the global random generators), the
         train/validation split and training; recorded in the results. Default: ``scvi.settings.seed``.
+    mask_init
+        How ``W`` starts. ``"nmf"``: from the gene loadings of an NMF of the normalised data (deterministic, so
+        every seed starts each factor from the same genes; computed when training starts, on at most 10,000
+        evenly spaced cells). ``"constant"``: every ``w_jk`` at ``decoder_kwargs["w_init"]`` (0.3) plus small
+        noise, which leaves the choice of programme per factor to the random draw of the other weights.
     latent_prior
         ``"identity"`` (default, the paper's): ``z ~ N(0, I)``. ``"correlated"``: ``z ~ N(0, Sigma_z)`` with a
         learned correlation matrix (:meth:`get_latent_correlation`). Under ``N(0, I)`` codes as correlated as
@@ -151,10 +158,14 @@ class SparseVAE(
         dropout_rate: float = 0.1,
         seed: int | None = None,
         latent_prior: Literal["identity", "correlated"] = "identity",
+        mask_init: Literal["nmf", "constant"] = "constant",
         registry: dict | None = None,
         **module_kwargs: Any,
     ) -> None:
         super().__init__(adata, registry)
+        if mask_init not in MASK_INITS:
+            raise InvalidInputError(f"mask_init must be one of {MASK_INITS}, got {mask_init!r}.")
+        self.mask_init = mask_init
         self._check_module_kwargs(module_kwargs)
         sigma_prior_xi = self._check_data_and_seed(gene_likelihood, seed)
         with self._initialisation_rng():
@@ -457,7 +468,6 @@ class SparseVAE(
         >>> model.train(max_epochs=100, accelerator="gpu", devices=-1, strategy="ddp_find_unused_parameters_true")
         """
         self.seed = self.seed if seed is None else int(seed)
-        settings.seed = self.seed  # the split, the minibatch order and dropout follow the model's seed
         self.factors_oriented_ = False
         n_cells = self._datamodule_cells(datamodule) if datamodule is not None else self.adata.n_obs
         if max_epochs is None:
@@ -495,26 +505,46 @@ class SparseVAE(
         # in the mode it finds: without this a second train() call, or training a loaded model, would run with
         # dropout off and batch norm on its running statistics
         self.module.train()
-        # denormals slow CPU training several-fold late in a fit
-        with flush_denormals(), clean_training_output(self._expected_training_warnings()):
-            super().train(
-                max_epochs=max_epochs,
-                batch_size=batch_size,
-                train_size=train_size,
-                early_stopping=early_stopping,
-                plan_kwargs=plan,
-                accelerator=accelerator,
-                devices=devices,
-                strategy=strategy,
-                datasplitter_kwargs=splitter,
-                datamodule=datamodule,
-                **kwargs,
-            )
-        self._warn_if_no_active_factor()
-        if settle is not None:
-            self._record_stopping(settle)
-        if orient and self.adata is not None:
-            self.orient_factors(batch_size=batch_size)
+        if not self.is_trained_:
+            self._start_mask()
+        # the split, the minibatch order, dropout and the orientation's pass follow the model's seed; the caller's
+        # random state is kept. Denormals slow CPU training several-fold late in a fit.
+        with seeded(self.seed):
+            with flush_denormals(), clean_training_output(self._expected_training_warnings()):
+                super().train(
+                    max_epochs=max_epochs,
+                    batch_size=batch_size,
+                    train_size=train_size,
+                    early_stopping=early_stopping,
+                    plan_kwargs=plan,
+                    accelerator=accelerator,
+                    devices=devices,
+                    strategy=strategy,
+                    datasplitter_kwargs=splitter,
+                    datamodule=datamodule,
+                    **kwargs,
+                )
+            self._warn_if_no_active_factor()
+            if settle is not None:
+                self._record_stopping(settle)
+            if orient and self.adata is not None:
+                self.orient_factors(batch_size=batch_size)
+
+    def _start_mask(self) -> None:
+        """Set the initial ``W`` of ``mask_init="nmf"`` from the registered data (a model without an AnnData, built
+        from a registry for a datamodule, keeps the constant start and says so in ``mask_init_used_``).
+        """
+        self.mask_init_used_ = self.mask_init
+        if self.mask_init != "nmf":
+            return
+        if self.adata is None or self._is_query():
+            self.mask_init_used_ = "constant (no AnnData to factorise)" if self.adata is None else "reference"
+            return
+        start = mask_start(
+            self.adata, self._layer(), self.module.n_latent, counts=self.module.gene_likelihood in COUNT_LIKELIHOODS
+        )
+        with torch.no_grad():
+            self.module.decoder.W.copy_(torch.as_tensor(start, dtype=self.module.decoder.W.dtype))
 
     @staticmethod
     def _datamodule_cells(datamodule: Any) -> int:

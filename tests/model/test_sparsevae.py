@@ -366,41 +366,64 @@ def test_training_again_or_after_loading_runs_in_training_mode(tmp_path, counts_
     assert modes and all(modes)
 
 
-def test_seeding_leaves_global_generators_to_training(counts_adata, caplog):
-    import logging
+def _global_random_state() -> dict:
+    import os
+    import random
 
-    caplog.set_level(logging.INFO, logger="lightning.fabric.utilities.seed")
+    import scvi
 
-    def reports() -> list[str]:
-        return [r.getMessage() for r in caplog.records if r.getMessage().startswith("Seed set to")]
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state()[1].copy(),  # noqa: NPY002
+        "torch": torch.random.get_rng_state().clone(),
+        "cudnn": (torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark),
+        "scvi_seed": scvi.settings.seed,
+        "env": {k: os.environ.get(k) for k in ("PL_GLOBAL_SEED", "XLA_FLAGS")},
+    }
 
+
+def _assert_same_state(before: dict, after: dict) -> None:
+    assert after["python"] == before["python"]
+    assert np.array_equal(after["numpy"], before["numpy"])
+    assert torch.equal(after["torch"], before["torch"])
+    assert after["cudnn"] == before["cudnn"] and after["scvi_seed"] == before["scvi_seed"]
+    assert after["env"] == before["env"]
+
+
+def test_construction_and_training_leave_the_callers_random_state_alone(counts_adata):
     SparseVAE.setup_anndata(counts_adata, layer="counts")
-    numpy_global = np.random.mtrand._rand  # the legacy global generator that seeding touches
-    torch_state, numpy_state = torch.random.get_rng_state(), numpy_global.get_state()
+    np.random.seed(123)  # noqa: NPY002 - the caller's own state, which neither the constructor nor train() may change
+    torch.manual_seed(456)
+    before = _global_random_state()
     model = SparseVAE(counts_adata, n_latent=3, n_hidden=8, seed=3)
-    # the constructor draws its weights from the model's seed without touching the global generators
-    assert torch.equal(torch.random.get_rng_state(), torch_state)
-    assert np.array_equal(numpy_global.get_state()[1], numpy_state[1]) and reports() == []
+    _assert_same_state(before, _global_random_state())
     twin = SparseVAE(counts_adata, n_latent=3, n_hidden=8, seed=3)
     for name, value in model.module.state_dict().items():
         assert torch.equal(value, twin.module.state_dict()[name]), name
     model.train(max_epochs=1, enable_progress_bar=False)
-    assert reports() == ["Seed set to 3"]  # training seeds scvi-tools with the model's seed
+    _assert_same_state(before, _global_random_state())
     first = model.get_latent_representation()
-    model.train(max_epochs=1, seed=5, enable_progress_bar=False)
-    assert reports() == ["Seed set to 3", "Seed set to 5"] and model.seed == 5
+    # the same seed gives the bit-identical fit, whatever the caller's generators hold
+    np.random.seed(7)  # noqa: NPY002
+    torch.manual_seed(8)
     again = SparseVAE(counts_adata, n_latent=3, n_hidden=8, seed=3)
     again.train(max_epochs=1, enable_progress_bar=False)
     np.testing.assert_array_equal(again.get_latent_representation(), first)
+    assert again.validation_indices.tolist() == model.validation_indices.tolist()
+    model.train(max_epochs=1, seed=5, enable_progress_bar=False)
+    assert model.seed == 5
+    other = SparseVAE(counts_adata, n_latent=3, n_hidden=8, seed=3)
+    other.train(max_epochs=1, seed=5, enable_progress_bar=False)
+    assert not np.array_equal(other.get_latent_representation(), first)  # another training seed, another fit
     # without a seed the model follows scvi-tools' global seed
     import scvi
 
-    before = scvi.settings.seed
+    before_seed = scvi.settings.seed
     try:
         scvi.settings.seed = 11
         assert SparseVAE(counts_adata, n_latent=3, n_hidden=8).seed == 11
     finally:
-        scvi.settings.seed = before
+        scvi.settings.seed = before_seed
 
 
 def test_a_fit_reads_the_matrix_once_for_its_checks_and_data_hash(counts_adata, monkeypatch):

@@ -25,6 +25,8 @@ only pays for the benchmark it runs. The names:
 - ``"peers"`` — SparseVAE against LDVAE, DRVI, NMF, cNMF and PCA on real single-cell data (Kang, PBMC 3k,
   Zeisel, CellBench, three 10x PBMC chemistries): biology recovered, parsimony, held-out cell-type accuracy, batch
   leakage, stability over seeds, time and memory.
+- ``"stability"`` — what a refit of SparseVAE with another seed keeps of each programme (gene sets, cores,
+  loadings, number of factors), with the sources of randomness separated.
 - ``"patches"``, ``"smiley"``, ``"fmnist"`` — sparse coding of whitened image patches with a linear generator
   (Fallah & Rozell 2022, Table 1); VSC vs beta-VAE latent-attribute correlation on Smiley and held-out ELBO
   against latent size on Fashion-MNIST (Tonolini et al. 2019).
@@ -69,6 +71,7 @@ _REGISTRY: dict[str, str] = {
     "fmnist": "_fmnist:run_fmnist",
     "zeisel": "_zeisel:run_zeisel",
     "peers": "_peers:run_peers",
+    "stability": "_stability:run_stability",
 }
 
 

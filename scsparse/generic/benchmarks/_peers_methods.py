@@ -209,16 +209,22 @@ def _counts(adata: AnnData) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------- SparseVAE
 def _sparsevae_model(
-    adata: AnnData, budget: PeerBudget, seed: int, batch_key: str | None, init_seed: int | None = None
+    adata: AnnData,
+    budget: PeerBudget,
+    seed: int,
+    batch_key: str | None,
+    init_seed: int | None = None,
+    **model_kwargs: Any,
 ):
     """A trained SparseVAE; ``init_seed`` draws the initial weights (default ``seed``), ``seed`` the split and
     minibatches, so restarts of one seed train on the same cells (as :func:`scsparse.model.select_best` needs).
+    ``model_kwargs`` go to the model beyond its defaults.
     """
     from scsparse.model import SparseVAE
     from scsparse.train import FitNotSettledWarning
 
     SparseVAE.setup_anndata(adata, layer="counts", batch_key=batch_key)
-    model = SparseVAE(adata, n_latent=budget.n_factors, seed=seed if init_seed is None else init_seed)
+    model = SparseVAE(adata, n_latent=budget.n_factors, seed=seed if init_seed is None else init_seed, **model_kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitNotSettledWarning)  # recorded in extra["settled"]
         model.train(max_epochs=budget.max_epochs, seed=seed, enable_progress_bar=False)

@@ -16,7 +16,10 @@
 - :func:`predict_labels`, :func:`label_accuracy` — labels (e.g. cell types) predicted from factors by a
   logistic regression on held-out rows;
 - :func:`programme_redundancy`, :func:`matched_programme_agreement`, :func:`batch_association` — gene programmes
-  given as gene lists: overlap within a fit, agreement between fits (seeds), activity explained by batch.
+  given as gene lists: overlap within a fit, agreement between fits (seeds), activity explained by batch;
+- :func:`programme_agreement`, :func:`pairwise_agreement`, :func:`top_overlap`, :func:`rank_biased_overlap`,
+  :class:`ProgrammeSet` — agreement between fits separated into what moves: gene sets, their cores, the
+  loadings and the number of active factors.
 """
 
 from ._codes import (
@@ -35,6 +38,14 @@ from ._matching import assign_by_correlation, factor_correlation, match_factors
 from ._neighbours import neighbour_agreement, random_agreement
 from ._programmes import batch_association, matched_programme_agreement, programme_redundancy
 from ._recommendation import FoldInSplit, fold_in_evaluate, fold_in_split, ndcg_at_k, recall_at_r
+from ._stability import (
+    AGREEMENT_MEASURES,
+    ProgrammeSet,
+    pairwise_agreement,
+    programme_agreement,
+    rank_biased_overlap,
+    top_overlap,
+)
 from ._support import SupportConfusion, estimated_support, support_confusion, support_fscore
 
 __all__ = [
@@ -56,6 +67,13 @@ __all__ = [
     "batch_association",
     "matched_programme_agreement",
     "programme_redundancy",
+    # agreement between fits, by what moves
+    "AGREEMENT_MEASURES",
+    "ProgrammeSet",
+    "pairwise_agreement",
+    "programme_agreement",
+    "rank_biased_overlap",
+    "top_overlap",
     # ranking (Liang et al. 2018)
     "FoldInSplit",
     "fold_in_evaluate",

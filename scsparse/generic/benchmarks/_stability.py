@@ -1,0 +1,371 @@
+"""``scsparse bench stability``: what a refit with another seed keeps of each programme, and where the seed enters.
+
+On each data set of ``bench peers`` (:data:`._peers_data.PEER_DATASETS`, single-study ones), SparseVAE is fitted
+with several seeds in each of the :data:`VARIANTS`, and every pair of seeds of a variant is compared with
+:func:`scsparse.generic.metrics.programme_agreement`, which separates what moves:
+
+- ``jaccard`` — the programmes' gene sets (one-to-one matching, a programme without a counterpart counts 0; the
+  measure ``bench peers`` calls stability);
+- ``top_overlap`` and ``rbo`` — their cores: the 10 strongest genes of each matched programme, and the
+  rank-biased overlap (p = 0.9) of the two rankings;
+- ``loadings_corr`` — ``|corr|`` of the matched loading columns;
+- ``n_active_diff`` — the difference in the number of active factors.
+
+The variants separate the sources of randomness: ``default`` draws the initial weights and the training (the
+train/validation split, the minibatch order, dropout and the sampled codes) from the seed, as a user's refit
+does; ``fixed_init`` keeps the initial weights of seed 0 and draws only the training; ``fixed_training`` draws
+only the initial weights. Each fit is also scored as ``bench peers`` scores it (held-out cell-type accuracy, the
+known programmes, programme size) with its held-out negative log-likelihood, so a change that raises agreement
+can be checked for what it costs.
+
+``results.csv`` has one row per data set, variant and seed; ``agreement.csv`` one row per pair of seeds;
+``summary.md`` the mean ± sd of each measure per data set and variant with the targets. The fits' programmes and
+loadings are saved under ``fits/``, so ``resume`` fits only what an earlier run into the same folder left out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_agreement
+
+from ._common import check_positive_int, markdown_table, quiet_training_logs
+from ._peers_data import PEER_DATASETS, load_peer_dataset
+from ._peers_methods import PeerBudget, _measured, _sparsevae_model, _sparsevae_read
+from ._peers_metrics import score_fit
+from ._report import make_output_dir, provenance, run_options, summary_head, write_results, write_summary, wrote_line
+
+__all__ = ["AGREEMENT_COLUMNS", "RESULT_COLUMNS", "VARIANTS", "StabilityVariant", "run_stability"]
+
+
+@dataclass(frozen=True)
+class StabilityVariant:
+    """How the seeds of one variant are used.
+
+    Attributes
+    ----------
+    name, description
+        Key (``--methods``) and what the summary says of it.
+    fixed_init
+        Draw the initial weights from seed 0 for every seed (only the training varies).
+    fixed_training
+        Train with seed 0 for every seed (only the initial weights vary).
+    model_kwargs
+        Arguments of :class:`~scsparse.model.SparseVAE` beyond the defaults.
+    """
+
+    name: str
+    description: str
+    fixed_init: bool = False
+    fixed_training: bool = False
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def seeds(self, seed: int) -> tuple[int, int]:
+        """The seeds of the initial weights and of the training for the run of ``seed``."""
+        return (0 if self.fixed_init else seed), (0 if self.fixed_training else seed)
+
+
+#: The variants, in the order they run.
+VARIANTS: dict[str, StabilityVariant] = {
+    v.name: v
+    for v in (
+        StabilityVariant("default", "SparseVAE at its defaults: the seed draws the initial weights and the training"),
+        StabilityVariant(
+            "fixed_init",
+            "the initial weights of seed 0 in every run; the seed draws the split, the minibatches, dropout and the "
+            "sampled codes",
+            fixed_init=True,
+        ),
+        StabilityVariant(
+            "fixed_training",
+            "the training of seed 0 in every run; the seed draws the initial weights",
+            fixed_training=True,
+        ),
+    )
+}
+
+FIT_METRICS: list[str] = [
+    "factors_kept", "programmes", "median_genes", "accuracy", "heldout_nll", "interferon_recovered", "interferon_p",
+    "markers_recovered", "epochs", "seconds",
+]  # fmt: skip
+RESULT_COLUMNS: list[str] = [
+    "dataset", "variant", "seed", "init_seed", "training_seed", "n_cells", "n_genes", "n_factors", "max_epochs",
+    *FIT_METRICS,
+]  # fmt: skip
+AGREEMENT_COLUMNS: list[str] = [
+    "dataset",
+    "variant",
+    "seed_a",
+    "seed_b",
+    *AGREEMENT_MEASURES,
+    "n_active_a",
+    "n_active_b",
+]
+
+#: Targets of a default single fit (issue: programmes that reproduce) and of a consensus fit.
+TARGETS: dict[str, float] = {"jaccard": 0.6, "top_overlap": 0.8}
+
+_LABELS = {
+    "jaccard": "programmes (Jaccard)",
+    "top_overlap": "cores (top-10 shared)",
+    "rbo": "rankings (RBO, p = 0.9)",
+    "loadings_corr": "loadings (|corr|)",
+    "n_active_diff": "active factors (difference)",
+}
+_FULL = PeerBudget(n_factors=20, max_epochs=400)
+_QUICK = PeerBudget(n_factors=5, max_epochs=60)
+_MULTI_STUDY = {name for name, spec in PEER_DATASETS.items() if spec.study_key}
+
+
+def _names(value: str | Sequence[str] | None, known: Sequence[str], what: str) -> list[str]:
+    if value is None:
+        return list(known)
+    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v) for v in value]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise ValueError(f"Unknown {what} {unknown}; choose from {', '.join(known)} (comma-separated).")
+    return [n for n in known if n in names]
+
+
+def _fit_path(out_dir: Path, dataset: str, variant: str, seed: int) -> Path:
+    return out_dir / "fits" / dataset / f"{variant}_seed{seed}"
+
+
+def _save_fit(path: Path, row: dict[str, Any], programmes: dict[str, list[str]], loadings: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path.with_suffix(".npy"), loadings)
+    path.with_suffix(".json").write_text(json.dumps({"row": row, "programmes": programmes}))
+
+
+def _load_fit(path: Path, genes: Sequence[str], wanted: dict[str, Any]) -> tuple[dict[str, Any], ProgrammeSet] | None:
+    """A fit an earlier run saved, if it was made with the same cells, genes, ``K`` and epochs."""
+    if not path.with_suffix(".json").is_file() or not path.with_suffix(".npy").is_file():
+        return None
+    saved = json.loads(path.with_suffix(".json").read_text())
+    row = saved["row"]
+    made = {k: row[k] for k in wanted}
+    if made != wanted:
+        raise ValueError(
+            f"{path.with_suffix('.json')} was fitted with {made}; this run has {wanted}. Resume with the settings of "
+            "the earlier run, or write to another --out."
+        )
+    index = {g: j for j, g in enumerate(genes)}
+    programmes = [np.asarray([index[g] for g in p], dtype=np.int64) for p in saved["programmes"].values()]
+    return row, ProgrammeSet(programmes, np.load(path.with_suffix(".npy")))
+
+
+def _fit(
+    dataset: str, variant: StabilityVariant, seed: int, adata, budget: PeerBudget, row: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, list[str]], np.ndarray]:
+    """Fit and score one run; returns the row, the programmes (gene names) and the active factors' loadings."""
+    spec = PEER_DATASETS[dataset]
+    init_seed, training_seed = variant.seeds(seed)
+    with _measured() as m:
+        model = _sparsevae_model(
+            adata.copy(), budget, training_seed, spec.batch_key, init_seed=init_seed, **variant.model_kwargs
+        )
+        fit = _sparsevae_read(model, adata.copy(), "SparseVAE")
+    fit.seconds, fit.peak_mb = m["seconds"], m["peak_mb"]
+    scores = score_fit(fit, adata, spec, seed)
+    row.update({k: scores[k] for k in FIT_METRICS if k in scores})
+    row["epochs"] = fit.extra["epochs"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        row["heldout_nll"] = float(model.get_heldout_nll(n_mc_samples=50))
+    loadings = model.get_loadings()[model.active_factors()].to_numpy(dtype=np.float64)
+    genes = np.asarray(adata.var_names).astype(str)
+    return row, {name: genes[idx].tolist() for name, idx in fit.programmes.items()}, loadings
+
+
+def _run_variant(
+    dataset: str,
+    variant: StabilityVariant,
+    seeds: int,
+    adata,
+    budget: PeerBudget,
+    out_dir: Path,
+    resume: bool,
+    verbose: bool,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every seed of one variant on one data set, then the agreement of every pair of seeds."""
+    genes = np.asarray(adata.var_names).astype(str).tolist()
+    wanted = {
+        "n_cells": adata.n_obs,
+        "n_genes": adata.n_vars,
+        "n_factors": budget.n_factors,
+        "max_epochs": budget.max_epochs,
+    }
+    rows, fits = [], {}
+    for seed in range(seeds):
+        path = _fit_path(out_dir, dataset, variant.name, seed)
+        earlier = _load_fit(path, genes, wanted) if resume else None
+        if earlier is not None:
+            row, fits[seed] = earlier
+            rows.append(row)
+            if verbose:
+                print(f"[stability] {dataset} {variant.name} seed {seed}: kept from the earlier run", flush=True)
+            continue
+        init_seed, training_seed = variant.seeds(seed)
+        row = dict.fromkeys(RESULT_COLUMNS, math.nan)
+        row.update(
+            dataset=dataset, variant=variant.name, seed=seed, init_seed=init_seed, training_seed=training_seed, **wanted
+        )
+        row, programmes, loadings = _fit(dataset, variant, seed, adata, budget, row)
+        _save_fit(path, row, programmes, loadings)
+        index = {g: j for j, g in enumerate(genes)}
+        fits[seed] = ProgrammeSet([np.asarray([index[g] for g in p]) for p in programmes.values()], loadings)
+        rows.append(row)
+        if verbose:
+            print(
+                f"[stability] {dataset} {variant.name} seed {seed}: {row['factors_kept']:.0f} active factors, "
+                f"{row['programmes']:.0f} programmes (median {row['median_genes']:.0f} genes), "
+                f"{row['epochs']:.0f} epochs, {row['seconds']:.0f} s",
+                flush=True,
+            )
+    pairs = pairwise_agreement(fits, adata.n_vars)
+    pairs.insert(0, "variant", variant.name)
+    pairs.insert(0, "dataset", dataset)
+    return rows, pairs.to_dict("records")
+
+
+def stability_summary(
+    results: pd.DataFrame, agreement: pd.DataFrame, prov: dict[str, Any], *, quick: bool, total_seconds: float
+) -> list[str]:
+    """The lines of ``summary.md``: per data set, the agreement measures and the fits' scores per variant."""
+    lines = summary_head(
+        "# Stability of the programmes over seeds", prov, total_seconds=total_seconds, mode="quick" if quick else "full"
+    )
+    lines += ["## Variants", ""]
+    lines += [f"- **{v.name}**: {v.description}." for v in VARIANTS.values() if v.name in set(results["variant"])]
+    lines += [
+        "",
+        "Agreement of every pair of seeds (mean ± sd over the pairs): programmes paired one to one, a programme "
+        "without a counterpart counts 0 (`scsparse.generic.metrics.programme_agreement`).",
+        "",
+    ]
+    for dataset, part in agreement.groupby("dataset", sort=False):
+        lines += [f"## {PEER_DATASETS[dataset].title}", ""]
+        lines.append(
+            markdown_table(part, ["variant"], list(AGREEMENT_MEASURES), digits=2, labels=_LABELS).replace(
+                "n seeds", "n pairs"
+            )
+        )
+        fits = results[results["dataset"] == dataset]
+        shown = [m for m in FIT_METRICS if fits[m].notna().any() and m != "interferon_p"]
+        lines += ["", "The fits (mean ± sd over seeds):", ""]
+        lines.append(markdown_table(fits, ["variant"], shown, digits=2))
+        lines.append("")
+        default = part[part["variant"] == "default"]
+        if len(default) and not quick:
+            for measure, target in TARGETS.items():
+                mean = float(default[measure].mean())
+                lines.append(
+                    f"- target: default single fit {_LABELS[measure]} >= {target}: {mean:.2f}, "
+                    f"{'met' if mean >= target else 'not met'}"
+                )
+            lines.append("")
+    return lines
+
+
+def run_stability(
+    out: str | Path,
+    *,
+    seeds: int | None = None,
+    quick: bool = False,
+    max_epochs: int | None = None,
+    datasets: str | Sequence[str] | None = None,
+    methods: str | Sequence[str] | None = None,
+    n_threads: int | None = 1,
+    resume: bool = False,
+    verbose: bool = True,
+) -> pd.DataFrame:
+    """Fit SparseVAE with several seeds per data set and variant and measure what the programmes keep.
+
+    Parameters
+    ----------
+    out
+        Output folder: ``results.csv``, ``agreement.csv``, ``summary.md`` and ``fits/``.
+    seeds
+        Seeds ``0 .. seeds - 1`` per data set and variant (default 5; quick: 2). At least 2.
+    quick
+        A smoke run: 300 cells and 300 genes of Kang, ``K = 5``, 60 epochs, the default variant.
+    max_epochs
+        Epoch budget (default 400; a fit stops earlier once settled).
+    datasets
+        Data sets (comma-separated or a list; default: the single-study data sets of ``bench peers``).
+    methods
+        Variants of :data:`VARIANTS` (default: all; quick: ``default``).
+    n_threads
+        CPU threads for torch and the BLAS pools (``None``: the libraries' defaults).
+    resume
+        Keep the fits an earlier run into ``out`` saved (same cells, genes, ``K`` and epochs); fit only the others.
+    verbose
+        Print one line per fit.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per data set, variant and seed (``results.csv``); ``attrs["agreement"]`` holds the pairs.
+
+    Raises
+    ------
+    ValueError
+        An unknown data set or variant, fewer than two seeds, or (``resume``) fits made with other settings.
+    """
+    from threadpoolctl import threadpool_limits
+
+    from scsparse._threads import torch_threads
+
+    seeds = (2 if quick else 5) if seeds is None else seeds
+    check_positive_int("seeds", seeds)
+    if seeds < 2:
+        raise ValueError(f"Stability needs at least 2 seeds, got {seeds}.")
+    check_positive_int("max_epochs", max_epochs, optional=True)
+    single = [n for n in PEER_DATASETS if n not in _MULTI_STUDY]
+    chosen_data = _names(datasets if datasets is not None or not quick else "kang", single, "data set(s)")
+    chosen = _names(methods if methods is not None or not quick else "default", list(VARIANTS), "variant(s)")
+    base = _QUICK if quick else _FULL
+    budget = PeerBudget(**{**base.__dict__, "max_epochs": max_epochs or base.max_epochs})
+    out_dir = make_output_dir(out)
+    options = run_options(
+        out_dir, seeds, quick, budget.max_epochs, datasets=chosen_data, methods=chosen, n_threads=n_threads,
+        resume=resume, n_factors=budget.n_factors,
+    )  # fmt: skip
+    start = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    pairs: list[dict[str, Any]] = []
+    with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
+        prov = provenance("stability", options)
+        for name in chosen_data:
+            adata = load_peer_dataset(name, quick=quick)
+            if verbose:
+                print(f"[stability] {name}: {adata.n_obs} cells x {adata.n_vars} genes", flush=True)
+            for variant in chosen:
+                new_rows, new_pairs = _run_variant(
+                    name, VARIANTS[variant], seeds, adata, budget, out_dir, resume, verbose
+                )
+                rows += new_rows
+                pairs += new_pairs
+                write_results(pd.DataFrame(rows, columns=RESULT_COLUMNS), out_dir, RESULT_COLUMNS)
+                write_results(
+                    pd.DataFrame(pairs, columns=AGREEMENT_COLUMNS), out_dir, AGREEMENT_COLUMNS, "agreement.csv"
+                )
+    df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    agreement = pd.DataFrame(pairs, columns=AGREEMENT_COLUMNS)
+    seconds = time.perf_counter() - start
+    write_summary(out_dir, stability_summary(df, agreement, prov, quick=quick, total_seconds=seconds))
+    if verbose:
+        print(wrote_line("stability", ["results.csv", "agreement.csv", "summary.md"], out_dir=out_dir, seconds=seconds))
+    df.attrs["out_dir"] = str(out_dir)
+    df.attrs["agreement"] = agreement
+    return df

@@ -1,0 +1,256 @@
+"""Agreement of two fits' programmes, separated into what moves: gene sets, cores, loadings, number of factors.
+
+A refit with another seed can change a programme in different ways, and each calls for a different remedy: the
+gene set changes at its edges while its strongest genes stay (a reading question), the strongest genes change (the
+programme itself moves), the loadings change while the sets stay, or the number of programmes changes. The
+functions here measure each on its own, with one convention: programmes are paired one to one, and a programme
+without a counterpart in the other fit counts as 0 (the means run over the larger of the two counts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from ._matching import factor_correlation
+from ._programmes import _indicator, _jaccard
+
+__all__ = [
+    "AGREEMENT_MEASURES",
+    "ProgrammeSet",
+    "pairwise_agreement",
+    "programme_agreement",
+    "rank_biased_overlap",
+    "top_overlap",
+]
+
+#: The measures of :func:`programme_agreement`, in the order they are reported.
+AGREEMENT_MEASURES: tuple[str, ...] = ("jaccard", "top_overlap", "rbo", "loadings_corr", "n_active_diff")
+
+
+def top_overlap(a: Sequence[int], b: Sequence[int], n: int = 10) -> float:
+    """Share of the ``n`` first items of ranking ``a`` that are among the ``n`` first of ranking ``b``.
+
+    For lists shorter than ``n`` the denominator is the longer list's length up to ``n``, so two identical
+    3-gene programmes agree fully and a 3-gene programme against a 10-gene one cannot exceed 0.3.
+
+    Parameters
+    ----------
+    a, b
+        Rankings (strongest first), e.g. gene indices of two matched programmes.
+    n
+        Depth of the comparison.
+
+    Returns
+    -------
+    float
+        In ``[0, 1]``; ``nan`` when both lists are empty.
+
+    Examples
+    --------
+    >>> top_overlap([1, 2, 3, 4], [4, 3, 9, 8], n=3)
+    0.3333333333333333
+    >>> top_overlap([1, 2], [2, 1], n=10)
+    1.0
+    """
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}.")
+    head_a, head_b = list(a)[:n], list(b)[:n]
+    depth = max(len(head_a), len(head_b))
+    if depth == 0:
+        return float("nan")
+    return len(set(head_a) & set(head_b)) / depth
+
+
+def rank_biased_overlap(a: Sequence[int], b: Sequence[int], p: float = 0.9) -> float:
+    """Rank-biased overlap of two rankings (Webber, Moffat & Zobel 2010), extrapolated to infinite depth.
+
+    ``RBO = A_k p^k + (1 - p) sum_{d=1..k} p^(d-1) A_d``, where ``A_d`` is the share of the first ``d`` items the
+    two rankings have in common and ``k`` the depth both reach (the shorter length): the overlap seen at depth
+    ``k`` is assumed to continue (the paper's extrapolation for lists of equal length, applied to the first ``k``
+    items of each). With ``p = 0.9`` the first 10 ranks carry 65% of the weight, so the measure is about a
+    programme's core, and agreement at the top counts more than agreement further down.
+
+    Parameters
+    ----------
+    a, b
+        Rankings without repeats (strongest first).
+    p
+        Persistence, in ``(0, 1)``: how far down the rankings the comparison looks.
+
+    Returns
+    -------
+    float
+        In ``[0, 1]``: 1 for identical rankings, 0 for disjoint ones; ``nan`` when either is empty.
+
+    Examples
+    --------
+    >>> rank_biased_overlap([1, 2, 3], [1, 2, 3])
+    1.0
+    >>> round(rank_biased_overlap([1, 2, 3, 4], [2, 1, 3, 4]), 3)
+    0.9
+    >>> rank_biased_overlap([1, 2], [3, 4])
+    0.0
+    """
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be in (0, 1), got {p}.")
+    k = min(len(a), len(b))
+    if k == 0:
+        return float("nan")
+    seen_a: set = set()
+    seen_b: set = set()
+    common = 0
+    total = 0.0
+    share = 0.0
+    for d in range(1, k + 1):
+        x, y = a[d - 1], b[d - 1]
+        if x == y:
+            common += 1
+        else:
+            common += (x in seen_b) + (y in seen_a)
+        seen_a.add(x)
+        seen_b.add(y)
+        share = common / d
+        total += p ** (d - 1) * share
+    return float(share * p**k + (1.0 - p) * total)
+
+
+@dataclass
+class ProgrammeSet:
+    """One fit's programmes, as the agreement measures read them.
+
+    Attributes
+    ----------
+    programmes
+        Gene indices of each programme, strongest first (e.g. each active factor and direction).
+    loadings
+        Genes x factors loadings of the fit's active factors (``None``: no loadings, e.g. a method read from gene
+        lists only).
+    """
+
+    programmes: list[np.ndarray]
+    loadings: np.ndarray | None = None
+
+    @property
+    def n_active(self) -> int:
+        """Number of active factors (columns of ``loadings``), else of programmes."""
+        return int(self.loadings.shape[1]) if self.loadings is not None else len(self.programmes)
+
+
+def _match(score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    from scipy.optimize import linear_sum_assignment
+
+    return linear_sum_assignment(score, maximize=True)
+
+
+def programme_agreement(
+    a: ProgrammeSet, b: ProgrammeSet, n_genes: int, *, n_top: int = 10, p: float = 0.9
+) -> dict[str, float]:
+    """Agreement of two fits, by what moves: gene sets, cores, loadings, number of active factors.
+
+    - ``jaccard``: programmes paired by a Hungarian assignment on their Jaccard index; the mean Jaccard index
+      over the larger programme count (:func:`matched_programme_agreement`).
+    - ``top_overlap``: over the same pairs and denominator, the overlap of the ``n_top`` strongest genes
+      (:func:`top_overlap`).
+    - ``rbo``: over the same pairs, the rank-biased overlap of the two rankings (:func:`rank_biased_overlap`).
+    - ``loadings_corr``: active factors paired on ``|corr|`` of their loading columns (across genes), the mean
+      ``|corr|`` over the larger factor count (``nan`` when a fit has no loadings).
+    - ``n_active_diff``: the difference in the number of active factors (absolute).
+
+    Parameters
+    ----------
+    a, b
+        The two fits.
+    n_genes
+        Number of genes the programmes' indices refer to.
+    n_top
+        Depth of ``top_overlap``.
+    p
+        Persistence of ``rbo``.
+
+    Returns
+    -------
+    dict
+        The five measures, plus ``n_programmes_a`` / ``n_programmes_b`` and ``n_active_a`` / ``n_active_b``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = ProgrammeSet([np.array([0, 1, 2]), np.array([3, 4])])
+    >>> b = ProgrammeSet([np.array([3, 4, 5]), np.array([0, 1, 2])])
+    >>> {k: round(v, 2) for k, v in programme_agreement(a, b, n_genes=6).items() if k in ("jaccard", "rbo")}
+    {'jaccard': 0.83, 'rbo': 1.0}
+    """
+    n_prog = max(len(a.programmes), len(b.programmes))
+    out: dict[str, float] = {
+        "n_programmes_a": float(len(a.programmes)),
+        "n_programmes_b": float(len(b.programmes)),
+        "n_active_a": float(a.n_active),
+        "n_active_b": float(b.n_active),
+        "n_active_diff": float(abs(a.n_active - b.n_active)),
+    }
+    if n_prog == 0:
+        out.update(jaccard=np.nan, top_overlap=np.nan, rbo=np.nan)
+    elif min(len(a.programmes), len(b.programmes)) == 0:
+        out.update(jaccard=0.0, top_overlap=0.0, rbo=0.0)
+    else:
+        jac = _jaccard(_indicator(a.programmes, n_genes), _indicator(b.programmes, n_genes))
+        rows, cols = _match(jac)
+        tops = [top_overlap(a.programmes[i], b.programmes[j], n_top) for i, j in zip(rows, cols, strict=True)]
+        rbos = [
+            rank_biased_overlap(list(a.programmes[i]), list(b.programmes[j]), p)
+            for i, j in zip(rows, cols, strict=True)
+        ]
+        out["jaccard"] = float(jac[rows, cols].sum() / n_prog)
+        out["top_overlap"] = float(np.nansum(tops) / n_prog)
+        out["rbo"] = float(np.nansum(rbos) / n_prog)
+    if a.loadings is None or b.loadings is None:
+        out["loadings_corr"] = np.nan
+    else:
+        n_fac = max(a.n_active, b.n_active)
+        if n_fac == 0:
+            out["loadings_corr"] = np.nan
+        elif min(a.n_active, b.n_active) == 0:
+            out["loadings_corr"] = 0.0
+        else:
+            corr = factor_correlation(a.loadings, b.loadings)
+            rows, cols = _match(corr)
+            out["loadings_corr"] = float(corr[rows, cols].sum() / n_fac)
+    return out
+
+
+def pairwise_agreement(
+    fits: dict[int, ProgrammeSet] | Sequence[ProgrammeSet], n_genes: int, *, n_top: int = 10, p: float = 0.9
+) -> pd.DataFrame:
+    """:func:`programme_agreement` for every pair of fits (e.g. seeds of one method).
+
+    Parameters
+    ----------
+    fits
+        The fits, keyed by seed (a sequence is keyed 0, 1, ...).
+    n_genes, n_top, p
+        As in :func:`programme_agreement`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per pair: ``seed_a``, ``seed_b`` and the columns of :func:`programme_agreement`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fits = {s: ProgrammeSet([np.array([0, 1, 2])]) for s in range(3)}
+    >>> pairwise_agreement(fits, n_genes=3)[["seed_a", "seed_b", "jaccard"]].to_numpy().tolist()
+    [[0.0, 1.0, 1.0], [0.0, 2.0, 1.0], [1.0, 2.0, 1.0]]
+    """
+    keyed = dict(fits) if isinstance(fits, dict) else dict(enumerate(fits))
+    rows = [
+        {"seed_a": s, "seed_b": t, **programme_agreement(keyed[s], keyed[t], n_genes, n_top=n_top, p=p)}
+        for s, t in combinations(sorted(keyed), 2)
+    ]
+    columns = ["seed_a", "seed_b", *AGREEMENT_MEASURES, "n_programmes_a", "n_programmes_b", "n_active_a", "n_active_b"]
+    return pd.DataFrame(rows, columns=columns)

@@ -1,0 +1,94 @@
+"""Tests of ``scsparse bench stability``: variants, agreement of seeds, the summary and resuming."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scsparse.generic.benchmarks import BENCHMARKS
+from scsparse.generic.benchmarks import _stability as stability
+from scsparse.generic.benchmarks._report import provenance
+from scsparse.generic.benchmarks._stability import AGREEMENT_COLUMNS, RESULT_COLUMNS, VARIANTS, run_stability
+from scsparse.generic.metrics import AGREEMENT_MEASURES
+
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+@pytest.fixture
+def offline_data(monkeypatch):
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"offline data copy not found at {SHARED_DATA}")
+    monkeypatch.setenv("SCSPARSE_DATA_DIR", str(SHARED_DATA))
+    monkeypatch.setenv("SCSPARSE_OFFLINE", "1")
+
+
+def test_variants_separate_the_seed_of_the_initial_weights_from_the_training():
+    assert VARIANTS["default"].seeds(3) == (3, 3)
+    assert VARIANTS["fixed_init"].seeds(3) == (0, 3)
+    assert VARIANTS["fixed_training"].seeds(3) == (3, 0)
+
+
+def test_registered_and_rejects_bad_arguments(tmp_path):
+    assert "stability" in BENCHMARKS
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        run_stability(tmp_path, seeds=1, quick=True)
+    with pytest.raises(ValueError, match="Unknown variant"):
+        run_stability(tmp_path, quick=True, methods="default,nowhere")
+    with pytest.raises(ValueError, match="Unknown data set"):
+        run_stability(tmp_path, quick=True, datasets="kang_studies")  # the multi-study arm is not a single fit
+
+
+def test_summary_reports_every_measure_and_the_targets():
+    agreement = pd.DataFrame(
+        [
+            {
+                "dataset": "kang",
+                "variant": "default",
+                "seed_a": 0,
+                "seed_b": 1,
+                **dict.fromkeys(AGREEMENT_MEASURES, 0.5),
+            },
+            {
+                "dataset": "kang",
+                "variant": "default",
+                "seed_a": 0,
+                "seed_b": 2,
+                **dict.fromkeys(AGREEMENT_MEASURES, 0.9),
+            },
+        ],
+        columns=AGREEMENT_COLUMNS,
+    )
+    results = pd.DataFrame(
+        [{"dataset": "kang", "variant": "default", "seed": s, "factors_kept": 9.0 + s} for s in range(3)],
+        columns=RESULT_COLUMNS,
+    )
+    text = "\n".join(
+        stability.stability_summary(results, agreement, provenance("stability", {}), quick=False, total_seconds=60.0)
+    )
+    assert "programmes (Jaccard)" in text and "cores (top-10 shared)" in text and "0.70 ± 0.28" in text
+    assert "default single fit programmes (Jaccard) >= 0.6: 0.70, met" in text
+    assert "default single fit cores (top-10 shared) >= 0.8: 0.70, not met" in text
+
+
+def test_quick_run_and_resume(offline_data, tmp_path, monkeypatch):
+    df = run_stability(tmp_path, quick=True, verbose=False)
+    assert df["variant"].tolist() == ["default", "default"]
+    assert (df["factors_kept"] >= 0).all() and np.isfinite(df["heldout_nll"]).all()
+    agreement = pd.read_csv(tmp_path / "agreement.csv")
+    assert list(agreement.columns) == AGREEMENT_COLUMNS and len(agreement) == 1
+    values = agreement.loc[0, ["jaccard", "top_overlap", "rbo", "loadings_corr"]].astype(float)
+    assert ((values >= 0) & (values <= 1)).all()
+    assert "# Stability of the programmes over seeds" in (tmp_path / "summary.md").read_text()
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a saved fit was fitted again")
+
+    monkeypatch.setattr(stability, "_fit", no_fit)
+    again = run_stability(tmp_path, quick=True, resume=True, verbose=False)
+    pd.testing.assert_frame_equal(again.reset_index(drop=True), df.reset_index(drop=True), check_dtype=False)
+    assert pd.read_csv(tmp_path / "agreement.csv").equals(agreement)
+    with pytest.raises(ValueError, match="Resume with the settings"):
+        run_stability(tmp_path, quick=True, resume=True, max_epochs=5, verbose=False)
