@@ -306,6 +306,19 @@ class SparseFactorMixin:
             "data_checks": str(getattr(self, "data_checks_", "passed")),
         }
 
+    def _consensus_results(self) -> dict[str, Any]:
+        """``uns`` entries of a consensus fit (:meth:`SparseVAE.consensus`): its per-programme and per-restart
+        tables and settings; nothing for a single fit.
+        """
+        table = getattr(self, "consensus_", None)
+        if table is None:
+            return {}
+        return {
+            "consensus": table.copy(),
+            "consensus_restarts": self.restarts_.copy(),
+            "consensus_params": h5ad_safe(dict(self.consensus_params_)),
+        }
+
     def _trained_on_its_anndata(self) -> bool:
         """Whether the model's AnnData is the one it was built (and checked) on, not one attached later."""
         return self.adata is not None and getattr(self, "data_checks_", "passed") == "passed"
@@ -358,7 +371,9 @@ class SparseFactorMixin:
           ``latent_correlation`` (with ``latent_prior="correlated"``),
           ``anchor_genes`` (dict of arrays), ``top_genes``, ``factors_oriented`` (whether the factors' signs were
           fixed by :meth:`orient_factors`), hyper-parameters, seed, package versions and a
-          hash of the training data.
+          hash of the training data; for a consensus fit (:meth:`SparseVAE.consensus`) also ``consensus`` (one row
+          per programme: reproducibility, agreement, genes, anchor genes, identifiable, kept),
+          ``consensus_restarts`` and ``consensus_params``.
 
         Existing keys are not overwritten unless ``overwrite=True``; nothing is written if any key is taken.
 
@@ -403,6 +418,7 @@ class SparseFactorMixin:
         }
         if self.module.latent_prior is not None:  # learned prior correlation of the factors
             uns["latent_correlation"] = self.get_latent_correlation().to_numpy()
+        uns.update(self._consensus_results())
         write_sparse_vae_results(
             adata,
             key,

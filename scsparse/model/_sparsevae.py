@@ -36,6 +36,7 @@ from scsparse.train import SettledStopping, SparseVAETrainingPlan, clean_trainin
 
 from ._base import SparseFactorMixin
 from ._batch_query import BatchQueryMixin
+from ._consensus import fit_consensus
 from ._init import MASK_INITS, mask_start
 from ._response import factor_response
 from ._seeding import seeded
@@ -584,6 +585,79 @@ class SparseVAE(
         if self.module.n_batch_frozen:
             expected.append(r".*module\(s\) in eval mode.*")
         return expected
+
+    @classmethod
+    def consensus(
+        cls,
+        adata: AnnData,
+        n_restarts: int = 10,
+        *,
+        seeds: Sequence[int] | None = None,
+        min_share: float = 0.5,
+        min_jaccard: float = 0.5,
+        train_kwargs: dict[str, Any] | None = None,
+        **model_kwargs: Any,
+    ) -> SparseVAE:
+        """Fit several restarts and return one trained model whose programmes are those the restarts agree on.
+
+        ``n_restarts`` models are fitted one after another, each with its own seed (initial weights, split and
+        training), as separate refits by a user would be. The restart whose programmes agree most with the others'
+        is the *reference*, and the model returned: every scvi-tools method works on it as on a single fit. Each of
+        its programmes (a factor's genes with ``p* > 0.5``) is matched one to one with a programme of every other
+        restart; a restart *recovers* it when the two share at least ``min_jaccard`` of their genes (Jaccard index).
+        Programmes recovered by at least ``min_share`` of the restarts are kept, with consensus inclusion
+        probabilities (the mean ``p*`` over the restarts, 0 for one that does not recover it), so a gene is in a
+        kept programme when most restarts put it there. The others are switched off (``p* = 0``).
+
+        The returned model's ``consensus_`` table says, per programme, how reproducible it is
+        (``reproducibility``: share of restarts that recover it; ``agreement``: mean Jaccard index with the
+        matched programmes), how many genes and anchor genes (genes in no other kept programme) it has, and
+        whether it is identifiable (at least two anchor genes) and kept; ``restarts_`` has one row per restart.
+        :meth:`write_results` stores the table in ``uns[key]["consensus"]``, where :func:`scsparse.tl.fit_report`
+        and :func:`scsparse.pl.reproducibility` read it. Training the returned model further recomputes ``p*``
+        from its own ``W`` and leaves the consensus.
+
+        Parameters
+        ----------
+        adata
+            AnnData registered with :meth:`setup_anndata`.
+        n_restarts
+            Number of fits (at least 2). The cost is that of ``n_restarts`` single fits, run one after another.
+        seeds
+            The restarts' seeds (default: ``seed, seed + 1, ...`` from ``model_kwargs["seed"]``, else
+            ``scvi.settings.seed``). Two consensus fits with disjoint seeds test the consensus itself.
+        min_share
+            Share of the restarts that must recover a programme for it to be kept.
+        min_jaccard
+            Jaccard index from which a matched programme of another restart counts as the same programme.
+        train_kwargs
+            Passed to every restart's :meth:`train`.
+        **model_kwargs
+            Passed to every restart's constructor (``n_latent``, ``gene_likelihood`` ...).
+
+        Returns
+        -------
+        SparseVAE
+            The reference restart, with the consensus programmes.
+
+        Examples
+        --------
+        >>> scsparse.model.SparseVAE.setup_anndata(adata, layer="counts")
+        >>> model = scsparse.model.SparseVAE.consensus(adata, n_restarts=10, n_latent=20)
+        >>> model.consensus_[["factor", "reproducibility", "n_genes", "identifiable", "kept"]]
+        >>> model.write_results(adata)
+        """
+        if isinstance(n_restarts, bool) or not isinstance(n_restarts, int | np.integer) or n_restarts < 2:
+            raise InvalidInputError(f"n_restarts must be an integer of at least 2, got {n_restarts!r}.")
+        seed = model_kwargs.pop("seed", None)
+        first = int(settings.seed or 0) if seed is None else int(seed)
+        seeds = list(range(first, first + int(n_restarts))) if seeds is None else [int(s) for s in seeds]
+        if len(seeds) != n_restarts or len(set(seeds)) != len(seeds):
+            raise InvalidInputError(f"seeds must be {n_restarts} distinct integers (one per restart), got {seeds}.")
+        return fit_consensus(
+            cls, adata, n_restarts=int(n_restarts), seeds=seeds, min_share=float(min_share),
+            min_jaccard=float(min_jaccard), train_kwargs=dict(train_kwargs or {}), model_kwargs=model_kwargs,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ results
     def get_normalized_expression(

@@ -9,7 +9,8 @@
   ``model.get_factor_response()``);
 - :func:`training_history` — ELBO and number of active factors over the epochs;
 - :func:`multistudy_overview` — shared vs study-specific factors of a multi-study fit;
-- :func:`stability` — reproducibility of each factor across seeds (from :func:`scsparse.tl.stability`).
+- :func:`stability` — reproducibility of each factor across seeds (from :func:`scsparse.tl.stability`);
+  :func:`reproducibility` — how many restarts of a consensus fit recover each programme.
 
 All take ``show=``, ``save=`` (a path; dpi 150) and ``ax=``, those reading a fit take ``key=`` (its
 ``key_added``), and all return the axes when ``show=False``.
@@ -23,6 +24,7 @@ from ._enrichment import enrichment_dotplot
 from ._history import training_history
 from ._loadings import loadings_heatmap
 from ._multistudy import multistudy_overview
+from ._reproducibility import reproducibility
 from ._response import factor_response
 from ._stability import stability
 from ._top_genes import top_genes
@@ -35,6 +37,7 @@ __all__ = [
     "factor_response",
     "loadings_heatmap",
     "multistudy_overview",
+    "reproducibility",
     "stability",
     "top_genes",
     "training_history",

@@ -69,29 +69,35 @@ def rank_genes(
     return order if n_top is None else order[: int(n_top)]
 
 
-def jaccard_matrix(included: np.ndarray) -> np.ndarray:
+def jaccard_matrix(included: np.ndarray, other: np.ndarray | None = None) -> np.ndarray:
     """Jaccard index ``|A & B| / |A | B|`` of the gene sets of every pair of factors (0 where both are empty).
 
     Parameters
     ----------
     included
         Genes x factors boolean matrix (``p*`` above the threshold).
+    other
+        A second genes x factors matrix (e.g. another fit's): the index of every factor of ``included`` against
+        every factor of ``other``. ``None``: of ``included``'s factors against each other.
 
     Returns
     -------
     numpy.ndarray
-        Factors x factors, symmetric, with the diagonal set to 0.
+        Factors x factors (of ``other``); without ``other`` symmetric, with the diagonal set to 0.
 
     Examples
     --------
     >>> jaccard_matrix(np.array([[1, 1], [1, 0], [0, 1]], dtype=bool))
     array([[0.        , 0.33333333],
            [0.33333333, 0.        ]])
+    >>> jaccard_matrix(np.array([[1], [1], [0]], dtype=bool), np.array([[1, 0], [0, 0], [0, 1]], dtype=bool))
+    array([[0.5, 0. ]])
     """
     x = np.asarray(included, dtype=np.float64)
-    inter = x.T @ x
-    sizes = np.diag(inter)
-    union = sizes[:, None] + sizes[None, :] - inter
+    y = x if other is None else np.asarray(other, dtype=np.float64)
+    inter = x.T @ y
+    union = x.sum(0)[:, None] + y.sum(0)[None, :] - inter
     out = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
-    np.fill_diagonal(out, 0.0)
+    if other is None:
+        np.fill_diagonal(out, 0.0)
     return out

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 from anndata import AnnData
 
 from ._factors import resolve_factors
@@ -50,6 +51,10 @@ class FitResults:
         The layer the model was trained on (``None``: ``X`` or not recorded).
     genes
         The gene names (rows of ``W`` and ``pip``).
+    consensus
+        For a consensus fit (:meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`), one row per
+        programme of the reference restart: reproducibility, agreement, genes, anchor genes, identifiable, kept;
+        ``None`` for a single fit.
     """
 
     key: str
@@ -66,6 +71,7 @@ class FitResults:
     studies: list[str] = field(default_factory=list)
     setup_layer: str | None = None
     genes: list[str] = field(default_factory=list)
+    consensus: pd.DataFrame | None = None
 
     def resolve(self, factors: Sequence[str | int] | str | int | None) -> list[str]:
         """Factor names from names or positions; ``None`` gives the active factors (an error if there are none)."""
@@ -268,4 +274,5 @@ def read_results(adata: AnnData, key: str) -> FitResults:
         studies=blocks["studies"],
         setup_layer=dict(uns.get("setup_args", {})).get("layer"),
         genes=[str(g) for g in adata.var_names],
+        consensus=pd.DataFrame(uns["consensus"]) if "consensus" in uns else None,
     )

@@ -126,6 +126,48 @@ def _settings_lines(uns: Mapping) -> list[str]:
     return lines
 
 
+def _consensus_lines(consensus: pd.DataFrame | None, uns: Mapping) -> list[str]:
+    """Markdown lines on how reproducible each programme of a consensus fit is (none for a single fit)."""
+    if consensus is None:
+        return []
+    params = dict(uns.get("consensus_params", {}))
+    n_restarts = int(params.get("n_restarts", 0))
+    if not len(consensus):
+        return [
+            "### How reproducible each programme is",
+            "",
+            f"Consensus of {n_restarts} restarts with different seeds: the reference restart has no active "
+            "programme, so there is nothing to compare.",
+            "",
+        ]
+    share = float(params.get("min_share", np.nan))
+    jac = float(params.get("min_jaccard", np.nan))
+    kept = consensus[consensus["kept"].astype(bool)]
+    dropped = consensus[~consensus["kept"].astype(bool)]
+    identifiable = kept[kept["identifiable"].astype(bool)]
+    lines = [
+        "### How reproducible each programme is",
+        "",
+        f"Consensus of {n_restarts} restarts with different seeds: a programme of the reference restart counts as "
+        f"recovered by another restart when their genes share at least {jac:g} of their union (Jaccard index), and "
+        f"is kept when at least {share:.0%} of the restarts recover it. `reproducibility`: share of the restarts "
+        "that recover it; `agreement`: mean Jaccard index with the matched programme of every other restart; "
+        "`n_genes`: genes with consensus p* > 0.5; `n_anchor_genes`: of those, genes in no other kept programme; "
+        "`identifiable`: at least two anchor genes.",
+        "",
+        f"- reproducible (kept): {len(kept)} of {len(consensus)} programmes"
+        + (f" ({', '.join(kept['factor'].astype(str))})" if len(kept) else ""),
+        f"- identifiable (two anchor genes or more): {len(identifiable)} of the {len(kept)} kept",
+    ]
+    if len(dropped):
+        lines.append(
+            f"- not reproducible (switched off, p* = 0): {', '.join(dropped['factor'].astype(str))}; a programme one "
+            "seed finds and most others do not is not a finding."
+        )
+    table = consensus.set_index("factor")
+    return [*lines, "", _markdown_table(table), ""]
+
+
 def _group_cell(row: pd.Series, column: str, side: str) -> str:
     group = row.get(f"{column}_{side}", "")
     return f"{group} ({float(row[f'{column}_{side}_d']):+.2f})" if group else ""
@@ -236,7 +278,9 @@ def fit_report(
             f"{adata.n_vars} genes (p* > 0.5). The factors and their top genes are still informative, but train "
             "longer (`max_epochs`) for sparse, identifiable programmes."
         )
-    lines += [*metrics, "", "## Active factors" if res.active_factors else "## Factors (none is active)", ""]
+    lines += [*metrics, ""]
+    lines += _consensus_lines(res.consensus, uns)
+    lines += ["## Active factors" if res.active_factors else "## Factors (none is active)", ""]
     groups = ", ".join(f"`{c}_highest` / `{c}_lowest`" for c in description.attrs.get("groupby", []))
     lines.append(
         "`n_genes`: genes with p* > 0.5; `gene_fraction`: `n_genes` over all model genes; `eta`: prior fraction of "

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from scsparse.results import jaccard_matrix
+
 __all__ = ["batch_association", "matched_programme_agreement", "programme_redundancy"]
 
 
@@ -22,10 +24,7 @@ def _indicator(programmes: Sequence[Sequence[int]], n_genes: int) -> np.ndarray:
 
 def _jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Jaccard index between the columns of two boolean genes x programmes matrices (0 where both are empty)."""
-    a, b = a.astype(np.float64), b.astype(np.float64)
-    inter = a.T @ b
-    union = a.sum(0)[:, None] + b.sum(0)[None, :] - inter
-    return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+    return jaccard_matrix(a, b)
 
 
 def programme_redundancy(programmes: Sequence[Sequence[int]], n_genes: int) -> np.ndarray:

@@ -1,0 +1,223 @@
+"""A consensus over restarts: each programme matched across fits with other seeds, kept where it reproduces.
+
+One fit of a sparse VAE is one local optimum: a programme it reports may be one another seed would not find. A
+consensus fits several restarts and asks, of each programme of the most central restart (the *reference*), how
+many restarts recover it, and which genes they agree on. This module holds the part that works on the restarts'
+inclusion probabilities (:func:`consensus_programmes`) and the fit itself (:func:`fit_consensus`, behind
+:meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scsparse._checks import InvalidInputError
+from scsparse.results import jaccard_matrix
+
+__all__ = ["CONSENSUS_COLUMNS", "Consensus", "consensus_programmes", "fit_consensus"]
+
+logger = logging.getLogger(__name__)
+
+#: Columns of the per-programme table (``model.consensus_``, ``uns[key]["consensus"]``).
+CONSENSUS_COLUMNS: list[str] = [
+    "factor", "reproducibility", "agreement", "n_genes", "n_anchor_genes", "identifiable", "kept",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Consensus:
+    """The consensus of several restarts.
+
+    Attributes
+    ----------
+    pip
+        Consensus inclusion probabilities, genes x factors of the reference restart: for each of its programmes the
+        mean, over all restarts, of the ``p*`` of the factor that recovers it (0 for a restart that does not);
+        zero for the factors not kept (and for those inactive in the reference).
+    table
+        One row per active factor of the reference (:data:`CONSENSUS_COLUMNS`): ``reproducibility`` (share of the
+        restarts that recover the programme, the reference included), ``agreement`` (mean Jaccard index of its
+        genes with the matched programme of each other restart), ``n_genes`` (consensus ``p*`` above the
+        threshold), ``n_anchor_genes`` (of those, genes in no other kept programme), ``identifiable`` (at least two
+        anchor genes, the condition of the model's identifiability) and ``kept``.
+    restarts
+        One row per restart: ``restart`` (its position), ``n_active``, ``agreement`` (mean matched Jaccard index of
+        its programmes with every other restart's, unmatched programmes counting 0) and ``reference``.
+    reference
+        Position of the reference restart: the one that agrees most with the others.
+    """
+
+    pip: np.ndarray
+    table: pd.DataFrame
+    restarts: pd.DataFrame
+    reference: int
+
+
+def _matched(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One-to-one matching of the programmes (columns) of ``a`` to those of ``b`` on their Jaccard index."""
+    from scipy.optimize import linear_sum_assignment
+
+    jac = jaccard_matrix(a, b)
+    rows, cols = linear_sum_assignment(jac, maximize=True)
+    return rows, cols, jac[rows, cols]
+
+
+def consensus_programmes(
+    pips: Sequence[np.ndarray],
+    *,
+    factor_names: Sequence[str] | None = None,
+    pip_threshold: float = 0.5,
+    min_jaccard: float = 0.5,
+    min_share: float = 0.5,
+) -> Consensus:
+    """Match the programmes of several restarts and keep those that reproduce.
+
+    A programme is a factor's genes with ``p* > pip_threshold``. The reference is the restart whose programmes
+    agree most with the other restarts' (mean matched Jaccard index, a programme without a counterpart counting
+    0). Each programme of the reference is matched one to one with a programme of every other restart (Hungarian
+    assignment on the Jaccard index); a restart *recovers* it when the matched programme shares at least
+    ``min_jaccard`` of their union. A programme is kept when at least ``min_share`` of the restarts recover it.
+
+    Parameters
+    ----------
+    pips
+        The inclusion probabilities of each restart, genes x factors (the same genes and number of factors).
+    factor_names
+        Names of the factors (default ``factor_0`` ...).
+    pip_threshold
+        Inclusion threshold defining a programme's genes.
+    min_jaccard
+        Jaccard index from which a matched programme counts as the same programme.
+    min_share
+        Share of the restarts that must recover a programme for it to be kept.
+
+    Returns
+    -------
+    Consensus
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.zeros((6, 2)); a[:3, 0] = a[3:, 1] = 0.9  # two programmes
+    >>> b = a[:, ::-1].copy()  # the same two, in the other order
+    >>> c = a.copy(); c[:, 1] = 0.0; c[5:, 1] = 0.9  # the second programme is another one
+    >>> result = consensus_programmes([a, b, c])
+    >>> result.table[["factor", "reproducibility", "kept"]].to_dict("list")
+    {'factor': ['factor_0', 'factor_1'], 'reproducibility': [1.0, 0.6666666666666666], 'kept': [True, True]}
+    """
+    pips = [np.asarray(p, dtype=np.float64) for p in pips]
+    if len(pips) < 2:
+        raise InvalidInputError(f"A consensus needs at least 2 restarts, got {len(pips)}.")
+    if len({p.shape for p in pips}) > 1:
+        raise InvalidInputError(f"The restarts' p* differ in shape: {sorted({p.shape for p in pips})}.")
+    for name, value in (("min_jaccard", min_jaccard), ("min_share", min_share), ("pip_threshold", pip_threshold)):
+        if not 0.0 <= value <= 1.0:
+            raise InvalidInputError(f"{name} must be in [0, 1], got {value}.")
+    n_restarts = len(pips)
+    n_genes, n_factors = pips[0].shape
+    names = list(factor_names) if factor_names is not None else [f"factor_{k}" for k in range(n_factors)]
+    sets = [p > pip_threshold for p in pips]
+    active = [np.flatnonzero(s.any(0)) for s in sets]
+    # agreement of every pair of restarts: mean matched Jaccard index over the larger number of programmes
+    pair = np.eye(n_restarts)
+    for r in range(n_restarts):
+        for s in range(r + 1, n_restarts):
+            n = max(active[r].size, active[s].size)
+            if n and min(active[r].size, active[s].size):
+                pair[r, s] = pair[s, r] = _matched(sets[r][:, active[r]], sets[s][:, active[s]])[2].sum() / n
+            else:
+                pair[r, s] = pair[s, r] = float(n == 0)
+    mean_agreement = (pair.sum(1) - 1.0) / (n_restarts - 1)
+    ref = int(np.argmax(mean_agreement))  # the first of equals
+    ref_active = active[ref]
+    recovered = np.zeros((ref_active.size, n_restarts), dtype=bool)
+    recovered[:, ref] = True
+    jaccard = np.zeros((ref_active.size, n_restarts))
+    pip = np.zeros((n_genes, n_factors))
+    pip[:, ref_active] = pips[ref][:, ref_active]
+    for s in range(n_restarts):
+        if s == ref or not ref_active.size or not active[s].size:
+            continue
+        rows, cols, values = _matched(sets[ref][:, ref_active], sets[s][:, active[s]])
+        jaccard[rows, s] = values
+        hit = values >= min_jaccard
+        recovered[rows[hit], s] = True
+        pip[:, ref_active[rows[hit]]] += pips[s][:, active[s][cols[hit]]]
+    pip /= n_restarts
+    reproducibility = recovered.mean(1)
+    kept = reproducibility >= min_share
+    drop = np.ones(n_factors, dtype=bool)
+    drop[ref_active[kept]] = False
+    pip[:, drop] = 0.0
+    included = pip > pip_threshold
+    n_kept_per_gene = included.sum(1)
+    others = [s for s in range(n_restarts) if s != ref]
+    table = pd.DataFrame(
+        {
+            "factor": [names[k] for k in ref_active],
+            "reproducibility": reproducibility,
+            "agreement": jaccard[:, others].mean(1) if others else np.ones(ref_active.size),
+            "n_genes": included[:, ref_active].sum(0),
+            "n_anchor_genes": (included[:, ref_active] & (n_kept_per_gene == 1)[:, None]).sum(0),
+            "kept": kept,
+        }
+    )
+    table["identifiable"] = table["kept"] & (table["n_anchor_genes"] >= 2)
+    restarts = pd.DataFrame(
+        {
+            "restart": np.arange(n_restarts),
+            "n_active": [a.size for a in active],
+            "agreement": mean_agreement,
+            "reference": np.arange(n_restarts) == ref,
+        }
+    )
+    return Consensus(pip=pip, table=table[CONSENSUS_COLUMNS], restarts=restarts, reference=ref)
+
+
+def fit_consensus(
+    model_cls: Any,
+    adata: Any,
+    *,
+    n_restarts: int,
+    seeds: Sequence[int],
+    min_share: float,
+    min_jaccard: float,
+    train_kwargs: dict[str, Any],
+    model_kwargs: dict[str, Any],
+) -> Any:
+    """Fit ``n_restarts`` models one after another and return the reference with the consensus programmes.
+
+    See :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>` for the parameters.
+    """
+    import torch
+
+    models, pips = [], []
+    for r, seed in enumerate(seeds):
+        model = model_cls(adata, seed=int(seed), **model_kwargs)
+        model.train(**train_kwargs)
+        logger.info("consensus: restart %d of %d (seed %d): %d active factors", r + 1, n_restarts, seed,
+                    len(model.active_factors()))  # fmt: skip
+        models.append(model)
+        pips.append(model.get_inclusion_probabilities().to_numpy())
+    result = consensus_programmes(
+        pips, factor_names=models[0].factor_names, min_jaccard=min_jaccard, min_share=min_share
+    )
+    best = models[result.reference]
+    prior = best.module.prior
+    with torch.no_grad():
+        p_star = torch.as_tensor(result.pip, dtype=prior.p_star.dtype, device=prior.p_star.device)
+        prior.p_star.copy_(p_star)
+        prior.eta.copy_(prior.eta_update(p_star))
+    restarts = result.restarts.copy()
+    restarts.insert(1, "seed", [int(s) for s in seeds])
+    restarts.insert(3, "epochs", [len(m.history["elbo_train"]) for m in models])
+    best.consensus_ = result.table
+    best.restarts_ = restarts
+    best.consensus_params_ = {"n_restarts": n_restarts, "min_share": min_share, "min_jaccard": min_jaccard}
+    return best

@@ -1,0 +1,165 @@
+"""Tests of the consensus over restarts: matching, reproducibility, consensus p*, and the model it returns."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import anndata as ad
+import numpy as np
+import pandas as pd
+import pytest
+
+import scsparse
+from scsparse.model import InvalidInputError, SparseVAE
+from scsparse.model._consensus import CONSENSUS_COLUMNS, consensus_programmes
+from scsparse.results import jaccard_matrix, read_results
+
+
+def _planted_restarts(n_restarts: int = 5, seed: int = 0) -> tuple[np.ndarray, list[np.ndarray]]:
+    """p* of restarts that each find three planted programmes of 20 genes (in their own column order, each restart
+    missing two genes of every programme and adding one, never the same as another restart's); restart 2 also
+    has a programme no other restart has."""
+    rng = np.random.default_rng(seed)
+    n_genes, n_factors = 90, 6
+    truth = np.zeros((n_genes, 3), dtype=bool)
+    for k in range(3):
+        truth[k * 20 : (k + 1) * 20, k] = True  # genes 60..89 belong to no programme
+    pips = []
+    for r in range(n_restarts):
+        pip = np.full((n_genes, n_factors), 0.02)
+        columns = rng.permutation(n_factors)[:4]
+        for k in range(3):
+            genes = truth[:, k].copy()
+            genes[k * 20 + 2 * r : k * 20 + 2 * r + 2] = False  # two genes missed
+            genes[60 + 3 * r + k] = True  # one gene added
+            pip[genes, columns[k]] = rng.uniform(0.9, 1.0, genes.sum())
+        if r == 2:
+            pip[60:75, columns[3]] = 0.9  # a programme this restart alone finds
+        pips.append(pip)
+    return truth, pips
+
+
+def test_consensus_recovers_planted_programmes_and_flags_the_one_of_a_single_restart():
+    truth, pips = _planted_restarts()
+    result = consensus_programmes(pips)
+    table = result.table
+    assert list(table.columns) == CONSENSUS_COLUMNS
+    kept = table[table["kept"]]
+    assert len(kept) == 3 and (kept["reproducibility"] == 1.0).all()
+    consensus_sets = result.pip > 0.5
+    names = [f"factor_{k}" for k in range(pips[0].shape[1])]
+    columns = [names.index(f) for f in kept["factor"]]
+    # the consensus genes are the planted ones: a gene missed or added by one restart is outvoted
+    jac = jaccard_matrix(truth, consensus_sets[:, columns])
+    assert np.sort(jac.max(1)).tolist() == pytest.approx([1.0, 1.0, 1.0])
+    assert (kept["n_anchor_genes"] == 20).all() and kept["identifiable"].all()
+    if result.reference == 2:  # the lone programme belongs to the reference: it is there, flagged, switched off
+        lone = table[~table["kept"]]
+        assert len(lone) == 1 and lone["reproducibility"].iloc[0] == pytest.approx(1 / 5)
+        assert not lone["identifiable"].iloc[0]
+        assert (result.pip[:, names.index(lone["factor"].iloc[0])] == 0).all()
+    else:  # the lone programme is not in the reference: it lowers restart 2's agreement
+        assert result.restarts.loc[2, "agreement"] < result.restarts["agreement"].max()
+    # consensus p* is the mean over restarts: below every restart's own p* for the genes a restart missed
+    assert ((result.pip >= 0) & (result.pip <= 1)).all()
+
+
+def test_the_lone_programme_of_the_reference_is_switched_off():
+    # five restarts over 40 genes: programme 1 (genes 0-9) everywhere; programme 2's core (genes 10-19) everywhere,
+    # restarts 2-4 each adding five other genes; a programme L (genes 35-39) in restarts 0 and 1 only
+    def restart(extra: list[int], lone: bool) -> np.ndarray:
+        pip = np.full((40, 3), 0.01)
+        pip[0:10, 0] = 0.99
+        pip[[*range(10, 20), *extra], 1] = 0.99
+        if lone:
+            pip[35:40, 2] = 0.99
+        return pip
+
+    pips = [
+        restart([], True), restart([], True), restart([20, 21, 22, 23, 24], False),
+        restart([25, 26, 27, 28, 29], False), restart([30, 31, 32, 33, 34], False),
+    ]  # fmt: skip
+    result = consensus_programmes(pips, min_share=0.5)
+    assert result.reference == 0  # restarts 0 and 1 agree most with the others; the first of equals
+    table = result.table.set_index("factor")
+    assert table["reproducibility"].tolist() == pytest.approx([1.0, 1.0, 2 / 5])
+    assert table["kept"].tolist() == [True, True, False]
+    assert (result.pip[:, 2] == 0).all()  # switched off: the factor is no longer active
+    # consensus p*: programme 2's core is in every restart, each restart's extra genes in one of five
+    assert (result.pip[10:20, 1] > 0.5).all() and (result.pip[20:35, 1] < 0.5).all()
+    assert table.loc["factor_1", "n_genes"] == 10 and table.loc["factor_1", "identifiable"]
+    assert not table.loc["factor_2", "identifiable"]
+
+
+def test_consensus_rejects_bad_input():
+    _, pips = _planted_restarts()
+    with pytest.raises(InvalidInputError, match="at least 2 restarts"):
+        consensus_programmes(pips[:1])
+    with pytest.raises(InvalidInputError, match="differ in shape"):
+        consensus_programmes([pips[0], pips[1][:, :3]])
+    with pytest.raises(InvalidInputError, match="min_share"):
+        consensus_programmes(pips, min_share=1.5)
+
+
+@pytest.fixture(scope="module")
+def consensus_fit(counts_factory):
+    adata = counts_factory(400, 30, 3, seed=2)
+    adata.obs["group"] = np.where(np.arange(adata.n_obs) < 200, "a", "b")
+    SparseVAE.setup_anndata(adata, layer="counts")
+    model = SparseVAE.consensus(
+        adata, n_restarts=2, seed=5, n_latent=4, n_hidden=16, mask_init="nmf",
+        train_kwargs={"max_epochs": 30, "batch_size": 64, "enable_progress_bar": False},
+    )  # fmt: skip
+    return adata, model
+
+
+def test_consensus_model_is_a_trained_model_with_the_consensus(consensus_fit, tmp_path):
+    adata, model = consensus_fit
+    assert model.is_trained_ and model.restarts_["seed"].tolist() == [5, 6]
+    assert int(model.restarts_["reference"].sum()) == 1
+    assert model.seed == int(model.restarts_.loc[model.restarts_["reference"], "seed"].iloc[0])
+    kept = model.consensus_.loc[model.consensus_["kept"], "factor"].tolist()
+    active = model.active_factors()
+    assert active and set(active) <= set(kept)
+    z = model.get_latent_representation()
+    assert z.shape == (adata.n_obs, 4)
+    de = model.differential_expression(groupby="group", group1="a", batch_size=128)
+    assert len(de) == adata.n_vars
+    model.write_results(adata, key_added="cons")
+    res = read_results(adata, "cons")
+    pd.testing.assert_frame_equal(res.consensus.reset_index(drop=True), model.consensus_.reset_index(drop=True))
+    # saved and loaded, the consensus p* and tables come back
+    model.save(tmp_path / "m", overwrite=True)
+    back = SparseVAE.load(str(tmp_path / "m"), adata=adata)
+    np.testing.assert_array_equal(back.get_inclusion_probabilities(), model.get_inclusion_probabilities())
+    pd.testing.assert_frame_equal(back.consensus_, model.consensus_)
+    np.testing.assert_allclose(back.get_latent_representation(), z, rtol=1e-5, atol=1e-6)
+    # written to h5ad and read back
+    adata.write_h5ad(tmp_path / "a.h5ad")
+    again = read_results(ad.read_h5ad(tmp_path / "a.h5ad"), "cons")
+    assert again.consensus["factor"].tolist() == model.consensus_["factor"].tolist()
+
+
+def test_report_and_plot_read_the_consensus(consensus_fit, tmp_path):
+    adata, model = consensus_fit
+    model.write_results(adata, key_added="cons", overwrite=True)
+    text = scsparse.tl.fit_report(adata, key="cons")
+    assert "### How reproducible each programme is" in text and "Consensus of 2 restarts" in text
+    scsparse.pl.reproducibility(adata, key="cons", save=tmp_path / "r.png", show=False)
+    assert (tmp_path / "r.png").stat().st_size > 0
+    single = SparseVAE(adata, n_latent=4, n_hidden=16, seed=0)
+    single.train(max_epochs=2, enable_progress_bar=False)
+    single.write_results(adata, key_added="single")
+    assert "How reproducible" not in scsparse.tl.fit_report(adata, key="single")
+    with pytest.raises(scsparse.pl.MissingResultsError, match="single fit"):
+        scsparse.pl.reproducibility(adata, key="single", show=False)
+
+
+def test_consensus_checks_its_arguments(counts_adata):
+    SparseVAE.setup_anndata(counts_adata, layer="counts")
+    with pytest.raises(InvalidInputError, match="n_restarts"):
+        SparseVAE.consensus(counts_adata, n_restarts=1)
+    with pytest.raises(InvalidInputError, match="distinct"):
+        SparseVAE.consensus(counts_adata, n_restarts=2, seeds=[3, 3])
