@@ -151,6 +151,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         raise CLIError(f"output file {str(out_path)!r} exists; pass --overwrite to replace it.")
     if out_path.resolve() == in_path.resolve():
         raise CLIError("--out must differ from the input file.")
+    if args.restarts > 1 and args.study_key is not None:
+        raise CLIError("--restarts (a consensus fit) applies to SparseVAE; leave out --study-key or --restarts.")
     if args.groupby and not args.figures:
         raise CLIError("--groupby names the obs columns of factors.md, which --figures DIR writes: add --figures.")
     adata = _read_h5ad(in_path)
@@ -172,7 +174,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     }
     if args.study_key is None:
         key = args.key_added or "sparsevae"
-        model = tl.sparse_vae(adata, n_latent=args.n_latent, key_added=key, **common)
+        model = tl.sparse_vae(adata, n_latent=args.n_latent, key_added=key, n_restarts=args.restarts, **common)
     else:
         key = args.key_added or "mssvae"
         if args.n_latent_specific is not None:
@@ -189,6 +191,14 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         f"{time.perf_counter() - start:.0f} s; wrote {out_path} ({written})"
         + (f" and {len(figures)} figure(s) in {args.figures}" if figures else "")
     )
+    consensus = getattr(model, "consensus_", None)
+    if consensus is not None:
+        kept = consensus[consensus["kept"]]
+        print(
+            f"{PROG} fit: consensus of {args.restarts} restarts: {len(kept)} of {len(consensus)} programmes reproduce "
+            f"(recovered by at least half of the restarts), {int(kept['identifiable'].sum())} identifiable; see "
+            f"uns[{key!r}]['consensus']"
+        )
     return 0
 
 
@@ -402,6 +412,15 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         help="training epochs (default: scvi-tools' heuristic, up to 400)",
     )
     fit.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default: %(default)s)")
+    fit.add_argument(
+        "--restarts",
+        type=_positive_int,
+        default=1,
+        metavar="R",
+        help="fit R restarts (seeds S, S+1, ...) and keep the programmes at least half of them recover, with each "
+        "programme's reproducibility in uns['KEY']['consensus'] (SparseVAE.consensus; R times the cost of one "
+        "fit; default: %(default)s, a single fit)",
+    )
     fit.add_argument(
         "--key-added",
         default=None,

@@ -9,7 +9,7 @@ import anndata as ad
 from anndata import AnnData
 
 from scsparse._checks import InvalidInputError
-from scsparse.results import check_keys_free
+from scsparse.results import check_keys_free, result_keys
 
 if TYPE_CHECKING:  # pragma: no cover
     from scsparse.model import MultiStudySparseVAE, SparseVAE
@@ -52,20 +52,31 @@ def _fit_into(
     key_added: str,
     overwrite: bool,
     copy: bool,
+    n_restarts: int = 1,
 ) -> Any:
-    """Set up, train and write a model on a registration copy of ``adata``; move only the result keys over."""
+    """Set up, train and write a model on a registration copy of ``adata``; move only the result keys over.
+
+    With ``n_restarts > 1`` the model is the consensus of that many restarts (:meth:`SparseVAE.consensus`).
+    """
     if not isinstance(adata, AnnData):
         raise InvalidInputError(f"Expected an AnnData object, got {type(adata).__name__}.")
+    if isinstance(n_restarts, bool) or not isinstance(n_restarts, int) or n_restarts < 1:
+        raise InvalidInputError(f"n_restarts must be a positive integer (1: a single fit), got {n_restarts!r}.")
     train_kwargs = dict(train_kwargs or {})
     if max_epochs is not None:
         train_kwargs["max_epochs"] = int(max_epochs)
 
     work = _registration_copy(adata)  # scvi-tools annotates this object, never the user's
     model_cls.setup_anndata(work, **setup_kwargs)
-    model = model_cls(work, **model_kwargs)
-    keys = model.result_keys(key_added)
-    check_keys_free(adata, keys, overwrite)  # fail before training, not after, when results could not be written
-    model.train(**train_kwargs)
+    if n_restarts > 1:
+        check_keys_free(adata, result_keys(key_added), overwrite)  # before the restarts are fitted
+        model = model_cls.consensus(work, n_restarts, train_kwargs=train_kwargs, **model_kwargs)
+        keys = model.result_keys(key_added)
+    else:
+        model = model_cls(work, **model_kwargs)
+        keys = model.result_keys(key_added)
+        check_keys_free(adata, keys, overwrite)  # fail before training, not after, when results could not be written
+        model.train(**train_kwargs)
     model.write_results(work, key_added=key_added, overwrite=overwrite)
 
     target = adata.copy() if copy else adata
@@ -84,6 +95,7 @@ def sparse_vae(
     gene_likelihood: Likelihood = "nb",
     max_epochs: int | None = None,
     seed: int = 0,
+    n_restarts: int = 1,
     key_added: str = "sparsevae",
     overwrite: bool = False,
     copy: bool = False,
@@ -136,6 +148,10 @@ def sparse_vae(
         slow on a CPU for small data sets.
     seed
         Seed of the weights, the train/validation split and training; recorded in ``uns[key]["seed"]``.
+    n_restarts
+        With more than 1, fit that many restarts (seeds ``seed``, ``seed + 1`` ...) and keep the programmes they
+        agree on (:meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`): ``uns[key]["consensus"]``
+        then says how reproducible each programme is. Costs ``n_restarts`` fits.
     key_added
         Prefix of the keys written.
     overwrite
@@ -188,6 +204,7 @@ def sparse_vae(
         key_added,
         overwrite,
         copy,
+        n_restarts=n_restarts,
     )
 
 

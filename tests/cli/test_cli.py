@@ -109,6 +109,19 @@ def test_fit_input_errors(input_file, tmp_path, capsys):
     assert info.value.code == 2
 
 
+def test_fit_restarts_writes_a_consensus(input_file, tmp_path, capsys):
+    out = tmp_path / "out.h5ad"
+    args = ["fit", str(input_file), "--out", str(out), "--layer", "counts", "--n-latent", "3", "--max-epochs", "2"]
+    assert main([*args, "--restarts", "2", "--seed", "7"]) == 0
+    printed = capsys.readouterr().out
+    assert "consensus of 2 restarts" in printed
+    uns = ad.read_h5ad(out).uns["sparsevae"]
+    assert list(uns["consensus_restarts"]["seed"]) == [7, 8] and int(uns["consensus_params"]["n_restarts"]) == 2
+    assert "reproducibility" in pd.DataFrame(uns["consensus"]).columns
+    assert main([*args, "--restarts", "2", "--study-key", "batch", "--overwrite"]) == 2
+    assert "--restarts" in capsys.readouterr().err
+
+
 def test_fit_multistudy(counts_factory, tmp_path, capsys):
     adata = counts_factory(n_obs=150)
     adata.obs["study"] = np.where(np.arange(150) < 80, "ctrl", "stim")
