@@ -29,6 +29,9 @@ def test_variants_separate_the_seed_of_the_initial_weights_from_the_training():
     assert VARIANTS["default"].seeds(3) == (3, 3)
     assert VARIANTS["fixed_init"].seeds(3) == (0, 3)
     assert VARIANTS["fixed_training"].seeds(3) == (3, 0)
+    # a consensus run uses its own block of seeds: two runs share none
+    restarts = VARIANTS["consensus"].restarts
+    assert restarts > 1 and VARIANTS["consensus"].seeds(2) == (2 * restarts, 2 * restarts)
 
 
 def test_registered_and_rejects_bad_arguments(tmp_path):
@@ -92,3 +95,14 @@ def test_quick_run_and_resume(offline_data, tmp_path, monkeypatch):
     assert pd.read_csv(tmp_path / "agreement.csv").equals(agreement)
     with pytest.raises(ValueError, match="Resume with the settings"):
         run_stability(tmp_path, quick=True, resume=True, max_epochs=5, verbose=False)
+
+
+def test_quick_consensus_runs_use_disjoint_seeds(offline_data, tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    monkeypatch.setitem(stability.VARIANTS, "consensus", replace(VARIANTS["consensus"], restarts=2))
+    df = run_stability(tmp_path, quick=True, methods="consensus", verbose=False)
+    assert df["init_seed"].tolist() == [0, 2]
+    saved = (tmp_path / "fits" / "kang" / "consensus_seed1.json").read_text()
+    assert '"init_seed": 2' in saved
+    assert len(pd.read_csv(tmp_path / "agreement.csv")) == 1

@@ -62,6 +62,10 @@ class StabilityVariant:
         Train with seed 0 for every seed (only the initial weights vary).
     model_kwargs
         Arguments of :class:`~scsparse.model.SparseVAE` beyond the defaults.
+    restarts
+        More than 1: each run is a consensus of this many restarts (:meth:`SparseVAE.consensus
+        <scsparse.model.SparseVAE.consensus>`), run ``s`` using seeds ``s * restarts ... s * restarts + restarts
+        - 1``, so two runs share no seed.
     """
 
     name: str
@@ -69,9 +73,12 @@ class StabilityVariant:
     fixed_init: bool = False
     fixed_training: bool = False
     model_kwargs: dict[str, Any] = field(default_factory=dict)
+    restarts: int = 1
 
     def seeds(self, seed: int) -> tuple[int, int]:
         """The seeds of the initial weights and of the training for the run of ``seed``."""
+        if self.restarts > 1:
+            return seed * self.restarts, seed * self.restarts
         return (0 if self.fixed_init else seed), (0 if self.fixed_training else seed)
 
 
@@ -85,6 +92,11 @@ VARIANTS: dict[str, StabilityVariant] = {
             "the initial weights of seed 0 in every run; the seed draws the split, the minibatches, dropout and the "
             "sampled codes",
             fixed_init=True,
+        ),
+        StabilityVariant(
+            "consensus",
+            "a consensus of 5 restarts (SparseVAE.consensus, defaults), each run with its own 5 seeds",
+            restarts=5,
         ),
         StabilityVariant(
             "fixed_training",
@@ -164,6 +176,20 @@ def _load_fit(path: Path, genes: Sequence[str], wanted: dict[str, Any]) -> tuple
     return row, ProgrammeSet(programmes, np.load(path.with_suffix(".npy")))
 
 
+def _consensus_model(adata, budget: PeerBudget, first_seed: int, batch_key: str | None, variant: StabilityVariant):
+    """A consensus of ``variant.restarts`` restarts with seeds ``first_seed, first_seed + 1, ...``."""
+    from scsparse.model import SparseVAE
+    from scsparse.train import FitNotSettledWarning
+
+    SparseVAE.setup_anndata(adata, layer="counts", batch_key=batch_key)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitNotSettledWarning)
+        return SparseVAE.consensus(
+            adata, variant.restarts, seed=first_seed, n_latent=budget.n_factors, **variant.model_kwargs,
+            train_kwargs={"max_epochs": budget.max_epochs, "enable_progress_bar": False},
+        )  # fmt: skip
+
+
 def _fit(
     dataset: str, variant: StabilityVariant, seed: int, adata, budget: PeerBudget, row: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, list[str]], np.ndarray]:
@@ -171,9 +197,12 @@ def _fit(
     spec = PEER_DATASETS[dataset]
     init_seed, training_seed = variant.seeds(seed)
     with _measured() as m:
-        model = _sparsevae_model(
-            adata.copy(), budget, training_seed, spec.batch_key, init_seed=init_seed, **variant.model_kwargs
-        )
+        if variant.restarts > 1:
+            model = _consensus_model(adata.copy(), budget, init_seed, spec.batch_key, variant)
+        else:
+            model = _sparsevae_model(
+                adata.copy(), budget, training_seed, spec.batch_key, init_seed=init_seed, **variant.model_kwargs
+            )
         fit = _sparsevae_read(model, adata.copy(), "SparseVAE")
     fit.seconds, fit.peak_mb = m["seconds"], m["peak_mb"]
     scores = score_fit(fit, adata, spec, seed)
