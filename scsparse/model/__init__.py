@@ -4,6 +4,7 @@ from scsparse._checks import InvalidInputError
 from scsparse.nn import NoActiveFactorWarning
 from scsparse.results import FactorResponse
 
+from ._consensus import consensus_of
 from ._multistudy import MultiStudySparseVAE
 from ._select import select_best
 from ._sparsevae import SparseVAE
@@ -14,5 +15,6 @@ __all__ = [
     "MultiStudySparseVAE",
     "NoActiveFactorWarning",
     "SparseVAE",
+    "consensus_of",
     "select_best",
 ]

@@ -3,8 +3,8 @@
 One fit of a sparse VAE is one local optimum: a programme it reports may be one another seed would not find. A
 consensus fits several restarts and asks, of each programme of the most central restart (the *reference*), how
 many restarts recover it, and which genes they agree on. This module holds the part that works on the restarts'
-inclusion probabilities (:func:`consensus_programmes`) and the fit itself (:func:`fit_consensus`, behind
-:meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`).
+inclusion probabilities (:func:`consensus_programmes`), the consensus of trained models (:func:`consensus_of`) and
+the fit itself (:func:`fit_consensus`, behind :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pandas as pd
 from scsparse._checks import InvalidInputError
 from scsparse.results import jaccard_matrix
 
-__all__ = ["CONSENSUS_COLUMNS", "Consensus", "consensus_programmes", "fit_consensus"]
+__all__ = ["CONSENSUS_COLUMNS", "Consensus", "consensus_of", "consensus_programmes", "fit_consensus"]
 
 logger = logging.getLogger(__name__)
 
@@ -180,31 +180,44 @@ def consensus_programmes(
     return Consensus(pip=pip, table=table[CONSENSUS_COLUMNS], restarts=restarts, reference=ref)
 
 
-def fit_consensus(
-    model_cls: Any,
-    adata: Any,
-    *,
-    n_restarts: int,
-    seeds: Sequence[int],
-    min_share: float,
-    min_jaccard: float,
-    train_kwargs: dict[str, Any],
-    model_kwargs: dict[str, Any],
-) -> Any:
-    """Fit ``n_restarts`` models one after another and return the reference with the consensus programmes.
+def consensus_of(models: Sequence[Any], *, min_share: float = 0.5, min_jaccard: float = 0.5) -> Any:
+    """The consensus of trained restarts: the reference restart, its ``p*`` replaced by the consensus.
 
-    See :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>` for the parameters.
+    Use it on fits made elsewhere (with other seeds of the same model on the same data);
+    :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>` fits the restarts and calls it.
+
+    Parameters
+    ----------
+    models
+        Trained :class:`~scsparse.model.SparseVAE` models of the same data and settings, at least two.
+    min_share, min_jaccard
+        As in :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`.
+
+    Returns
+    -------
+    SparseVAE
+        The reference restart (modified in place) with ``consensus_``, ``restarts_`` and ``consensus_params_``.
+
+    Examples
+    --------
+    >>> fits = [scsparse.model.SparseVAE(adata, seed=s) for s in range(5)]
+    >>> for fit in fits:
+    ...     fit.train()
+    >>> model = scsparse.model.consensus_of(fits)
+    >>> model.consensus_
     """
     import torch
 
-    models, pips = [], []
-    for r, seed in enumerate(seeds):
-        model = model_cls(adata, seed=int(seed), **model_kwargs)
-        model.train(**train_kwargs)
-        logger.info("consensus: restart %d of %d (seed %d): %d active factors", r + 1, n_restarts, seed,
-                    len(model.active_factors()))  # fmt: skip
-        models.append(model)
-        pips.append(model.get_inclusion_probabilities().to_numpy())
+    models = list(models)
+    if len(models) < 2:
+        raise InvalidInputError(f"A consensus needs at least 2 trained restarts, got {len(models)}.")
+    if len({type(m) for m in models}) > 1 or len({tuple(m.factor_names) for m in models}) > 1:
+        raise InvalidInputError("The restarts of a consensus must be models of one class with the same factors.")
+    if len({tuple(m._gene_names) for m in models}) > 1:
+        raise InvalidInputError("The restarts of a consensus must be fitted to the same genes, in the same order.")
+    if not all(m.is_trained_ for m in models):
+        raise InvalidInputError("Every restart of a consensus must be trained: call train() on each first.")
+    pips = [m.get_inclusion_probabilities().to_numpy() for m in models]
     result = consensus_programmes(
         pips, factor_names=models[0].factor_names, min_jaccard=min_jaccard, min_share=min_share
     )
@@ -215,9 +228,33 @@ def fit_consensus(
         prior.p_star.copy_(p_star)
         prior.eta.copy_(prior.eta_update(p_star))
     restarts = result.restarts.copy()
-    restarts.insert(1, "seed", [int(s) for s in seeds])
+    restarts.insert(1, "seed", [int(getattr(m, "init_seed", m.seed)) for m in models])
     restarts.insert(3, "epochs", [len(m.history["elbo_train"]) for m in models])
     best.consensus_ = result.table
     best.restarts_ = restarts
-    best.consensus_params_ = {"n_restarts": n_restarts, "min_share": min_share, "min_jaccard": min_jaccard}
+    best.consensus_params_ = {"n_restarts": len(models), "min_share": min_share, "min_jaccard": min_jaccard}
     return best
+
+
+def fit_consensus(
+    model_cls: Any,
+    adata: Any,
+    *,
+    seeds: Sequence[int],
+    min_share: float,
+    min_jaccard: float,
+    train_kwargs: dict[str, Any],
+    model_kwargs: dict[str, Any],
+) -> Any:
+    """Fit one model per seed, one after another, and return their consensus (:func:`consensus_of`).
+
+    See :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>` for the parameters.
+    """
+    models = []
+    for r, seed in enumerate(seeds):
+        model = model_cls(adata, seed=int(seed), **model_kwargs)
+        model.train(**train_kwargs)
+        logger.info("consensus: restart %d of %d (seed %d): %d active factors", r + 1, len(seeds), seed,
+                    len(model.active_factors()))  # fmt: skip
+        models.append(model)
+    return consensus_of(models, min_share=min_share, min_jaccard=min_jaccard)

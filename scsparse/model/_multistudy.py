@@ -451,6 +451,23 @@ class MultiStudySparseVAE(SparseVAE):
         """``p*`` of ``W_shared`` (``study=None``) or of a study's specific mask."""
         return super().get_inclusion_probabilities().iloc[:, self._columns(study)]
 
+    @classmethod
+    def consensus(cls, adata: AnnData, n_restarts: int = 10, **kwargs: Any) -> MultiStudySparseVAE:
+        """Not available for the multi-study model: its shared and study-specific blocks would have to be matched
+        apart. Fit restarts with :class:`MultiStudySparseVAE` and compare them with :func:`scsparse.tl.stability`.
+        """
+        raise InvalidInputError(
+            "MultiStudySparseVAE.consensus is not available: the shared and study-specific blocks would have to be "
+            "matched apart. Fit several seeds and compare them with scsparse.tl.stability(fit, seeds=...), or use "
+            "SparseVAE.consensus per study."
+        )
+
+    def _start_mask(self) -> None:
+        """The multi-study masks start from their constant (``decoder_kwargs["w_init"]``); the data-driven start
+        (``mask_init="nmf"``) is the single-study model's.
+        """
+        self.mask_init_used_ = "constant"
+
     def factor_table(self, n_top: int = 10, pip_threshold: float = 0.5) -> pd.DataFrame:
         """One row per factor: kind (shared/specific), study, active, eta, number of genes, top genes."""
         _, P = self._all_loadings()

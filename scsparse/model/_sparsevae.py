@@ -655,8 +655,8 @@ class SparseVAE(
         if len(seeds) != n_restarts or len(set(seeds)) != len(seeds):
             raise InvalidInputError(f"seeds must be {n_restarts} distinct integers (one per restart), got {seeds}.")
         return fit_consensus(
-            cls, adata, n_restarts=int(n_restarts), seeds=seeds, min_share=float(min_share),
-            min_jaccard=float(min_jaccard), train_kwargs=dict(train_kwargs or {}), model_kwargs=model_kwargs,
+            cls, adata, seeds=seeds, min_share=float(min_share), min_jaccard=float(min_jaccard),
+            train_kwargs=dict(train_kwargs or {}), model_kwargs=model_kwargs,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ results

@@ -248,10 +248,10 @@ def test_registered_and_rejects_unknown_names(tmp_path):
 
 def test_quick_run_on_kang(offline_data, tmp_path):
     df = run_peers(
-        tmp_path, quick=True, seeds=2, datasets="kang", methods="SparseVAE,SparseVAE (restarts),NMF (KL)",
-        verbose=False,
+        tmp_path, quick=True, seeds=2, datasets="kang",
+        methods="SparseVAE,SparseVAE (restarts),SparseVAE (consensus),NMF (KL)", verbose=False,
     )  # fmt: skip
-    assert list(df.columns) == RESULT_COLUMNS and len(df) == 6
+    assert list(df.columns) == RESULT_COLUMNS and len(df) == 8
     assert set(df["status"]) == {"ok"}
     assert df["stability"].notna().all() and df["accuracy"].between(0, 1).all()
     assert (df.loc[df["method"] == "NMF (KL)", "median_genes"] == 50).all()
@@ -259,8 +259,12 @@ def test_quick_run_on_kang(offline_data, tmp_path):
         assert (tmp_path / name).is_file()
     text = (tmp_path / "summary.md").read_text()
     assert "not assessed (quick smoke run)" in text and "## Kang" in text
+    assert "2 for SparseVAE (consensus)" in text
+    consensus = df[df["method"] == "SparseVAE (consensus)"]
+    plain = df[df["method"] == "SparseVAE"]
+    assert (consensus["seconds"].to_numpy() > plain["seconds"].to_numpy()).all()  # the plain fit's time included
     saved = pd.read_csv(tmp_path / "results.csv")
-    assert len(saved) == 6
+    assert len(saved) == 8
 
 
 def test_resume_keeps_the_finished_fits_and_fits_the_rest(offline_data, tmp_path, monkeypatch):

@@ -163,3 +163,20 @@ def test_consensus_checks_its_arguments(counts_adata):
         SparseVAE.consensus(counts_adata, n_restarts=1)
     with pytest.raises(InvalidInputError, match="distinct"):
         SparseVAE.consensus(counts_adata, n_restarts=2, seeds=[3, 3])
+    from scsparse.model import consensus_of
+
+    untrained = [SparseVAE(counts_adata, n_latent=3, n_hidden=8, seed=s) for s in range(2)]
+    with pytest.raises(InvalidInputError, match="at least 2 trained restarts"):
+        consensus_of(untrained[:1])
+    with pytest.raises(InvalidInputError, match="must be trained"):
+        consensus_of(untrained)
+    other = SparseVAE(counts_adata, n_latent=4, n_hidden=8, seed=0)
+    with pytest.raises(InvalidInputError, match="same factors"):
+        consensus_of([untrained[0], other])
+
+
+def test_the_multistudy_model_refuses_a_consensus_with_the_reason(counts_adata):
+    from scsparse.model import MultiStudySparseVAE
+
+    with pytest.raises(InvalidInputError, match="blocks would have to be matched apart"):
+        MultiStudySparseVAE.consensus(counts_adata, n_restarts=2)

@@ -49,8 +49,12 @@ RESULT_COLUMNS: list[str] = [
 ]  # fmt: skip
 
 #: Settings of a full run and of ``quick`` (300 cells, 300 genes).
-_FULL = PeerBudget(n_factors=20, max_epochs=400, n_top=50, restarts=3, cnmf_iterations=50, mofa_iterations=1000)
-_QUICK = PeerBudget(n_factors=5, max_epochs=100, n_top=50, restarts=2, cnmf_iterations=10, mofa_iterations=100)
+_FULL = PeerBudget(
+    n_factors=20, max_epochs=400, n_top=50, restarts=3, consensus_restarts=5, cnmf_iterations=50, mofa_iterations=1000
+)
+_QUICK = PeerBudget(
+    n_factors=5, max_epochs=100, n_top=50, restarts=2, consensus_restarts=2, cnmf_iterations=10, mofa_iterations=100
+)
 
 
 def _names(value: str | Sequence[str] | None, known: Sequence[str], what: str) -> list[str]:

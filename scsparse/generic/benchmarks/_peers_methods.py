@@ -8,7 +8,9 @@ kept. How each method's programmes are read (:data:`READING`):
 - **SparseVAE** — :func:`scsparse.tl.programme_genes`: the genes with ``p* > 0.5`` of each active factor, split by
   the direction they go with it; the prior decides the size of each programme and which factors stay on.
   "restarts" fits ``PeerBudget.restarts`` seeds (the first is the plain fit of the seed) and keeps the lowest
-  training objective (:func:`scsparse.model.select_best`).
+  training objective (:func:`scsparse.model.select_best`); "consensus" fits ``PeerBudget.consensus_restarts``
+  seeds (the first the plain fit of the seed, the others with their own split) and keeps the programmes at least
+  half of them recover (:func:`scsparse.model.consensus_of`).
 - **LDVAE** (``scvi.model.LinearSCVI``) — the top genes of each factor's linear decoder loadings
   (``get_loadings()``), positive and negative separately.
 - **DRVI** (``scvi.external.DRVI``, scvi-tools >= 1.5) — its interpretability scores (``OOD_combined``, by
@@ -54,12 +56,16 @@ __all__ = [
 ]
 
 #: The methods, in the order they run and are shown.
-PEER_METHODS: tuple[str, ...] = ("SparseVAE", "SparseVAE (restarts)", "LDVAE", "DRVI", "NMF (KL)", "cNMF", "PCA")
+PEER_METHODS: tuple[str, ...] = (
+    "SparseVAE", "SparseVAE (restarts)", "SparseVAE (consensus)", "LDVAE", "DRVI", "NMF (KL)", "cNMF", "PCA",
+)  # fmt: skip
 
 #: How each method's programmes are read (stated in the summary).
 READING: dict[str, str] = {
     "SparseVAE": "genes with p* > 0.5 of each active factor, by direction (tl.programme_genes)",
     "SparseVAE (restarts)": "as SparseVAE, the fit with the lowest training objective of several seeds (select_best)",
+    "SparseVAE (consensus)": "as SparseVAE, the consensus of several seeds (consensus_of): the programmes at least "
+    "half of them recover, genes with consensus p* > 0.5",
     "LDVAE": "top genes of each factor's decoder loadings (get_loadings), by sign",
     "DRVI": "top genes of the OOD_combined interpretability scores by direction; vanished directions dropped",
     "NMF (KL)": "top genes of each component (components_)",
@@ -86,6 +92,8 @@ class PeerBudget:
         Programme size for the methods whose programmes are the top genes of a weight vector.
     restarts
         Fits of SparseVAE (best of N).
+    consensus_restarts
+        Fits of SparseVAE in its consensus.
     cnmf_iterations
         NMF replicates of cNMF's consensus.
     mofa_iterations
@@ -96,6 +104,7 @@ class PeerBudget:
     max_epochs: int = 400
     n_top: int = 50
     restarts: int = 3
+    consensus_restarts: int = 5
     cnmf_iterations: int = 50
     mofa_iterations: int = 1000
 
@@ -296,6 +305,24 @@ def _fit_sparsevae_restarts(adata, budget, seed, batch_key, first: PeerFit | Non
     return fit
 
 
+def _fit_sparsevae_consensus(adata, budget, seed, batch_key, first: PeerFit | None = None) -> PeerFit:
+    from scsparse.model import consensus_of
+
+    from ._common import RESTART_SEED_STEP
+
+    with _measured() as m:
+        models = [first.model] if first is not None else []
+        for r in range(len(models), budget.consensus_restarts):
+            restart_seed = seed + r * RESTART_SEED_STEP  # its own initial weights and its own split
+            models.append(_sparsevae_model(adata.copy(), budget, restart_seed, batch_key))
+        model = consensus_of(models)
+        fit = _sparsevae_read(model, adata.copy(), "SparseVAE (consensus)")
+    fit.seconds = m["seconds"] + (first.seconds if first is not None else 0.0)
+    fit.peak_mb = max(m["peak_mb"], first.peak_mb) if first is not None else m["peak_mb"]
+    fit.extra["restarts"] = float(budget.consensus_restarts)
+    return fit
+
+
 # ---------------------------------------------------------------------------------------------- scvi-tools peers
 def _fit_ldvae(adata, budget, seed, batch_key, first=None) -> PeerFit:
     import scvi
@@ -427,6 +454,7 @@ def _fit_pca(adata, budget, seed, batch_key, first=None) -> PeerFit:
 _FITTERS = {
     "SparseVAE": _fit_sparsevae,
     "SparseVAE (restarts)": _fit_sparsevae_restarts,
+    "SparseVAE (consensus)": _fit_sparsevae_consensus,
     "LDVAE": _fit_ldvae,
     "DRVI": _fit_drvi,
     "NMF (KL)": _fit_nmf,
@@ -459,8 +487,8 @@ def fit_peer(
     batch_key
         ``obs`` column of the batches, given to the methods that model batches (SparseVAE, LDVAE, DRVI).
     first
-        For ``"SparseVAE (restarts)"``: the ``"SparseVAE"`` fit of the same seed, used as restart 0 (its time is
-        added, not spent again).
+        For ``"SparseVAE (restarts)"`` and ``"SparseVAE (consensus)"``: the ``"SparseVAE"`` fit of the same seed,
+        used as restart 0 (its time is added, not spent again).
 
     Raises
     ------

@@ -19,7 +19,7 @@ from ._report import NOT_ASSESSED_QUICK, new_figure, save_figure, summary_head, 
 
 __all__ = ["peers_figure", "peers_summary", "peers_targets"]
 
-SPARSEVAE = ("SparseVAE", "SparseVAE (restarts)")
+SPARSEVAE = ("SparseVAE", "SparseVAE (restarts)", "SparseVAE (consensus)")
 #: scsparse's models, against which the others are compared (the per-study SparseVAE fits are the multi-study
 #: arm's baseline, a peer of MultiStudySparseVAE).
 OURS = (*SPARSEVAE, "MultiStudySparseVAE")
@@ -217,8 +217,9 @@ def peers_summary(
         f"Every method on the same cells and genes, with at most K = {budget.n_factors} factors, seeds "
         f"0..{int(df['seed'].max()) if len(df) else 0}, {budget.max_epochs} epochs for the neural methods "
         f"(SparseVAE stops earlier once its fit has settled), top {budget.n_top} genes per programme where a "
-        f"method's programmes are the top of a weight vector, {budget.restarts} restarts for SparseVAE (restarts) "
-        f"and {budget.cnmf_iterations} NMF replicates for cNMF. Batches (where a data set has them) go to the "
+        f"method's programmes are the top of a weight vector, {budget.restarts} restarts for SparseVAE (restarts), "
+        f"{budget.consensus_restarts} for SparseVAE (consensus) and {budget.cnmf_iterations} NMF replicates for "
+        "cNMF. Batches (where a data set has them) go to the "
         "methods that model them (SparseVAE, LDVAE, DRVI). On the data sets of the multi-study arm, "
         "MultiStudySparseVAE, MOFA+ with the studies as groups (at most "
         f"{budget.mofa_iterations} iterations) and one SparseVAE per study give every cell at most K factors. "
