@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from scsparse._checks import InvalidInputError
-from scsparse.results import jaccard_matrix
+from scsparse.results import jaccard_matrix, rank_biased_overlap, rank_genes
 
 __all__ = ["CONSENSUS_COLUMNS", "Consensus", "consensus_of", "consensus_programmes", "fit_consensus"]
 
@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 #: Columns of the per-programme table (``model.consensus_``, ``uns[key]["consensus"]``).
 CONSENSUS_COLUMNS: list[str] = [
-    "factor", "reproducibility", "agreement", "n_genes", "n_anchor_genes", "identifiable", "kept",
+    "factor", "reproducibility", "agreement", "jaccard", "n_genes", "n_anchor_genes", "identifiable", "kept",
 ]  # fmt: skip
 
 
@@ -47,8 +47,8 @@ class Consensus:
         threshold), ``n_anchor_genes`` (of those, genes in no other kept programme), ``identifiable`` (at least two
         anchor genes, the condition of the model's identifiability) and ``kept``.
     restarts
-        One row per restart: ``restart`` (its position), ``n_active``, ``agreement`` (mean matched Jaccard index of
-        its programmes with every other restart's, unmatched programmes counting 0) and ``reference``.
+        One row per restart: ``restart`` (its position), ``n_active``, ``agreement`` (mean matched rank-biased
+        overlap of its programmes with every other restart's, unmatched programmes counting 0) and ``reference``.
     reference
         Position of the reference restart: the one that agrees most with the others.
     """
@@ -59,41 +59,52 @@ class Consensus:
     reference: int
 
 
-def _matched(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One-to-one matching of the programmes (columns) of ``a`` to those of ``b`` on their Jaccard index."""
+def _rankings(pip: np.ndarray, loadings: np.ndarray | None, active: np.ndarray, threshold: float) -> list[list[int]]:
+    """Each active factor's genes (``p*`` above the threshold), strongest ``|w|`` first (``p*`` without loadings)."""
+    weights = pip if loadings is None else loadings
+    return [rank_genes(weights[:, k], pip[:, k], threshold).tolist() for k in active]
+
+
+def _matched(a: list[list[int]], b: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One-to-one matching of the ranked programmes ``a`` to ``b`` on their rank-biased overlap."""
     from scipy.optimize import linear_sum_assignment
 
-    jac = jaccard_matrix(a, b)
-    rows, cols = linear_sum_assignment(jac, maximize=True)
-    return rows, cols, jac[rows, cols]
+    rbo = np.array([[rank_biased_overlap(x, y) for y in b] for x in a]).reshape(len(a), len(b))
+    rows, cols = linear_sum_assignment(rbo, maximize=True)
+    return rows, cols, rbo[rows, cols]
 
 
 def consensus_programmes(
     pips: Sequence[np.ndarray],
+    loadings: Sequence[np.ndarray] | None = None,
     *,
     factor_names: Sequence[str] | None = None,
     pip_threshold: float = 0.5,
-    min_jaccard: float = 0.5,
+    min_rbo: float = 0.5,
     min_share: float = 0.5,
 ) -> Consensus:
     """Match the programmes of several restarts and keep those that reproduce.
 
-    A programme is a factor's genes with ``p* > pip_threshold``. The reference is the restart whose programmes
-    agree most with the other restarts' (mean matched Jaccard index, a programme without a counterpart counting
-    0). Each programme of the reference is matched one to one with a programme of every other restart (Hungarian
-    assignment on the Jaccard index); a restart *recovers* it when the matched programme shares at least
-    ``min_jaccard`` of their union. A programme is kept when at least ``min_share`` of the restarts recover it.
+    A programme is a factor's genes with ``p* > pip_threshold``, ranked by decreasing ``|w|``. Programmes of two
+    restarts are paired one to one (Hungarian assignment) on the rank-biased overlap of their rankings
+    (:func:`scsparse.results.rank_biased_overlap`, p = 0.9: the strongest genes weigh most), so that a programme is
+    paired with the one that has its core, whatever its long tail shares with other programmes. The reference is
+    the restart whose programmes agree most with the other restarts' (mean matched overlap, a programme without a
+    counterpart counting 0). A restart *recovers* a programme of the reference when the matched programme's
+    overlap is at least ``min_rbo``. A programme is kept when at least ``min_share`` of the restarts recover it.
 
     Parameters
     ----------
     pips
         The inclusion probabilities of each restart, genes x factors (the same genes and number of factors).
+    loadings
+        Each restart's ``W`` (the same shape), which ranks a programme's genes; ``None``: ranked by ``p*``.
     factor_names
         Names of the factors (default ``factor_0`` ...).
     pip_threshold
         Inclusion threshold defining a programme's genes.
-    min_jaccard
-        Jaccard index from which a matched programme counts as the same programme.
+    min_rbo
+        Rank-biased overlap from which a matched programme counts as the same programme.
     min_share
         Share of the restarts that must recover a programme for it to be kept.
 
@@ -116,21 +127,26 @@ def consensus_programmes(
         raise InvalidInputError(f"A consensus needs at least 2 restarts, got {len(pips)}.")
     if len({p.shape for p in pips}) > 1:
         raise InvalidInputError(f"The restarts' p* differ in shape: {sorted({p.shape for p in pips})}.")
-    for name, value in (("min_jaccard", min_jaccard), ("min_share", min_share), ("pip_threshold", pip_threshold)):
+    if loadings is not None and [np.shape(w) for w in loadings] != [p.shape for p in pips]:
+        raise InvalidInputError("loadings must give one W per restart, each of the shape of its p*.")
+    for name, value in (("min_rbo", min_rbo), ("min_share", min_share), ("pip_threshold", pip_threshold)):
         if not 0.0 <= value <= 1.0:
             raise InvalidInputError(f"{name} must be in [0, 1], got {value}.")
     n_restarts = len(pips)
     n_genes, n_factors = pips[0].shape
     names = list(factor_names) if factor_names is not None else [f"factor_{k}" for k in range(n_factors)]
-    sets = [p > pip_threshold for p in pips]
-    active = [np.flatnonzero(s.any(0)) for s in sets]
-    # agreement of every pair of restarts: mean matched Jaccard index over the larger number of programmes
+    active = [np.flatnonzero((p > pip_threshold).any(0)) for p in pips]
+    ranked = [
+        _rankings(p, None if loadings is None else np.asarray(loadings[r], dtype=np.float64), active[r], pip_threshold)
+        for r, p in enumerate(pips)
+    ]
+    # agreement of every pair of restarts: mean matched overlap over the larger number of programmes
     pair = np.eye(n_restarts)
     for r in range(n_restarts):
         for s in range(r + 1, n_restarts):
             n = max(active[r].size, active[s].size)
             if n and min(active[r].size, active[s].size):
-                pair[r, s] = pair[s, r] = _matched(sets[r][:, active[r]], sets[s][:, active[s]])[2].sum() / n
+                pair[r, s] = pair[s, r] = _matched(ranked[r], ranked[s])[2].sum() / n
             else:
                 pair[r, s] = pair[s, r] = float(n == 0)
     mean_agreement = (pair.sum(1) - 1.0) / (n_restarts - 1)
@@ -138,15 +154,18 @@ def consensus_programmes(
     ref_active = active[ref]
     recovered = np.zeros((ref_active.size, n_restarts), dtype=bool)
     recovered[:, ref] = True
+    overlap = np.zeros((ref_active.size, n_restarts))
     jaccard = np.zeros((ref_active.size, n_restarts))
     pip = np.zeros((n_genes, n_factors))
     pip[:, ref_active] = pips[ref][:, ref_active]
     for s in range(n_restarts):
         if s == ref or not ref_active.size or not active[s].size:
             continue
-        rows, cols, values = _matched(sets[ref][:, ref_active], sets[s][:, active[s]])
-        jaccard[rows, s] = values
-        hit = values >= min_jaccard
+        rows, cols, values = _matched(ranked[ref], ranked[s])
+        overlap[rows, s] = values
+        sets = jaccard_matrix(pips[ref][:, ref_active] > pip_threshold, pips[s][:, active[s]] > pip_threshold)
+        jaccard[rows, s] = sets[rows, cols]
+        hit = values >= min_rbo
         recovered[rows[hit], s] = True
         pip[:, ref_active[rows[hit]]] += pips[s][:, active[s][cols[hit]]]
     pip /= n_restarts
@@ -162,7 +181,8 @@ def consensus_programmes(
         {
             "factor": [names[k] for k in ref_active],
             "reproducibility": reproducibility,
-            "agreement": jaccard[:, others].mean(1) if others else np.ones(ref_active.size),
+            "agreement": overlap[:, others].mean(1) if others else np.ones(ref_active.size),
+            "jaccard": jaccard[:, others].mean(1) if others else np.ones(ref_active.size),
             "n_genes": included[:, ref_active].sum(0),
             "n_anchor_genes": (included[:, ref_active] & (n_kept_per_gene == 1)[:, None]).sum(0),
             "kept": kept,
@@ -180,7 +200,7 @@ def consensus_programmes(
     return Consensus(pip=pip, table=table[CONSENSUS_COLUMNS], restarts=restarts, reference=ref)
 
 
-def consensus_of(models: Sequence[Any], *, min_share: float = 0.5, min_jaccard: float = 0.5) -> Any:
+def consensus_of(models: Sequence[Any], *, min_share: float = 0.5, min_rbo: float = 0.5) -> Any:
     """The consensus of trained restarts: the reference restart, its ``p*`` replaced by the consensus.
 
     Use it on fits made elsewhere (with other seeds of the same model on the same data);
@@ -190,7 +210,7 @@ def consensus_of(models: Sequence[Any], *, min_share: float = 0.5, min_jaccard: 
     ----------
     models
         Trained :class:`~scsparse.model.SparseVAE` models of the same data and settings, at least two.
-    min_share, min_jaccard
+    min_share, min_rbo
         As in :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`.
 
     Returns
@@ -217,9 +237,12 @@ def consensus_of(models: Sequence[Any], *, min_share: float = 0.5, min_jaccard: 
         raise InvalidInputError("The restarts of a consensus must be fitted to the same genes, in the same order.")
     if not all(m.is_trained_ for m in models):
         raise InvalidInputError("Every restart of a consensus must be trained: call train() on each first.")
-    pips = [m.get_inclusion_probabilities().to_numpy() for m in models]
     result = consensus_programmes(
-        pips, factor_names=models[0].factor_names, min_jaccard=min_jaccard, min_share=min_share
+        [m.get_inclusion_probabilities().to_numpy() for m in models],
+        [m.get_loadings().to_numpy() for m in models],
+        factor_names=models[0].factor_names,
+        min_rbo=min_rbo,
+        min_share=min_share,
     )
     best = models[result.reference]
     prior = best.module.prior
@@ -232,7 +255,7 @@ def consensus_of(models: Sequence[Any], *, min_share: float = 0.5, min_jaccard: 
     restarts.insert(3, "epochs", [len(m.history["elbo_train"]) for m in models])
     best.consensus_ = result.table
     best.restarts_ = restarts
-    best.consensus_params_ = {"n_restarts": len(models), "min_share": min_share, "min_jaccard": min_jaccard}
+    best.consensus_params_ = {"n_restarts": len(models), "min_share": min_share, "min_rbo": min_rbo}
     return best
 
 
@@ -242,7 +265,7 @@ def fit_consensus(
     *,
     seeds: Sequence[int],
     min_share: float,
-    min_jaccard: float,
+    min_rbo: float,
     train_kwargs: dict[str, Any],
     model_kwargs: dict[str, Any],
 ) -> Any:
@@ -257,4 +280,4 @@ def fit_consensus(
         logger.info("consensus: restart %d of %d (seed %d): %d active factors", r + 1, len(seeds), seed,
                     len(model.active_factors()))  # fmt: skip
         models.append(model)
-    return consensus_of(models, min_share=min_share, min_jaccard=min_jaccard)
+    return consensus_of(models, min_share=min_share, min_rbo=min_rbo)

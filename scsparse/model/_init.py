@@ -92,9 +92,10 @@ def mask_start(
     Examples
     --------
     >>> import scsparse
-    >>> adata = scsparse.data.simulate_counts(300, 50, n_programmes=3, seed=0)
-    >>> mask_start(adata, "counts", 4).shape
-    (50, 4)
+    >>> adata = scsparse.data.kang_pbmc()
+    >>> start = mask_start(adata, "counts", 20)
+    >>> start.shape, round(float(start.max()), 2)
+    ((2004, 20), 0.6)
     """
     from sklearn.decomposition import NMF
     from sklearn.exceptions import ConvergenceWarning

@@ -594,7 +594,7 @@ class SparseVAE(
         *,
         seeds: Sequence[int] | None = None,
         min_share: float = 0.5,
-        min_jaccard: float = 0.5,
+        min_rbo: float = 0.5,
         train_kwargs: dict[str, Any] | None = None,
         **model_kwargs: Any,
     ) -> SparseVAE:
@@ -603,16 +603,18 @@ class SparseVAE(
         ``n_restarts`` models are fitted one after another, each with its own seed (initial weights, split and
         training), as separate refits by a user would be. The restart whose programmes agree most with the others'
         is the *reference*, and the model returned: every scvi-tools method works on it as on a single fit. Each of
-        its programmes (a factor's genes with ``p* > 0.5``) is matched one to one with a programme of every other
-        restart; a restart *recovers* it when the two share at least ``min_jaccard`` of their genes (Jaccard index).
+        its programmes (a factor's genes with ``p* > 0.5``, strongest ``|w|`` first) is matched one to one with a
+        programme of every other restart on the rank-biased overlap of their rankings, which weighs the strongest
+        genes most; a restart *recovers* it when that overlap is at least ``min_rbo``.
         Programmes recovered by at least ``min_share`` of the restarts are kept, with consensus inclusion
         probabilities (the mean ``p*`` over the restarts, 0 for one that does not recover it), so a gene is in a
         kept programme when most restarts put it there. The others are switched off (``p* = 0``).
 
         The returned model's ``consensus_`` table says, per programme, how reproducible it is
-        (``reproducibility``: share of restarts that recover it; ``agreement``: mean Jaccard index with the
-        matched programmes), how many genes and anchor genes (genes in no other kept programme) it has, and
-        whether it is identifiable (at least two anchor genes) and kept; ``restarts_`` has one row per restart.
+        (``reproducibility``: share of restarts that recover it; ``agreement``: mean rank-biased overlap with the
+        matched programmes, how far its core reproduces; ``jaccard``: the mean Jaccard index of the whole gene
+        sets), how many genes and anchor genes (genes in no other kept programme) it has, and whether it is
+        identifiable (at least two anchor genes) and kept; ``restarts_`` has one row per restart.
         :meth:`write_results` stores the table in ``uns[key]["consensus"]``, where :func:`scsparse.tl.fit_report`
         and :func:`scsparse.pl.reproducibility` read it. Training the returned model further recomputes ``p*``
         from its own ``W`` and leaves the consensus.
@@ -628,8 +630,9 @@ class SparseVAE(
             ``scvi.settings.seed``). Two consensus fits with disjoint seeds test the consensus itself.
         min_share
             Share of the restarts that must recover a programme for it to be kept.
-        min_jaccard
-            Jaccard index from which a matched programme of another restart counts as the same programme.
+        min_rbo
+            Rank-biased overlap (p = 0.9) from which a matched programme of another restart counts as the same
+            programme.
         train_kwargs
             Passed to every restart's :meth:`train`.
         **model_kwargs
@@ -655,7 +658,7 @@ class SparseVAE(
         if len(seeds) != n_restarts or len(set(seeds)) != len(seeds):
             raise InvalidInputError(f"seeds must be {n_restarts} distinct integers (one per restart), got {seeds}.")
         return fit_consensus(
-            cls, adata, seeds=seeds, min_share=float(min_share), min_jaccard=float(min_jaccard),
+            cls, adata, seeds=seeds, min_share=float(min_share), min_rbo=float(min_rbo),
             train_kwargs=dict(train_kwargs or {}), model_kwargs=model_kwargs,
         )  # fmt: skip
 

@@ -32,10 +32,10 @@ def reproducibility(
     <scsparse.model.SparseVAE.consensus>`).
 
     One horizontal bar per programme of the reference restart, most reproducible first: the bar is the share of
-    the restarts that recover the programme, a black dot its mean Jaccard agreement with the matched programme of
-    every other restart. Programmes below the consensus's ``min_share`` (dashed line) were switched off and are
-    drawn pale and hatched; a ring marks those identifiable (two anchor genes or more). Labels give the factor, its
-    number of genes and anchor genes, and its first genes.
+    the restarts that recover the programme, a black dot its mean agreement (rank-biased overlap) with the
+    matched programme of every other restart. Programmes below the consensus's ``min_share`` (dashed line) were
+    switched off and are drawn pale and hatched; a ring marks those identifiable (two anchor genes or more).
+    Labels give the factor, its number of genes and anchor genes, and its first genes.
 
     Parameters
     ----------
@@ -112,7 +112,7 @@ def reproducibility(
     handles = [
         Patch(facecolor=colour, label="kept (reproducible)"),
         Patch(facecolor=colour, alpha=0.3, hatch="///", edgecolor="0.3", label="switched off"),
-        Line2D([], [], marker="o", linestyle="none", color="black", markersize=4, label="mean Jaccard agreement"),
+        Line2D([], [], marker="o", linestyle="none", color="black", markersize=4, label="mean agreement (RBO)"),
         Line2D(
             [],
             [],

@@ -23,6 +23,7 @@ besides the fields above.
   it is missing); :func:`study_cells`, :func:`is_multistudy`;
 - :func:`resolve_factors` — factors by name or position, as every ``factors=`` argument takes them;
 - :func:`rank_genes` — a programme's genes by decreasing ``|w|``; :func:`jaccard_matrix` — overlap of programmes;
+  :func:`rank_biased_overlap` — agreement of two programmes' rankings;
   :func:`expression_factor_correlation` — the direction of a gene in a programme, from the data;
 - :class:`FactorResponse` — decoded expression along a factor's traversal (``model.get_factor_response()``).
 """
@@ -30,7 +31,7 @@ besides the fields above.
 from ._direction import expression_factor_correlation
 from ._factors import resolve_factors
 from ._keys import factors_key, loadings_key, pip_key, result_keys, study_key_name
-from ._programmes import OVERLAP_FRACTION, jaccard_matrix, rank_genes
+from ._programmes import OVERLAP_FRACTION, jaccard_matrix, rank_biased_overlap, rank_genes
 from ._read import FitResults, MissingResultsError, is_multistudy, read_results, study_cells
 from ._response import FactorResponse
 from ._write import (
@@ -57,6 +58,7 @@ __all__ = [
     "jaccard_matrix",
     "loadings_key",
     "pip_key",
+    "rank_biased_overlap",
     "rank_genes",
     "read_results",
     "resolve_factors",

@@ -141,7 +141,7 @@ def _consensus_lines(consensus: pd.DataFrame | None, uns: Mapping) -> list[str]:
             "",
         ]
     share = float(params.get("min_share", np.nan))
-    jac = float(params.get("min_jaccard", np.nan))
+    rbo = float(params.get("min_rbo", np.nan))
     kept = consensus[consensus["kept"].astype(bool)]
     dropped = consensus[~consensus["kept"].astype(bool)]
     identifiable = kept[kept["identifiable"].astype(bool)]
@@ -149,9 +149,10 @@ def _consensus_lines(consensus: pd.DataFrame | None, uns: Mapping) -> list[str]:
         "### How reproducible each programme is",
         "",
         f"Consensus of {n_restarts} restarts with different seeds: a programme of the reference restart counts as "
-        f"recovered by another restart when their genes share at least {jac:g} of their union (Jaccard index), and "
-        f"is kept when at least {share:.0%} of the restarts recover it. `reproducibility`: share of the restarts "
-        "that recover it; `agreement`: mean Jaccard index with the matched programme of every other restart; "
+        "recovered by another restart when the rank-biased overlap of their rankings (strongest genes weighted "
+        f"most) is at least {rbo:g}, and is kept when at least {share:.0%} of the restarts recover it. "
+        "`reproducibility`: share of the restarts that recover it; `agreement`: mean rank-biased overlap with the "
+        "matched programme of every other restart (its core); `jaccard`: mean Jaccard index of the gene sets; "
         "`n_genes`: genes with consensus p* > 0.5; `n_anchor_genes`: of those, genes in no other kept programme; "
         "`identifiable`: at least two anchor genes.",
         "",

@@ -88,3 +88,16 @@ def test_pairwise_agreement_has_one_row_per_pair():
     assert table["jaccard"].tolist() == pytest.approx([1.0, 0.0, 0.0])
     empty = programme_agreement(ProgrammeSet([]), ProgrammeSet([np.array([1])]), n_genes=3)
     assert empty["jaccard"] == 0.0 and empty["rbo"] == 0.0
+
+
+def test_cores_are_paired_on_their_rankings_not_on_a_shared_tail():
+    tail = list(range(20, 60))
+    a = ProgrammeSet([np.array([0, 1, 2, 3, 4, *tail]), np.array([10, 11, 12, 13, 14])])
+    b = ProgrammeSet([np.array([10, 11, 12, 13, 14, *tail]), np.array([0, 1, 2, 3, 4])])
+    res = programme_agreement(a, b, n_genes=60)
+    # the Jaccard pairing follows the 40 shared tail genes and pairs programmes with different cores
+    assert res["jaccard"] == pytest.approx(0.8 / 2)
+    # the ranking pairing keeps each core with its own: the five strongest genes agree in both pairs
+    assert res["rbo"] == pytest.approx(1.0)
+    # each pair shares its five core genes of ten (a 5-gene programme against the first ten of a 45-gene one)
+    assert res["top_overlap"] == pytest.approx(0.5)

@@ -17,37 +17,43 @@ from scsparse.model._consensus import CONSENSUS_COLUMNS, consensus_programmes
 from scsparse.results import jaccard_matrix, read_results
 
 
-def _planted_restarts(n_restarts: int = 5, seed: int = 0) -> tuple[np.ndarray, list[np.ndarray]]:
-    """p* of restarts that each find three planted programmes of 20 genes (in their own column order, each restart
-    missing two genes of every programme and adding one, never the same as another restart's); restart 2 also
-    has a programme no other restart has."""
+def _planted_restarts(n_restarts: int = 5, seed: int = 0) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
+    """p* and W of restarts that each find three planted programmes of 20 genes (in their own column order, each
+    restart missing two genes of every programme and adding one, never the same as another restart's, the genes'
+    strengths in the same order up to noise); restart 2 also has a programme no other restart has."""
     rng = np.random.default_rng(seed)
     n_genes, n_factors = 90, 6
     truth = np.zeros((n_genes, 3), dtype=bool)
     for k in range(3):
         truth[k * 20 : (k + 1) * 20, k] = True  # genes 60..89 belong to no programme
-    pips = []
+    strength = 3.0 - 0.1 * (np.arange(n_genes) % 20)  # within each programme, its first genes are its strongest
+    pips, loadings = [], []
     for r in range(n_restarts):
         pip = np.full((n_genes, n_factors), 0.02)
+        w = rng.normal(0.0, 0.05, (n_genes, n_factors))
         columns = rng.permutation(n_factors)[:4]
         for k in range(3):
             genes = truth[:, k].copy()
             genes[k * 20 + 2 * r : k * 20 + 2 * r + 2] = False  # two genes missed
             genes[60 + 3 * r + k] = True  # one gene added
             pip[genes, columns[k]] = rng.uniform(0.9, 1.0, genes.sum())
+            w[genes, columns[k]] = strength[genes] + rng.normal(0.0, 0.02, genes.sum())
         if r == 2:
             pip[60:75, columns[3]] = 0.9  # a programme this restart alone finds
+            w[60:75, columns[3]] = 1.0
         pips.append(pip)
-    return truth, pips
+        loadings.append(w)
+    return truth, pips, loadings
 
 
 def test_consensus_recovers_planted_programmes_and_flags_the_one_of_a_single_restart():
-    truth, pips = _planted_restarts()
-    result = consensus_programmes(pips)
+    truth, pips, loadings = _planted_restarts()
+    result = consensus_programmes(pips, loadings)
     table = result.table
     assert list(table.columns) == CONSENSUS_COLUMNS
     kept = table[table["kept"]]
     assert len(kept) == 3 and (kept["reproducibility"] == 1.0).all()
+    assert (kept["agreement"] > 0.7).all() and (kept["jaccard"] < 1.0).all()
     consensus_sets = result.pip > 0.5
     names = [f"factor_{k}" for k in range(pips[0].shape[1])]
     columns = [names.index(f) for f in kept["factor"]]
@@ -62,26 +68,26 @@ def test_consensus_recovers_planted_programmes_and_flags_the_one_of_a_single_res
         assert (result.pip[:, names.index(lone["factor"].iloc[0])] == 0).all()
     else:  # the lone programme is not in the reference: it lowers restart 2's agreement
         assert result.restarts.loc[2, "agreement"] < result.restarts["agreement"].max()
-    # consensus p* is the mean over restarts: below every restart's own p* for the genes a restart missed
     assert ((result.pip >= 0) & (result.pip <= 1)).all()
 
 
 def test_the_lone_programme_of_the_reference_is_switched_off():
-    # five restarts over 40 genes: programme 1 (genes 0-9) everywhere; programme 2's core (genes 10-19) everywhere,
-    # restarts 2-4 each adding five other genes; a programme L (genes 35-39) in restarts 0 and 1 only
-    def restart(extra: list[int], lone: bool) -> np.ndarray:
-        pip = np.full((40, 3), 0.01)
+    # five restarts over 60 genes: programme 1 (genes 0-9) and programme 2 (core genes 10-19) everywhere,
+    # restarts 2-4 adding five genes of their own to programme 2's tail; a third programme shared by restarts 0
+    # and 1 only (genes 35-39), and one of each of restarts 2-4 alone (genes 40-44, 45-49, 50-54)
+    def restart(extra: list[int], third: list[int]) -> np.ndarray:
+        pip = np.full((60, 3), 0.01)
         pip[0:10, 0] = 0.99
         pip[[*range(10, 20), *extra], 1] = 0.99
-        if lone:
-            pip[35:40, 2] = 0.99
+        pip[third, 2] = 0.99
         return pip
 
     pips = [
-        restart([], True), restart([], True), restart([20, 21, 22, 23, 24], False),
-        restart([25, 26, 27, 28, 29], False), restart([30, 31, 32, 33, 34], False),
+        restart([], list(range(35, 40))), restart([], list(range(35, 40))),
+        restart(list(range(20, 25)), list(range(40, 45))), restart(list(range(25, 30)), list(range(45, 50))),
+        restart(list(range(30, 35)), list(range(50, 55))),
     ]  # fmt: skip
-    result = consensus_programmes(pips, min_share=0.5)
+    result = consensus_programmes(pips, min_share=0.5)  # ranked by p*: ties in gene order, the same in every restart
     assert result.reference == 0  # restarts 0 and 1 agree most with the others; the first of equals
     table = result.table.set_index("factor")
     assert table["reproducibility"].tolist() == pytest.approx([1.0, 1.0, 2 / 5])
@@ -94,13 +100,15 @@ def test_the_lone_programme_of_the_reference_is_switched_off():
 
 
 def test_consensus_rejects_bad_input():
-    _, pips = _planted_restarts()
+    _, pips, loadings = _planted_restarts()
     with pytest.raises(InvalidInputError, match="at least 2 restarts"):
         consensus_programmes(pips[:1])
     with pytest.raises(InvalidInputError, match="differ in shape"):
         consensus_programmes([pips[0], pips[1][:, :3]])
     with pytest.raises(InvalidInputError, match="min_share"):
         consensus_programmes(pips, min_share=1.5)
+    with pytest.raises(InvalidInputError, match="one W per restart"):
+        consensus_programmes(pips, loadings[:2])
 
 
 @pytest.fixture(scope="module")

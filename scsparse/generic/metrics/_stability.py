@@ -16,6 +16,8 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from scsparse.results import rank_biased_overlap
+
 from ._matching import factor_correlation
 from ._programmes import _indicator, _jaccard
 
@@ -66,59 +68,6 @@ def top_overlap(a: Sequence[int], b: Sequence[int], n: int = 10) -> float:
     return len(set(head_a) & set(head_b)) / depth
 
 
-def rank_biased_overlap(a: Sequence[int], b: Sequence[int], p: float = 0.9) -> float:
-    """Rank-biased overlap of two rankings (Webber, Moffat & Zobel 2010), extrapolated to infinite depth.
-
-    ``RBO = A_k p^k + (1 - p) sum_{d=1..k} p^(d-1) A_d``, where ``A_d`` is the share of the first ``d`` items the
-    two rankings have in common and ``k`` the depth both reach (the shorter length): the overlap seen at depth
-    ``k`` is assumed to continue (the paper's extrapolation for lists of equal length, applied to the first ``k``
-    items of each). With ``p = 0.9`` the first 10 ranks carry 65% of the weight, so the measure is about a
-    programme's core, and agreement at the top counts more than agreement further down.
-
-    Parameters
-    ----------
-    a, b
-        Rankings without repeats (strongest first).
-    p
-        Persistence, in ``(0, 1)``: how far down the rankings the comparison looks.
-
-    Returns
-    -------
-    float
-        In ``[0, 1]``: 1 for identical rankings, 0 for disjoint ones; ``nan`` when either is empty.
-
-    Examples
-    --------
-    >>> rank_biased_overlap([1, 2, 3], [1, 2, 3])
-    1.0
-    >>> round(rank_biased_overlap([1, 2, 3, 4], [2, 1, 3, 4]), 3)
-    0.9
-    >>> rank_biased_overlap([1, 2], [3, 4])
-    0.0
-    """
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"p must be in (0, 1), got {p}.")
-    k = min(len(a), len(b))
-    if k == 0:
-        return float("nan")
-    seen_a: set = set()
-    seen_b: set = set()
-    common = 0
-    total = 0.0
-    share = 0.0
-    for d in range(1, k + 1):
-        x, y = a[d - 1], b[d - 1]
-        if x == y:
-            common += 1
-        else:
-            common += (x in seen_b) + (y in seen_a)
-        seen_a.add(x)
-        seen_b.add(y)
-        share = common / d
-        total += p ** (d - 1) * share
-    return float(share * p**k + (1.0 - p) * total)
-
-
 @dataclass
 class ProgrammeSet:
     """One fit's programmes, as the agreement measures read them.
@@ -154,9 +103,12 @@ def programme_agreement(
 
     - ``jaccard``: programmes paired by a Hungarian assignment on their Jaccard index; the mean Jaccard index
       over the larger programme count (:func:`matched_programme_agreement`).
-    - ``top_overlap``: over the same pairs and denominator, the overlap of the ``n_top`` strongest genes
+    - ``rbo``: programmes paired by a Hungarian assignment on the rank-biased overlap of their rankings
+      (:func:`rank_biased_overlap`, strongest genes weighted most); the mean over the larger programme count. A
+      programme whose long tail overlaps another programme's is still paired with its own core, which the
+      Jaccard pairing can miss.
+    - ``top_overlap``: over the ``rbo`` pairs and denominator, the overlap of the ``n_top`` strongest genes
       (:func:`top_overlap`).
-    - ``rbo``: over the same pairs, the rank-biased overlap of the two rankings (:func:`rank_biased_overlap`).
     - ``loadings_corr``: active factors paired on ``|corr|`` of their loading columns (across genes), the mean
       ``|corr|`` over the larger factor count (``nan`` when a fit has no loadings).
     - ``n_active_diff``: the difference in the number of active factors (absolute).
@@ -200,14 +152,15 @@ def programme_agreement(
     else:
         jac = _jaccard(_indicator(a.programmes, n_genes), _indicator(b.programmes, n_genes))
         rows, cols = _match(jac)
-        tops = [top_overlap(a.programmes[i], b.programmes[j], n_top) for i, j in zip(rows, cols, strict=True)]
-        rbos = [
-            rank_biased_overlap(list(a.programmes[i]), list(b.programmes[j]), p)
-            for i, j in zip(rows, cols, strict=True)
-        ]
         out["jaccard"] = float(jac[rows, cols].sum() / n_prog)
+        # cores are paired on their rankings: a long tail shared with another programme does not steal the pair
+        ranked_a = [list(x) for x in a.programmes]
+        ranked_b = [list(x) for x in b.programmes]
+        rbo = np.array([[rank_biased_overlap(x, y, p) for y in ranked_b] for x in ranked_a])
+        rows, cols = _match(np.nan_to_num(rbo))
+        tops = [top_overlap(ranked_a[i], ranked_b[j], n_top) for i, j in zip(rows, cols, strict=True)]
         out["top_overlap"] = float(np.nansum(tops) / n_prog)
-        out["rbo"] = float(np.nansum(rbos) / n_prog)
+        out["rbo"] = float(np.nansum(rbo[rows, cols]) / n_prog)
     if a.loadings is None or b.loadings is None:
         out["loadings_corr"] = np.nan
     else:
