@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,16 +11,6 @@ from scsparse.generic.benchmarks import _stability as stability
 from scsparse.generic.benchmarks._report import provenance
 from scsparse.generic.benchmarks._stability import AGREEMENT_COLUMNS, RESULT_COLUMNS, VARIANTS, run_stability
 from scsparse.generic.metrics import AGREEMENT_MEASURES
-
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
-
-@pytest.fixture
-def offline_data(monkeypatch):
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"offline data copy not found at {SHARED_DATA}")
-    monkeypatch.setenv("SCSPARSE_DATA_DIR", str(SHARED_DATA))
-    monkeypatch.setenv("SCSPARSE_OFFLINE", "1")
 
 
 def test_variants_separate_the_seed_of_the_initial_weights_from_the_training():
@@ -76,7 +64,7 @@ def test_summary_reports_every_measure_and_the_targets():
     assert "default single fit cores (top-10 shared) >= 0.8: 0.70, not met" in text
 
 
-def test_quick_run_and_resume(offline_data, tmp_path, monkeypatch):
+def test_quick_run_and_resume(shared_data, tmp_path, monkeypatch):
     df = run_stability(tmp_path, quick=True, verbose=False)
     assert df["variant"].tolist() == ["default", "default"]
     assert (df["factors_kept"] >= 0).all() and np.isfinite(df["heldout_nll"]).all()
@@ -97,7 +85,7 @@ def test_quick_run_and_resume(offline_data, tmp_path, monkeypatch):
         run_stability(tmp_path, quick=True, resume=True, max_epochs=5, verbose=False)
 
 
-def test_quick_consensus_runs_use_disjoint_seeds(offline_data, tmp_path, monkeypatch):
+def test_quick_consensus_runs_use_disjoint_seeds(shared_data, tmp_path, monkeypatch):
     from dataclasses import replace
 
     monkeypatch.setitem(stability.VARIANTS, "consensus", replace(VARIANTS["consensus"], restarts=2))

@@ -38,6 +38,7 @@ __all__ = [
     "best_of_restarts",
     "check_corpus",
     "check_positive_int",
+    "chosen_names",
     "format_mean_sd",
     "markdown_table",
     "method_label",
@@ -172,6 +173,25 @@ def no_active_factor_note(n_active: pd.Series | Sequence[float], method: str = "
         "the number of rows) outweighs the data, and the few hundred optimiser steps do not let W grow past the "
         "slab threshold; the paper's data sets were 10-200x larger (documentation: Benchmarks)."
     ]
+
+
+def chosen_names(value: str | Sequence[str] | None, known: Sequence[str], what: str) -> list[str]:
+    """The names a ``--datasets`` / ``--methods`` option chose, in the order of ``known`` (``None``: all of them).
+
+    Examples
+    --------
+    >>> chosen_names("b, a", ["a", "b", "c"], "data set(s)")
+    ['a', 'b']
+    >>> chosen_names(None, ["a", "b"], "method(s)")
+    ['a', 'b']
+    """
+    if value is None:
+        return list(known)
+    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v) for v in value]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise ValueError(f"Unknown {what} {unknown}; choose from {', '.join(known)} (comma-separated).")
+    return [n for n in known if n in names]
 
 
 def check_positive_int(name: str, value: Any, *, optional: bool = False) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._common import check_positive_int, quiet_training_logs
+from ._common import check_positive_int, chosen_names, quiet_training_logs
 from ._peers_data import PEER_DATASETS, load_peer_dataset
 from ._peers_methods import PEER_METHODS, MethodUnavailable, PeerBudget, PeerFit, fit_peer
 from ._peers_metrics import METRICS, score_fit, stability_scores
@@ -55,16 +55,6 @@ _FULL = PeerBudget(
 _QUICK = PeerBudget(
     n_factors=5, max_epochs=100, n_top=50, restarts=2, consensus_restarts=2, cnmf_iterations=10, mofa_iterations=100
 )
-
-
-def _names(value: str | Sequence[str] | None, known: Sequence[str], what: str) -> list[str]:
-    if value is None:
-        return list(known)
-    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v) for v in value]
-    unknown = [n for n in names if n not in known]
-    if unknown or not names:
-        raise ValueError(f"Unknown {what} {unknown}; choose from {', '.join(known)} (comma-separated).")
-    return [n for n in known if n in names]
 
 
 def _warm_up() -> None:
@@ -291,8 +281,8 @@ def run_peers(
     seeds = (1 if quick else 3) if seeds is None else seeds
     check_positive_int("seeds", seeds)
     check_positive_int("max_epochs", max_epochs, optional=True)
-    chosen_data = _names(datasets, list(PEER_DATASETS), "data set(s)")
-    chosen_methods = _names(methods, [*PEER_METHODS, *MULTISTUDY_METHODS], "method(s)")
+    chosen_data = chosen_names(datasets, list(PEER_DATASETS), "data set(s)")
+    chosen_methods = chosen_names(methods, [*PEER_METHODS, *MULTISTUDY_METHODS], "method(s)")
     base = _QUICK if quick else _FULL
     budget = PeerBudget(**{**base.__dict__, "max_epochs": max_epochs or base.max_epochs})
     out_dir = make_output_dir(out)

@@ -39,7 +39,7 @@ import pandas as pd
 
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_agreement
 
-from ._common import check_positive_int, markdown_table, quiet_training_logs
+from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
 from ._peers_data import PEER_DATASETS, load_peer_dataset
 from ._peers_methods import PeerBudget, _measured, _sparsevae_model, _sparsevae_read
 from ._peers_metrics import score_fit
@@ -137,16 +137,6 @@ _LABELS = {
 _FULL = PeerBudget(n_factors=20, max_epochs=400)
 _QUICK = PeerBudget(n_factors=5, max_epochs=60)
 _MULTI_STUDY = {name for name, spec in PEER_DATASETS.items() if spec.study_key}
-
-
-def _names(value: str | Sequence[str] | None, known: Sequence[str], what: str) -> list[str]:
-    if value is None:
-        return list(known)
-    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v) for v in value]
-    unknown = [n for n in names if n not in known]
-    if unknown or not names:
-        raise ValueError(f"Unknown {what} {unknown}; choose from {', '.join(known)} (comma-separated).")
-    return [n for n in known if n in names]
 
 
 def _fit_path(out_dir: Path, dataset: str, variant: str, seed: int) -> Path:
@@ -361,8 +351,8 @@ def run_stability(
         raise ValueError(f"Stability needs at least 2 seeds, got {seeds}.")
     check_positive_int("max_epochs", max_epochs, optional=True)
     single = [n for n in PEER_DATASETS if n not in _MULTI_STUDY]
-    chosen_data = _names(datasets if datasets is not None or not quick else "kang", single, "data set(s)")
-    chosen = _names(methods if methods is not None or not quick else "default", list(VARIANTS), "variant(s)")
+    chosen_data = chosen_names(datasets if datasets is not None or not quick else "kang", single, "data set(s)")
+    chosen = chosen_names(methods if methods is not None or not quick else "default", list(VARIANTS), "variant(s)")
     base = _QUICK if quick else _FULL
     budget = PeerBudget(**{**base.__dict__, "max_epochs": max_epochs or base.max_epochs})
     out_dir = make_output_dir(out)
