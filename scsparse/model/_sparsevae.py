@@ -624,7 +624,9 @@ class SparseVAE(
         adata
             AnnData registered with :meth:`setup_anndata`.
         n_restarts
-            Number of fits (at least 2). The cost is that of ``n_restarts`` single fits, run one after another.
+            Number of fits (at least 2; with 2 and ``min_share=0.5`` the reference alone is half of the restarts,
+            so nothing is dropped: use 3 or more). The cost is that of ``n_restarts`` single fits, run one after
+            another.
         seeds
             The restarts' seeds (default: ``seed, seed + 1, ...`` from ``model_kwargs["seed"]``, else
             ``scvi.settings.seed``). Two consensus fits with disjoint seeds test the consensus itself.
