@@ -60,6 +60,8 @@ def test_summary_reports_every_measure_and_the_targets():
         stability.stability_summary(results, agreement, provenance("stability", {}), quick=False, total_seconds=60.0)
     )
     assert "programmes (Jaccard)" in text and "cores (top-10 shared)" in text and "0.70 ± 0.28" in text
+    header = next(line for line in text.splitlines() if line.startswith("| variant | programmes"))
+    assert header.count("|") == 8  # variant, five measures, pairs: no label breaks the table
     assert "default single fit programmes (Jaccard) >= 0.6: 0.70, met" in text
     assert "default single fit cores (top-10 shared) >= 0.8: 0.70, not met" in text
 
@@ -72,7 +74,15 @@ def test_quick_run_and_resume(shared_data, tmp_path, monkeypatch):
     assert list(agreement.columns) == AGREEMENT_COLUMNS and len(agreement) == 1
     values = agreement.loc[0, ["jaccard", "top_overlap", "rbo", "loadings_corr"]].astype(float)
     assert ((values >= 0) & (values <= 1)).all()
-    assert "# Stability of the programmes over seeds" in (tmp_path / "summary.md").read_text()
+    summary = (tmp_path / "summary.md").read_text()
+    assert "# Stability of the programmes over seeds" in summary and "not assessed (quick smoke run)" in summary
+    tables, current = [], []
+    for line in [*summary.splitlines(), ""]:
+        if line.startswith("|"):
+            current.append(line.count("|"))
+        elif current:
+            tables, current = [*tables, current], []
+    assert len(tables) == 2 and all(len(set(t)) == 1 for t in tables)  # every row has its header's columns
 
     def no_fit(*args, **kwargs):
         raise AssertionError("a saved fit was fitted again")

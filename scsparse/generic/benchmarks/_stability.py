@@ -43,7 +43,17 @@ from ._common import check_positive_int, chosen_names, markdown_table, quiet_tra
 from ._peers_data import PEER_DATASETS, load_peer_dataset
 from ._peers_methods import PeerBudget, _measured, _sparsevae_model, _sparsevae_read
 from ._peers_metrics import score_fit
-from ._report import make_output_dir, provenance, run_options, summary_head, write_results, write_summary, wrote_line
+from ._report import (
+    NOT_ASSESSED_QUICK,
+    make_output_dir,
+    provenance,
+    run_options,
+    summary_head,
+    target_verdict,
+    write_results,
+    write_summary,
+    wrote_line,
+)
 
 __all__ = ["AGREEMENT_COLUMNS", "RESULT_COLUMNS", "VARIANTS", "StabilityVariant", "run_stability"]
 
@@ -131,7 +141,7 @@ _LABELS = {
     "jaccard": "programmes (Jaccard)",
     "top_overlap": "cores (top-10 shared)",
     "rbo": "rankings (RBO, p = 0.9)",
-    "loadings_corr": "loadings (|corr|)",
+    "loadings_corr": "loadings (abs. correlation)",
     "n_active_diff": "active factors (difference)",
 }
 _FULL = PeerBudget(n_factors=20, max_epochs=400)
@@ -285,13 +295,11 @@ def stability_summary(
         lines.append(markdown_table(fits, ["variant"], shown, digits=2))
         lines.append("")
         default = part[part["variant"] == "default"]
-        if len(default) and not quick:
+        if len(default):
             for measure, target in TARGETS.items():
                 mean = float(default[measure].mean())
-                lines.append(
-                    f"- target: default single fit {_LABELS[measure]} >= {target}: {mean:.2f}, "
-                    f"{'met' if mean >= target else 'not met'}"
-                )
+                verdict = target_verdict(mean >= target, assessed=not quick, unassessed=NOT_ASSESSED_QUICK)
+                lines.append(f"- target: default single fit {_LABELS[measure]} >= {target}: {mean:.2f}, {verdict}")
             lines.append("")
     return lines
 
