@@ -65,13 +65,17 @@ def _rankings(pip: np.ndarray, loadings: np.ndarray | None, active: np.ndarray, 
     return [rank_genes(weights[:, k], pip[:, k], threshold).tolist() for k in active]
 
 
-def _matched(a: list[list[int]], b: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One-to-one matching of the ranked programmes ``a`` to ``b`` on their rank-biased overlap."""
+def _overlaps(a: list[list[int]], b: list[list[int]]) -> np.ndarray:
+    """Rank-biased overlap of every ranked programme of ``a`` with every one of ``b``."""
+    return np.array([[rank_biased_overlap(x, y) for y in b] for x in a]).reshape(len(a), len(b))
+
+
+def _matched(overlap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One-to-one matching of the rows to the columns of an overlap matrix (Hungarian, maximising)."""
     from scipy.optimize import linear_sum_assignment
 
-    rbo = np.array([[rank_biased_overlap(x, y) for y in b] for x in a]).reshape(len(a), len(b))
-    rows, cols = linear_sum_assignment(rbo, maximize=True)
-    return rows, cols, rbo[rows, cols]
+    rows, cols = linear_sum_assignment(overlap, maximize=True)
+    return rows, cols, overlap[rows, cols]
 
 
 def consensus_programmes(
@@ -141,14 +145,11 @@ def consensus_programmes(
         for r, p in enumerate(pips)
     ]
     # agreement of every pair of restarts: mean matched overlap over the larger number of programmes
+    overlaps = {(r, s): _overlaps(ranked[r], ranked[s]) for r in range(n_restarts) for s in range(r + 1, n_restarts)}
     pair = np.eye(n_restarts)
-    for r in range(n_restarts):
-        for s in range(r + 1, n_restarts):
-            n = max(active[r].size, active[s].size)
-            if n and min(active[r].size, active[s].size):
-                pair[r, s] = pair[s, r] = _matched(ranked[r], ranked[s])[2].sum() / n
-            else:
-                pair[r, s] = pair[s, r] = float(n == 0)
+    for (r, s), overlap in overlaps.items():
+        n = max(active[r].size, active[s].size)
+        pair[r, s] = pair[s, r] = _matched(overlap)[2].sum() / n if overlap.size else float(n == 0)
     mean_agreement = (pair.sum(1) - 1.0) / (n_restarts - 1)
     ref = int(np.argmax(mean_agreement))  # the first of equals
     ref_active = active[ref]
@@ -161,7 +162,7 @@ def consensus_programmes(
     for s in range(n_restarts):
         if s == ref or not ref_active.size or not active[s].size:
             continue
-        rows, cols, values = _matched(ranked[ref], ranked[s])
+        rows, cols, values = _matched(overlaps[(ref, s)] if ref < s else overlaps[(s, ref)].T)
         overlap[rows, s] = values
         sets = jaccard_matrix(pips[ref][:, ref_active] > pip_threshold, pips[s][:, active[s]] > pip_threshold)
         jaccard[rows, s] = sets[rows, cols]
