@@ -45,7 +45,8 @@ class Consensus:
         restarts that recover the programme, the reference included), ``agreement`` (mean Jaccard index of its
         genes with the matched programme of each other restart), ``n_genes`` (consensus ``p*`` above the
         threshold), ``n_anchor_genes`` (of those, genes in no other kept programme), ``identifiable`` (at least two
-        anchor genes, the condition of the model's identifiability) and ``kept``.
+        anchor genes, the condition of the model's identifiability) and ``kept`` (recovered by at least
+        ``min_share`` of the restarts, with at least one gene of consensus ``p*`` above the threshold).
     restarts
         One row per restart: ``restart`` (its position), ``n_active``, ``agreement`` (mean matched rank-biased
         overlap of its programmes with every other restart's, unmatched programmes counting 0) and ``reference``.
@@ -171,7 +172,8 @@ def consensus_programmes(
         pip[:, ref_active[rows[hit]]] += pips[s][:, active[s][cols[hit]]]
     pip /= n_restarts
     reproducibility = recovered.mean(1)
-    kept = reproducibility >= min_share
+    # a programme found often enough but whose genes no majority of the restarts shares has no consensus genes
+    kept = (reproducibility >= min_share) & (pip[:, ref_active] > pip_threshold).any(0)
     drop = np.ones(n_factors, dtype=bool)
     drop[ref_active[kept]] = False
     pip[:, drop] = 0.0
