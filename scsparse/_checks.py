@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import math
+import numbers
 from collections.abc import Iterable
+from typing import Any
 
-__all__ = ["InvalidInputError", "accepted_keywords", "check_keywords", "did_you_mean"]
+__all__ = [
+    "InvalidInputError",
+    "accepted_keywords",
+    "check_choice",
+    "check_integer",
+    "check_keywords",
+    "check_real",
+    "did_you_mean",
+]
 
 
 class InvalidInputError(ValueError):
@@ -66,3 +77,78 @@ def did_you_mean(key: str, options: Iterable[str]) -> str:
     """
     close = difflib.get_close_matches(str(key), [str(o) for o in options], n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_integer(name: str, value: Any, *, minimum: int = 1, fix: str = "") -> int:
+    """``value`` as an ``int`` if it is a whole number of at least ``minimum``; otherwise say what to pass.
+
+    Examples
+    --------
+    >>> check_integer("n_latent", 20)
+    20
+    >>> check_integer("n_latent", 2.5, fix="It is the number of factors.")
+    Traceback (most recent call last):
+    ...
+    scsparse._checks.InvalidInputError: n_latent must be a whole number >= 1, got 2.5. It is the number of factors.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        hint = f" {fix}" if fix else ""
+        raise InvalidInputError(f"{name} must be a whole number >= {minimum}, got {value!r}.{hint}")
+    return int(value)
+
+
+def check_real(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    fix: str = "",
+) -> float:
+    """``value`` as a ``float`` if it is a finite number in the interval; otherwise say which interval.
+
+    Examples
+    --------
+    >>> check_real("lr", 1e-3, low=0, low_open=True)
+    0.001
+    >>> check_real("dropout_rate", 1.0, low=0, high=1, high_open=True)
+    Traceback (most recent call last):
+    ...
+    scsparse._checks.InvalidInputError: dropout_rate must be a number in [0, 1), got 1.0.
+    """
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (low is None or (value > low if low_open else value >= low))
+    ok = ok and (high is None or (value < high if high_open else value <= high))
+    if ok:
+        return float(value)
+    if low is not None and high is not None:
+        where = f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    elif low is not None:
+        where = f"{'>' if low_open else '>='} {low:g}"
+    elif high is not None:
+        where = f"{'<' if high_open else '<='} {high:g}"
+    else:
+        where = "finite"
+    raise InvalidInputError(f"{name} must be a number {where}, got {value!r}." + (f" {fix}" if fix else ""))
+
+
+def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
+    """``value`` if it is one of ``choices``; otherwise name them and the closest one.
+
+    Examples
+    --------
+    >>> check_choice("likelihood", "nbb", ("nb", "poisson"))
+    Traceback (most recent call last):
+    ...
+    scsparse._checks.InvalidInputError: likelihood must be one of 'nb', 'poisson', got 'nbb' (did you mean 'nb'?).
+    """
+    options = tuple(choices)
+    if isinstance(value, str) and value in options:
+        return value
+    raise InvalidInputError(
+        f"{name} must be one of {', '.join(map(repr, options))}, got {value!r}"
+        + (did_you_mean(value, options) if isinstance(value, str) else "")
+        + "."
+    )

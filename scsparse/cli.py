@@ -4,7 +4,7 @@ The CLI is thin: it parses arguments and calls the library (:func:`scsparse._dem
 :func:`scsparse.tl.sparse_vae`, :func:`scsparse.generic.benchmarks.run`). Heavy packages (scvi-tools,
 scanpy, torch) are imported inside the handlers, so ``scsparse --help`` is fast. Errors caused by the input
 (missing file or layer, non-count data, taken keys, ...) are printed as one line, ``scsparse: error: ...``,
-with exit status 2.
+with exit status 2; a fit that kept no factor exits with status 3.
 """
 
 from __future__ import annotations
@@ -19,17 +19,23 @@ from pathlib import Path
 __all__ = ["build_parser", "main"]
 
 PROG = "scsparse"
-GENE_LIKELIHOODS = ("nb", "zinb", "poisson", "multinomial", "normal")
 EXIT_INPUT_ERROR = 2
+EXIT_NO_FACTOR = 3
 
 
 class CLIError(Exception):
     """An error to report as one line with exit status 2."""
 
 
-def _fail(message: str) -> int:
+def _fail(message: str, status: int = EXIT_INPUT_ERROR) -> int:
     print(f"{PROG}: error: {message}", file=sys.stderr)
-    return EXIT_INPUT_ERROR
+    return status
+
+
+def _say(args: argparse.Namespace, message: str) -> None:
+    """A progress line on stdout, unless ``--quiet``."""
+    if not getattr(args, "quiet", False):
+        print(message, flush=True)
 
 
 def _input_errors() -> tuple[type[BaseException], ...]:
@@ -159,11 +165,12 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     missing = [c for c in args.groupby or [] if c not in adata.obs.columns]
     if missing:  # before training, not after
         raise CLIError(f"--groupby: no column {missing} in the input's obs (columns: {list(adata.obs.columns)}).")
-    print(f"{PROG} fit: {adata.n_obs} cells x {adata.n_vars} genes from {in_path}", flush=True)
+    _say(args, f"{PROG} fit: {adata.n_obs} cells x {adata.n_vars} genes from {in_path}")
 
     from scsparse import tl
 
     start = time.perf_counter()
+    model_kwargs, train_kwargs = _fit_options(args)
     common = {
         "layer": args.layer,
         "batch_key": args.batch_key,
@@ -171,12 +178,14 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         "max_epochs": args.max_epochs,
         "seed": args.seed,
         "overwrite": args.overwrite,
+        "model_kwargs": model_kwargs,
+        "train_kwargs": train_kwargs,
     }
     if args.study_key is None:
-        key = args.key_added or "sparsevae"
+        key = "sparsevae" if args.key_added is None else args.key_added
         model = tl.sparse_vae(adata, n_latent=args.n_latent, key_added=key, n_restarts=args.restarts, **common)
     else:
-        key = args.key_added or "mssvae"
+        key = "mssvae" if args.key_added is None else args.key_added
         if args.n_latent_specific is not None:
             common["n_latent_specific"] = args.n_latent_specific
         model = tl.multistudy_sparse_vae(adata, args.study_key, n_latent_shared=args.n_latent, key_added=key, **common)
@@ -186,20 +195,46 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     out_path.parent.mkdir(parents=True, exist_ok=True)
     adata.write_h5ad(out_path)
     written = ", ".join(f"{attr}[{name!r}]" for attr, names in model.result_keys(key).items() for name in names)
-    print(
+    _say(
+        args,
         f"{PROG} fit: {len(active)} active factor(s) of {len(uns['factor_names'])} in "
         f"{time.perf_counter() - start:.0f} s; wrote {out_path} ({written})"
-        + (f" and {len(figures)} figure(s) in {args.figures}" if figures else "")
+        + (f" and {len(figures)} figure(s) in {args.figures}" if figures else ""),
     )
     consensus = getattr(model, "consensus_", None)
     if consensus is not None:
         kept = consensus[consensus["kept"]]
-        print(
+        _say(
+            args,
             f"{PROG} fit: consensus of {args.restarts} restarts: {len(kept)} of {len(consensus)} programmes reproduce "
             f"(recovered by at least half of the restarts), {int(kept['identifiable'].sum())} identifiable; see "
-            f"uns[{key!r}]['consensus']"
+            f"uns[{key!r}]['consensus']",
+        )
+    if not active:
+        return _fail(
+            f"no factor was kept: every entry of W went to the spike, so {out_path} holds no programme. Small data "
+            "need more optimiser steps or a mask that starts deeper in the slab: try a smaller --batch-size "
+            "(e.g. 32), more --max-epochs, or --w-init 1.0 (user guide: Choosing settings, 'How long to train').",
+            EXIT_NO_FACTOR,
         )
     return 0
+
+
+def _fit_options(args: argparse.Namespace) -> tuple[dict, dict]:
+    """The model's and ``train()``'s options ``scsparse fit`` was given (those left out keep their defaults)."""
+    model_kwargs: dict = {}
+    if args.n_hidden is not None:
+        model_kwargs["n_hidden"] = args.n_hidden
+    if args.w_init is not None:
+        model_kwargs["decoder_kwargs"] = {"w_init": args.w_init}
+    if args.mask_init is not None:
+        model_kwargs["mask_init"] = args.mask_init
+    train_kwargs: dict = {"enable_progress_bar": not args.quiet and sys.stdout.isatty()}
+    if args.batch_size is not None:
+        train_kwargs["batch_size"] = args.batch_size
+    if args.lr is not None:
+        train_kwargs["lr"] = args.lr
+    return model_kwargs, train_kwargs
 
 
 def _benchmark_names() -> list[str] | None:
@@ -274,6 +309,26 @@ def _positive_int(text: str) -> int:
     return _int_at_least(text, 1)
 
 
+def _batch_size(text: str) -> int:
+    return _int_at_least(text, 2)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from exc
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _key(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("expected a non-empty key, e.g. sparsevae")
+    return text
+
+
 def _specific_factors(text: str) -> int | dict[str, int]:
     """``--n-latent-specific``: one count for every study (``3``) or per study (``stim=3,ctrl=0``)."""
     if "=" not in text:
@@ -327,6 +382,7 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     from scsparse._demo import DEFAULT_LR, DEFAULT_MAX_EPOCHS, DEFAULT_N_HIDDEN  # stdlib-only at import
+    from scsparse._options import GENE_LIKELIHOODS, MASK_INITS  # stdlib-only
 
     demo = sub.add_parser(
         "demo",
@@ -422,7 +478,45 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         "fit; default: %(default)s, a single fit)",
     )
     fit.add_argument(
+        "--batch-size",
+        type=_batch_size,
+        default=None,
+        metavar="B",
+        help="cells per minibatch (default: 128); smaller batches give small data sets more optimiser steps",
+    )
+    fit.add_argument(
+        "--lr", type=_positive_float, default=None, metavar="LR", help="Adam learning rate (default: 1e-2)"
+    )
+    fit.add_argument(
+        "--n-hidden",
+        type=_positive_int,
+        default=None,
+        metavar="H",
+        help="width of the encoder's and decoder's hidden layers (default: 128)",
+    )
+    fit.add_argument(
+        "--w-init",
+        type=_positive_float,
+        default=None,
+        metavar="W",
+        help="initial value of the mask W (default: the decoder's); 1.0 starts it deeper in the slab, so fewer "
+        "entries go to the spike early: the rescue when a small data set keeps no factor",
+    )
+    fit.add_argument(
+        "--mask-init",
+        choices=MASK_INITS,
+        default=None,
+        help="how W starts: 'constant' (default) or 'nmf', from an NMF of the normalised counts",
+    )
+    fit.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines and no progress bar on stdout (warnings and errors still go to stderr); the bar "
+        "is also off when stdout is not a terminal",
+    )
+    fit.add_argument(
         "--key-added",
+        type=_key,
         default=None,
         metavar="KEY",
         help="prefix of the keys (default: sparsevae, or mssvae with --study-key)",
@@ -523,8 +617,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        Exit status: 0 on success, 2 for bad input (printed as ``scsparse: error: ...``). Usage errors exit
-        through :class:`SystemExit` with status 2, as argparse does.
+        Exit status: 0 on success, 2 for bad input (printed as ``scsparse: error: ...``), 3 when ``scsparse fit``
+        kept no factor (the output file is written, and the message says how to rescue the fit). Usage errors
+        exit through :class:`SystemExit` with status 2, as argparse does.
 
     Examples
     --------

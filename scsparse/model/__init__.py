@@ -8,6 +8,7 @@ from ._consensus import consensus_of
 from ._multistudy import MultiStudySparseVAE
 from ._select import select_best
 from ._sparsevae import SparseVAE
+from ._validation import ZeroGenesWarning
 
 __all__ = [
     "FactorResponse",
@@ -15,6 +16,7 @@ __all__ = [
     "MultiStudySparseVAE",
     "NoActiveFactorWarning",
     "SparseVAE",
+    "ZeroGenesWarning",
     "consensus_of",
     "select_best",
 ]

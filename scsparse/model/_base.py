@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from anndata import AnnData
 from scvi import REGISTRY_KEYS
+from scvi.data._utils import _get_adata_minify_type
 from scvi.utils import unsupported_if_adata_minified
 
 from scsparse._checks import InvalidInputError
 from scsparse._matrix import get_matrix
+from scsparse._options import COUNT_LIKELIHOODS
 from scsparse._provenance import package_versions
 from scsparse.nn import warn_no_active_factor
 from scsparse.results import (
@@ -24,7 +27,7 @@ from scsparse.results import (
 )
 
 from ._orientation import orientation_signs
-from ._validation import DataScan, scan_anndata
+from ._validation import DataScan, check_anndata, check_counts, conform_genes, scan_anndata
 
 if TYPE_CHECKING:
     from scsparse.train import SettledStopping
@@ -75,6 +78,40 @@ class SparseFactorMixin:
                 total += float((loss.reconstruction_loss_sum + loss.kl_local_sum).item())
             penalty = float(self.module.global_penalty())
         return total / n_obs + penalty / n_obs
+
+    def _result_key(self, key_added: str | None) -> str:
+        """``key_added``, or the model's default key when it is ``None``; an empty or non-string key is refused."""
+        if key_added is None:
+            return self._default_key
+        if not isinstance(key_added, str) or not key_added:
+            raise InvalidInputError(
+                f"key_added must be a non-empty string, got {key_added!r}; None writes under {self._default_key!r}."
+            )
+        return key_added
+
+    # ------------------------------------------------------------------ new data
+    def _validate_anndata(self, adata: AnnData | None = None, copy_if_view: bool = True) -> AnnData:
+        """scvi-tools' check of an AnnData given to a method, after ours: genes by name, counts checked.
+
+        An AnnData other than the model's own is read with the model's genes in the model's order (a copy
+        when they are ordered otherwise or there are more; an error when some are missing), and one that is
+        not set up yet gets the set-up checks of its counts before scvi-tools transfers the set-up to it.
+        """
+        if adata is not None and adata is not self.adata:
+            adata = conform_genes(adata, self._gene_names, type(self).__name__)
+            self._check_new_counts(adata)
+        return super()._validate_anndata(adata, copy_if_view=copy_if_view)
+
+    def _check_new_counts(self, adata: AnnData) -> None:
+        """The set-up checks of the counts, once per AnnData object (methods validate their AnnData repeatedly)."""
+        checked = self.__dict__.setdefault("_counts_checked", {})
+        ref = checked.get(id(adata))
+        if (ref is not None and ref() is adata) or _get_adata_minify_type(adata) is not None:
+            return
+        scan = check_anndata(adata, self._layer(), allow_zero_genes=True)
+        if self.module.gene_likelihood in COUNT_LIKELIHOODS:
+            check_counts(scan, adata.obs_names, self.module.gene_likelihood)
+        checked[id(adata)] = weakref.ref(adata)
 
     # ------------------------------------------------------------------ accessors
     def _layer(self) -> str | None:
@@ -348,7 +385,7 @@ class SparseFactorMixin:
         >>> model.result_keys("svae")  # doctest: +SKIP
         {'obsm': ['X_svae'], 'varm': ['svae_W', 'svae_pip'], 'uns': ['svae']}
         """
-        return result_keys(key_added or self._default_key)
+        return result_keys(self._result_key(key_added))
 
     @unsupported_if_adata_minified
     def write_results(
@@ -395,7 +432,7 @@ class SparseFactorMixin:
         >>> model.write_results(adata, key_added="sparsevae")
         >>> adata.obsm["X_sparsevae"].shape
         """
-        key = key_added or self._default_key
+        key = self._result_key(key_added)
         adata = self.adata if adata is None else adata
         if adata is None:
             raise InvalidInputError(

@@ -16,10 +16,7 @@ import scipy.sparse as sp
 
 from scsparse._matrix import get_matrix
 
-__all__ = ["INIT_CELLS", "MASK_INITS", "mask_start"]
-
-#: The starts of ``W`` a model offers (``SparseVAE(mask_init=...)``).
-MASK_INITS: tuple[str, ...] = ("nmf", "constant")
+__all__ = ["INIT_CELLS", "mask_start"]
 
 #: At most this many cells (evenly spaced, the same for every seed) enter the factorisation.
 INIT_CELLS = 10_000

@@ -13,7 +13,8 @@ from scvi.data import AnnDataManager
 from scvi.data.fields import CategoricalObsField, LayerField
 from scvi.utils import unsupported_if_adata_minified
 
-from scsparse._checks import InvalidInputError
+from scsparse._checks import InvalidInputError, check_integer
+from scsparse._options import GeneLikelihood
 from scsparse.module import STUDY_KEY, MultiStudySparseVAEModule
 from scsparse.results import check_keys_free, result_keys, write_multistudy_results
 
@@ -22,6 +23,7 @@ from ._validation import (
     check_anndata,
     check_batch_key,
     check_covariates,
+    check_model_arguments,
     check_query_genes,
     check_study_key,
     check_study_names,
@@ -155,7 +157,7 @@ class MultiStudySparseVAE(SparseVAE):
         n_latent_specific: int | Mapping[str, int] = 5,
         n_hidden: int = 128,
         n_layers: int = 1,
-        gene_likelihood: Literal["nb", "zinb", "poisson", "multinomial", "normal"] = "nb",
+        gene_likelihood: GeneLikelihood = "nb",
         lambda0: float = 10.0,
         lambda1: float = 1.0,
         a: float = 1.0,
@@ -164,6 +166,11 @@ class MultiStudySparseVAE(SparseVAE):
         seed: int | None = None,
         **module_kwargs: Any,
     ) -> None:
+        check_integer("n_latent_shared", n_latent_shared, minimum=0, fix="The number of shared factors (e.g. 10).")
+        check_model_arguments(
+            n_hidden=n_hidden, n_layers=n_layers, gene_likelihood=gene_likelihood, lambda0=lambda0,
+            lambda1=lambda1, a=a, b=b, dropout_rate=dropout_rate, seed=seed,
+        )  # fmt: skip
         super(SparseVAE, self).__init__(adata)
         self._check_module_kwargs(module_kwargs)
         studies = self.studies
@@ -173,11 +180,17 @@ class MultiStudySparseVAE(SparseVAE):
                 raise InvalidInputError(
                     f"n_latent_specific names unknown studies {unknown}; the studies are {studies}."
                 )
-            per_study = [int(n_latent_specific.get(s, 0)) for s in studies]
+            per_study = [
+                check_integer(f"n_latent_specific[{s!r}]", n_latent_specific.get(s, 0), minimum=0) for s in studies
+            ]
         else:
-            per_study = [int(n_latent_specific)] * len(studies)
-        if min(per_study) < 0 or n_latent_shared < 0 or n_latent_shared + sum(per_study) == 0:
-            raise InvalidInputError("Numbers of factors must be non-negative and not all zero.")
+            fix = "It is the number of factors specific to each study (e.g. 5), or a dict study -> number."
+            per_study = [check_integer("n_latent_specific", n_latent_specific, minimum=0, fix=fix)] * len(studies)
+        if n_latent_shared + sum(per_study) == 0:
+            raise InvalidInputError(
+                "n_latent_shared and n_latent_specific are all 0: the model has no factor. Give at least one "
+                "(e.g. n_latent_shared=10)."
+            )
         sigma_prior_xi = self._check_data_and_seed(gene_likelihood, seed)
         with self._initialisation_rng():
             self.module = self._module_cls(
@@ -537,7 +550,7 @@ class MultiStudySparseVAE(SparseVAE):
         >>> model.result_keys()["varm"][:4]  # doctest: +SKIP
         ['mssvae_W_shared', 'mssvae_pip_shared', 'mssvae_W_control', 'mssvae_pip_control']
         """
-        return result_keys(key_added or self._default_key, self.studies)
+        return result_keys(self._result_key(key_added), self.studies)
 
     @unsupported_if_adata_minified
     def write_results(
@@ -563,7 +576,7 @@ class MultiStudySparseVAE(SparseVAE):
 
         Nothing is written if any key exists, unless ``overwrite=True``.
         """
-        key = key_added or self._default_key
+        key = self._result_key(key_added)
         adata = self.adata if adata is None else adata
         self._check_same_genes(adata)
         check_keys_free(adata, self.result_keys(key), overwrite)

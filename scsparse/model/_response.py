@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from scsparse._checks import InvalidInputError
-from scsparse.module import COUNT_LIKELIHOODS
+from scsparse._options import COUNT_LIKELIHOODS
 from scsparse.results import FactorResponse, resolve_factors
 
 __all__ = ["factor_response"]

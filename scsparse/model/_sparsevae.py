@@ -27,9 +27,10 @@ from scvi.model._utils import get_max_epochs_heuristic, use_distributed_sampler
 from scvi.model.base import BaseMinifiedModeModelClass, RNASeqMixin, UnsupervisedTrainingMixin, VAEMixin
 from scvi.utils import unsupported_if_adata_minified
 
-from scsparse._checks import InvalidInputError, accepted_keywords, check_keywords
+from scsparse._checks import InvalidInputError, accepted_keywords, check_choice, check_integer, check_keywords
 from scsparse._matrix import column_variances, get_matrix, iter_row_chunks
-from scsparse.module import COUNT_LIKELIHOODS, SparseVAEModule
+from scsparse._options import COUNT_LIKELIHOODS, LATENT_PRIORS, MASK_INITS, GeneLikelihood, LatentPrior, MaskInit
+from scsparse.module import SparseVAEModule
 from scsparse.nn import MaskedDecoder, calibrate_inverse_gamma, flush_denormals
 from scsparse.results import FactorResponse
 from scsparse.train import SettledStopping, SparseVAETrainingPlan, clean_training_output
@@ -37,10 +38,18 @@ from scsparse.train import SettledStopping, SparseVAETrainingPlan, clean_trainin
 from ._base import SparseFactorMixin
 from ._batch_query import BatchQueryMixin
 from ._consensus import fit_consensus
-from ._init import MASK_INITS, mask_start
+from ._de import CheckedDEMixin
+from ._init import mask_start
 from ._response import factor_response
 from ._seeding import seeded
-from ._validation import check_anndata, check_batch_key, check_counts, check_covariates
+from ._validation import (
+    check_anndata,
+    check_batch_key,
+    check_counts,
+    check_covariates,
+    check_model_arguments,
+    check_train_arguments,
+)
 
 __all__ = ["SparseVAE"]
 
@@ -67,6 +76,7 @@ def covariate_fields(
 
 class SparseVAE(
     SparseFactorMixin,
+    CheckedDEMixin,
     BatchQueryMixin,
     RNASeqMixin,
     VAEMixin,
@@ -151,21 +161,26 @@ class SparseVAE(
         n_latent: int = 20,
         n_hidden: int = 128,
         n_layers: int = 1,
-        gene_likelihood: Literal["nb", "zinb", "poisson", "multinomial", "normal"] = "nb",
+        gene_likelihood: GeneLikelihood = "nb",
         lambda0: float = 10.0,
         lambda1: float = 1.0,
         a: float = 1.0,
         b: float | None = None,
         dropout_rate: float = 0.1,
         seed: int | None = None,
-        latent_prior: Literal["identity", "correlated"] = "identity",
-        mask_init: Literal["nmf", "constant"] = "constant",
+        latent_prior: LatentPrior = "identity",
+        mask_init: MaskInit = "constant",
         registry: dict | None = None,
         **module_kwargs: Any,
     ) -> None:
+        check_integer("n_latent", n_latent, fix="It is the upper bound on the number of factors (e.g. 20).")
+        check_model_arguments(
+            n_hidden=n_hidden, n_layers=n_layers, gene_likelihood=gene_likelihood, lambda0=lambda0,
+            lambda1=lambda1, a=a, b=b, dropout_rate=dropout_rate, seed=seed,
+        )  # fmt: skip
+        check_choice("latent_prior", latent_prior, LATENT_PRIORS)
+        check_choice("mask_init", mask_init, MASK_INITS)
         super().__init__(adata, registry)
-        if mask_init not in MASK_INITS:
-            raise InvalidInputError(f"mask_init must be one of {MASK_INITS}, got {mask_init!r}.")
         self.mask_init = mask_init
         self._check_module_kwargs(module_kwargs)
         sigma_prior_xi = self._check_data_and_seed(gene_likelihood, seed)
@@ -468,9 +483,13 @@ class SparseVAE(
         >>> model.train(max_epochs=100)
         >>> model.train(max_epochs=100, accelerator="gpu", devices=-1, strategy="ddp_find_unused_parameters_true")
         """
+        n_cells = self._datamodule_cells(datamodule) if datamodule is not None else self.adata.n_obs
+        check_train_arguments(
+            n_cells=n_cells, max_epochs=max_epochs, lr=lr, batch_size=batch_size, train_size=train_size,
+            kl_warmup_fraction=kl_warmup_fraction, seed=seed,
+        )  # fmt: skip
         self.seed = self.seed if seed is None else int(seed)
         self.factors_oriented_ = False
-        n_cells = self._datamodule_cells(datamodule) if datamodule is not None else self.adata.n_obs
         if max_epochs is None:
             max_epochs = get_max_epochs_heuristic(n_cells)
         warmup = max(1, round(kl_warmup_fraction * max_epochs)) if kl_warmup_fraction > 0 else None
@@ -624,9 +643,9 @@ class SparseVAE(
         adata
             AnnData registered with :meth:`setup_anndata`.
         n_restarts
-            Number of fits (at least 2; with 2 and ``min_share=0.5`` the reference alone is half of the restarts,
-            so nothing is dropped: use 3 or more). The cost is that of ``n_restarts`` single fits, run one after
-            another.
+            Number of fits (at least 2; with 2, a programme is kept only when both find it and share its genes:
+            use 3 or more to tell how often a programme is found). The cost is that of ``n_restarts`` single fits,
+            run one after another.
         seeds
             The restarts' seeds (default: ``seed, seed + 1, ...`` from ``model_kwargs["seed"]``, else
             ``scvi.settings.seed``). Two consensus fits with disjoint seeds test the consensus itself.

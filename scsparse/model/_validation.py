@@ -5,23 +5,29 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from anndata import AnnData
 
-from scsparse._checks import InvalidInputError, did_you_mean
+from scsparse._checks import InvalidInputError, check_choice, check_integer, check_real, did_you_mean
 from scsparse._matrix import get_matrix, iter_row_chunks
+from scsparse._options import GENE_LIKELIHOODS
 from scsparse.results import DataHasher, study_key_name
 
 __all__ = [
     "DataScan",
+    "ZeroGenesWarning",
     "check_anndata",
     "check_batch_key",
     "check_counts",
+    "check_model_arguments",
     "check_study_key",
+    "check_train_arguments",
     "check_unique_gene_names",
+    "conform_genes",
     "scan_anndata",
 ]
 
@@ -53,6 +59,10 @@ def _check_backed_storage(adata: AnnData, layer: str | None, matrix) -> None:
 
 def _values(block) -> np.ndarray:
     return block.data if sp.issparse(block) else block.ravel()
+
+
+class ZeroGenesWarning(UserWarning):
+    """Genes with zero counts in every cell: kept, but they carry no information."""
 
 
 @dataclass(frozen=True)
@@ -134,8 +144,10 @@ def scan_anndata(adata: AnnData, layer: str | None) -> DataScan:
 def check_anndata(adata: AnnData, layer: str | None, *, allow_zero_genes: bool = False) -> DataScan:
     """Shape, unique gene names, missing layer, NaN/inf and all-zero genes, in one pass over the matrix.
 
-    ``allow_zero_genes``: a query mapped onto a reference keeps the reference's genes, some of which it may
-    not have measured (zero counts, :meth:`scsparse.model.SparseVAE.prepare_query_anndata`).
+    Genes that are zero in every cell are kept, as scvi-tools keeps them (subsampling cells creates them), with a
+    :class:`ZeroGenesWarning` that says how to drop them; ``allow_zero_genes=True`` keeps them without it (a query
+    mapped onto a reference keeps the reference's genes, some of which it may not have measured:
+    :meth:`scsparse.model.SparseVAE.prepare_query_anndata`).
 
     Returns
     -------
@@ -165,13 +177,92 @@ def check_anndata(adata: AnnData, layer: str | None, *, allow_zero_genes: bool =
         )
     if scan.zero_genes.size and not allow_zero_genes:
         names = ", ".join(map(str, adata.var_names[scan.zero_genes[:5]]))
-        raise InvalidInputError(
-            f"{scan.zero_genes.size} gene(s) are zero in every cell of {scan.where} (e.g. {names}). "
-            "They carry no information; remove them first, e.g. with "
-            "`adata = adata[:, adata.X.sum(0).A1 > 0].copy()` or "
-            "`scanpy.pp.filter_genes(adata, min_cells=1)`."
+        keep = f"np.asarray({scan.where}.sum(axis=0)).ravel() > 0"
+        warnings.warn(
+            f"{scan.zero_genes.size} gene(s) are zero in every cell of {scan.where} (e.g. {names}). They are "
+            "kept and carry no information (their mask rows go to the spike); to drop them first: "
+            f"`adata = adata[:, {keep}].copy()`.",
+            ZeroGenesWarning,
+            stacklevel=3,
         )
     return scan
+
+
+def check_model_arguments(
+    *,
+    n_hidden: Any,
+    n_layers: Any,
+    gene_likelihood: Any,
+    lambda0: Any,
+    lambda1: Any,
+    a: Any,
+    b: Any,
+    dropout_rate: Any,
+    seed: Any,
+) -> None:
+    """The constructor arguments both models share, each refused with its name, its value and the fix.
+
+    Raises
+    ------
+    InvalidInputError
+        For the first argument out of range.
+    """
+    check_integer("n_hidden", n_hidden, fix="It is the width of the encoder's and decoder's hidden layers (e.g. 128).")
+    check_integer("n_layers", n_layers, fix="It is the number of hidden layers (e.g. 1).")
+    check_choice("gene_likelihood", gene_likelihood, GENE_LIKELIHOODS)
+    check_real("lambda1", lambda1, low=0, low_open=True, fix="It is the slab's Laplace rate (default 1).")
+    check_real(
+        "lambda0", lambda0, low=float(lambda1), low_open=True,
+        fix=f"The spike's rate must exceed the slab's (lambda1={lambda1}); the default is 10.",
+    )  # fmt: skip
+    check_real("a", a, low=0, low_open=True, fix="It is the first Beta parameter of the factors' weights (default 1).")
+    if b is not None:
+        check_real("b", b, low=0, low_open=True, fix="None sets it to the number of genes.")
+    check_real("dropout_rate", dropout_rate, low=0, high=1, high_open=True, fix="The default is 0.1.")
+    if seed is not None:
+        check_integer("seed", seed, minimum=0, fix="None uses scvi.settings.seed.")
+
+
+def check_train_arguments(
+    *,
+    n_cells: int,
+    max_epochs: Any,
+    lr: Any,
+    batch_size: Any,
+    train_size: Any,
+    kl_warmup_fraction: Any,
+    seed: Any,
+) -> None:
+    """The arguments of ``train()``, each refused with its name, its value and the fix, before training starts.
+
+    Raises
+    ------
+    InvalidInputError
+        For the first argument out of range, or too few cells to train on.
+    """
+    if n_cells < 2:
+        raise InvalidInputError(
+            f"Training needs at least 2 cells; the data have {n_cells}. Set the model up on an AnnData with more "
+            "cells (a few hundred find the strong programmes)."
+        )
+    if max_epochs is not None:
+        check_integer("max_epochs", max_epochs, fix="None chooses it from the number of cells.")
+    check_real("lr", lr, low=0, low_open=True, fix="The default, 1e-2, suits most data.")
+    check_integer(
+        "batch_size", batch_size, minimum=2,
+        fix="Batch normalisation needs at least 2 cells per minibatch; the default is 128.",
+    )  # fmt: skip
+    if train_size is not None:
+        check_real(
+            "train_size", train_size, low=0, high=1, low_open=True,
+            fix="It is the share of cells trained on; the rest is the validation set (default 0.9).",
+        )  # fmt: skip
+    check_real(
+        "kl_warmup_fraction", kl_warmup_fraction, low=0, high=1,
+        fix="It is the share of max_epochs over which the KL term is warmed up (default 0.25; 0: none).",
+    )  # fmt: skip
+    if seed is not None:
+        check_integer("seed", seed, minimum=0, fix="None keeps the model's seed.")
 
 
 def check_unique_gene_names(adata: AnnData) -> None:
@@ -204,6 +295,47 @@ def check_unique_gene_names(adata: AnnData) -> None:
     )
 
 
+def conform_genes(adata: AnnData, genes: pd.Index, model_name: str) -> AnnData:
+    """``adata`` with exactly the model's genes in the model's order, matched by name, never by position.
+
+    Parameters
+    ----------
+    adata
+        Cells given to a trained model's method.
+    genes
+        The model's genes, in order.
+    model_name
+        The model class, named in the message.
+
+    Returns
+    -------
+    AnnData
+        ``adata`` itself when its genes are the model's in the same order; otherwise a copy subset and ordered
+        by name (the same genes in another order, or more genes than the model's). ``adata`` is not changed.
+
+    Raises
+    ------
+    InvalidInputError
+        When genes of the model are missing from ``adata`` (other genes, or other names for them) or when its
+        gene names repeat, with how to fix it.
+    """
+    names = pd.Index(np.asarray(adata.var_names, dtype=str))
+    genes = pd.Index(np.asarray(genes, dtype=str))
+    if names.equals(genes):
+        return adata
+    check_unique_gene_names(adata)
+    missing = genes.difference(names, sort=False)
+    if missing.size:
+        shown = ", ".join(map(str, missing[:5]))
+        raise InvalidInputError(
+            f"{missing.size} of the model's {genes.size} genes are not in adata.var_names (e.g. {shown}); the "
+            "model reads each gene by its name. Give cells measured on the model's genes under the same names "
+            f"(check adata.var_names against model.adata.var_names), or map new cells with "
+            f"`{model_name}.prepare_query_anndata(adata, model)`, which adds missing genes as zero counts."
+        )
+    return adata[:, genes].copy()
+
+
 def check_counts(scan: DataScan, obs_names: pd.Index, likelihood: str) -> None:
     """Non-negative integers and no all-zero cells, as a count likelihood needs (from :func:`check_anndata`'s scan).
 
@@ -231,7 +363,7 @@ def check_counts(scan: DataScan, obs_names: pd.Index, likelihood: str) -> None:
         )
 
 
-def _check_obs_column(adata: AnnData, key: str, role: str, argument: str) -> pd.Series:
+def _check_obs_column(adata: AnnData, key: str, role: str, argument: str, *, continuous: bool = False) -> pd.Series:
     if key not in adata.obs.columns:
         raise InvalidInputError(
             f"{argument}={key!r} is not a column of adata.obs{did_you_mean(key, adata.obs.columns)} "
@@ -240,10 +372,19 @@ def _check_obs_column(adata: AnnData, key: str, role: str, argument: str) -> pd.
     column = adata.obs[key]
     n_missing = int(column.isna().sum())
     if n_missing:
+        column_ref = f"adata.obs[{key!r}]"
+        if continuous:
+            fill = f"impute them (e.g. {column_ref} = {column_ref}.fillna({column_ref}.median()))"
+        elif isinstance(column.dtype, pd.CategoricalDtype):
+            fill = (
+                f"give them a label of their own (e.g. {column_ref} = "
+                f"{column_ref}.cat.add_categories('unknown').fillna('unknown'))"
+            )
+        else:
+            fill = f"give them a label of their own (e.g. {column_ref} = {column_ref}.fillna('unknown'))"
         raise InvalidInputError(
-            f"adata.obs[{key!r}] has {n_missing} missing value(s); every cell needs a {role}. "
-            f"Fill them (e.g. adata.obs[{key!r}] = adata.obs[{key!r}].astype(str).fillna('unknown')) "
-            "or drop those cells."
+            f"{column_ref} has {n_missing} missing value(s); every cell needs a {role}. Drop those cells "
+            f"(adata = adata[{column_ref}.notna()].copy()) or {fill}."
         )
     return column
 
@@ -298,15 +439,16 @@ def check_covariates(
                 "columns have their own arguments)."
             )
         for key in keys:
-            column = _check_obs_column(adata, key, "covariate value", argument)
+            continuous = argument.startswith("continuous")
+            column = _check_obs_column(adata, key, "covariate value", argument, continuous=continuous)
             if argument.startswith("continuous"):
                 _check_numbers(column, key, argument)
     both = set(categorical_covariate_keys or ()) & set(continuous_covariate_keys or ())
     if both:
         raise InvalidInputError(f"Columns {sorted(both)} are given as both categorical and continuous covariates.")
     if size_factor_key is not None:
-        values = _check_numbers(_check_obs_column(adata, size_factor_key, "size factor", "size_factor_key"),
-                                size_factor_key, "size_factor_key")  # fmt: skip
+        column = _check_obs_column(adata, size_factor_key, "size factor", "size_factor_key", continuous=True)
+        values = _check_numbers(column, size_factor_key, "size_factor_key")
         if (values <= 0).any():
             raise InvalidInputError(
                 f"adata.obs[{size_factor_key!r}] has {int((values <= 0).sum())} size factor(s) <= 0; size factors "

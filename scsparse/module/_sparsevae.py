@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Literal
 
 import torch
 from scvi import REGISTRY_KEYS
@@ -14,8 +13,8 @@ from scvi.distributions import Normal as ExpressionNormal
 from scvi.module.base import BaseMinifiedModeModuleClass, LossOutput, auto_move_data
 from torch.distributions import Distribution, Normal
 
+from scsparse._options import COUNT_LIKELIHOODS, GENE_LIKELIHOODS, LATENT_PRIORS, GeneLikelihood, LatentPrior
 from scsparse.nn import (
-    COUNT_LIKELIHOODS,
     CorrelatedGaussianPrior,
     GaussianEncoder,
     MaskedDecoder,
@@ -28,10 +27,6 @@ from scsparse.nn import (
     sparse_vae_penalty,
     train_only_,
 )
-
-GeneLikelihood = Literal["nb", "zinb", "poisson", "multinomial", "normal"]
-#: Likelihoods of :class:`SparseVAEModule`: the count likelihoods, and ``"normal"`` for normalised data.
-GENE_LIKELIHOODS: tuple[str, ...] = (*COUNT_LIKELIHOODS, "normal")
 
 #: :class:`~scsparse.nn.MaskedDecoder` arguments of :class:`SparseVAEModule` that differ from the decoder's
 #: own defaults (``decoder_kwargs`` overrides them).
@@ -119,7 +114,7 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         n_hidden_encoder: int | None = None,
         decoder_kwargs: dict | None = None,
         encoder_extra_cats: Sequence[int] = (),
-        latent_prior: Literal["identity", "correlated"] = "identity",
+        latent_prior: LatentPrior = "identity",
         n_cats_per_cov: Sequence[int] = (),
         n_continuous_cov: int = 0,
         n_batch_frozen: int = 0,
@@ -127,7 +122,7 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         super().__init__()
         if gene_likelihood not in GENE_LIKELIHOODS:
             raise ValueError(f"gene_likelihood must be one of {GENE_LIKELIHOODS}, got {gene_likelihood!r}.")
-        if latent_prior not in ("identity", "correlated"):
+        if latent_prior not in LATENT_PRIORS:
             raise ValueError(f"latent_prior must be 'identity' or 'correlated', got {latent_prior!r}.")
         self.n_input, self.n_batch, self.n_latent = int(n_input), int(n_batch), int(n_latent)
         self.gene_likelihood = gene_likelihood

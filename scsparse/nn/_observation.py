@@ -5,12 +5,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from scsparse._options import COUNT_LIKELIHOODS
+
 from ._likelihoods import log_bernoulli, log_multinomial, log_nb, log_normal, log_poisson, log_zinb
 
 __all__ = ["COUNT_LIKELIHOODS", "LIKELIHOODS", "ObservationModel"]
 
 #: Likelihoods whose mean is ``library * softmax(logits)``.
-COUNT_LIKELIHOODS: tuple[str, ...] = ("nb", "zinb", "poisson", "multinomial")
 #: Every supported likelihood.
 LIKELIHOODS: tuple[str, ...] = (*COUNT_LIKELIHOODS, "normal", "bernoulli")
 

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anndata as ad
 from anndata import AnnData
 
 from scsparse._checks import InvalidInputError
+from scsparse._options import GeneLikelihood
 from scsparse.results import check_keys_free, result_keys
 
 if TYPE_CHECKING:  # pragma: no cover
     from scsparse.model import MultiStudySparseVAE, SparseVAE
 
 __all__ = ["multistudy_sparse_vae", "sparse_vae"]
-
-Likelihood = Literal["nb", "zinb", "poisson", "multinomial", "normal"]
 
 
 def _registration_copy(adata: AnnData) -> AnnData:
@@ -92,7 +91,7 @@ def sparse_vae(
     layer: str | None = None,
     batch_key: str | None = None,
     n_latent: int = 20,
-    gene_likelihood: Likelihood = "nb",
+    gene_likelihood: GeneLikelihood = "nb",
     max_epochs: int | None = None,
     seed: int = 0,
     n_restarts: int = 1,
@@ -216,7 +215,7 @@ def multistudy_sparse_vae(
     batch_key: str | None = None,
     n_latent_shared: int = 10,
     n_latent_specific: int | Mapping[str, int] = 5,
-    gene_likelihood: Likelihood = "nb",
+    gene_likelihood: GeneLikelihood = "nb",
     max_epochs: int | None = None,
     seed: int = 0,
     key_added: str = "mssvae",

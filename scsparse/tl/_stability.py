@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import combinations
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from anndata import AnnData
+
+from scsparse._options import GeneLikelihood
 
 __all__ = ["stability"]
 
@@ -55,7 +57,7 @@ def stability(
     batch_key: str | None = None,
     n_latent: int = 20,
     max_epochs: int | None = None,
-    gene_likelihood: Literal["nb", "zinb", "poisson", "multinomial", "normal"] = "nb",
+    gene_likelihood: GeneLikelihood = "nb",
     model_kwargs: dict[str, Any] | None = None,
     train_kwargs: dict[str, Any] | None = None,
     key: str = "sparsevae",

@@ -24,6 +24,8 @@ def input_file(counts_factory, tmp_path):
 
 
 _KANG_PBMC = scsparse.data.kang_pbmc
+#: Options that let two epochs on 150 cells keep factors: more optimiser steps, W started deeper in the slab.
+RESCUE = ["--batch-size", "16", "--w-init", "1.0"]
 
 
 def _kang_subset() -> ad.AnnData:
@@ -57,7 +59,7 @@ def test_fit_writes_results(input_file, tmp_path, capsys):
         [
             "fit", str(input_file), "--out", str(out), "--layer", "counts", "--batch-key", "batch",
             "--n-latent", "3", "--max-epochs", "2", "--seed", "4", "--key-added", "svae", "--figures", str(figures),
-            "--groupby", "batch",
+            "--groupby", "batch", *RESCUE,
         ]
     )  # fmt: skip
     assert code == 0
@@ -75,6 +77,26 @@ def test_fit_writes_results(input_file, tmp_path, capsys):
         assert all(f"**{f}**" in report for f in back.uns["svae"]["active_factors"]) and "Batch" in report
         assert "## Settings" in report and "- seed: 4" in report and "`batch_highest`" in report
         assert "- `loadings_heatmap.png`: |W| of the top genes" in report
+
+
+def test_fit_that_keeps_no_factor_exits_3_and_the_rescue_options_keep_factors(input_file, tmp_path, capsys):
+    out = tmp_path / "out.h5ad"
+    args = ["fit", str(input_file), "--out", str(out), "--layer", "counts", "--n-latent", "3", "--max-epochs", "2"]
+    assert main(args) == 3
+    captured = capsys.readouterr()
+    assert "no factor was kept" in captured.err and "--batch-size" in captured.err and "--w-init 1.0" in captured.err
+    assert "\r" not in captured.out  # no progress bar when stdout is not a terminal
+    assert ad.read_h5ad(out).uns["sparsevae"]["active_factors"].size == 0  # written all the same
+    rescue = [*RESCUE, "--lr", "0.01", "--n-hidden", "32", "--mask-init", "constant", "--quiet", "--overwrite"]
+    assert main([*args, *rescue]) == 0
+    assert capsys.readouterr().out == ""
+    uns = ad.read_h5ad(out).uns["sparsevae"]
+    assert len(uns["active_factors"]) > 0
+    assert int(uns["train_params"]["batch_size"]) == 16 and int(uns["params"]["n_hidden"]) == 32
+    assert float(uns["params"]["decoder_kwargs"]["w_init"]) == 1.0
+    for bad in (["--batch-size", "1"], ["--lr", "0"], ["--w-init", "-1"], ["--key-added", ""]):
+        with pytest.raises(SystemExit):
+            main([*args, *bad])
 
 
 def test_fit_input_errors(input_file, tmp_path, capsys):
@@ -112,7 +134,7 @@ def test_fit_input_errors(input_file, tmp_path, capsys):
 def test_fit_restarts_writes_a_consensus(input_file, tmp_path, capsys):
     out = tmp_path / "out.h5ad"
     args = ["fit", str(input_file), "--out", str(out), "--layer", "counts", "--n-latent", "3", "--max-epochs", "2"]
-    assert main([*args, "--restarts", "2", "--seed", "7"]) == 0
+    assert main([*args, *RESCUE, "--max-epochs", "30", "--restarts", "2", "--seed", "7"]) == 0
     printed = capsys.readouterr().out
     assert "consensus of 2 restarts" in printed
     uns = ad.read_h5ad(out).uns["sparsevae"]
@@ -131,7 +153,7 @@ def test_fit_multistudy(counts_factory, tmp_path, capsys):
     code = main(
         [
             "fit", str(path), "--out", str(out), "--layer", "counts", "--study-key", "study", "--n-latent", "3",
-            "--n-latent-specific", "stim=2", "--max-epochs", "2", "--figures", str(figures),
+            "--n-latent-specific", "stim=2", "--max-epochs", "2", "--figures", str(figures), *RESCUE,
         ]
     )  # fmt: skip
     assert code == 0

@@ -14,7 +14,14 @@ PACKAGE = Path(__file__).resolve().parents[2] / "scsparse"
 
 #: The floors of the house, lowest first: a module may import its own floor and those below, never above.
 FLOORS: list[tuple[str, ...]] = [
-    ("scsparse._checks", "scsparse._matrix", "scsparse._provenance", "scsparse._text", "scsparse._threads"),
+    (
+        "scsparse._checks",
+        "scsparse._matrix",
+        "scsparse._options",
+        "scsparse._provenance",
+        "scsparse._text",
+        "scsparse._threads",
+    ),
     ("scsparse.nn", "scsparse.results", "scsparse.data", "scsparse.generic.datasets"),
     ("scsparse.module", "scsparse.train", "scsparse.generic.models", "scsparse.generic.metrics"),
     ("scsparse.model",),

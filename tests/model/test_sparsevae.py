@@ -216,15 +216,6 @@ def test_repeated_gene_names(counts_factory):
     SparseVAE.setup_anndata(adata, layer="counts")
 
 
-def test_all_zero_genes(counts_factory):
-    adata = counts_factory()
-    dense = adata.layers["counts"].toarray()
-    dense[:, [2, 7]] = 0
-    adata.layers["counts"] = sp.csr_matrix(dense)
-    with pytest.raises(InvalidInputError, match="2 gene.*zero in every cell.*gene2"):
-        SparseVAE.setup_anndata(adata, layer="counts")
-
-
 def test_cells_with_zero_counts(counts_factory):
     adata = counts_factory()
     dense = adata.layers["counts"].toarray()

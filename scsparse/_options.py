@@ -1,0 +1,33 @@
+"""The choices the models offer, named once: the layers, the tools and the command line all read them from here.
+
+Standard library only, so the command line can offer them without importing torch.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+__all__ = [
+    "COUNT_LIKELIHOODS",
+    "GENE_LIKELIHOODS",
+    "LATENT_PRIORS",
+    "MASK_INITS",
+    "CountLikelihood",
+    "GeneLikelihood",
+    "LatentPrior",
+    "MaskInit",
+]
+
+#: Likelihoods of counts: their mean is ``library * softmax(logits)``.
+CountLikelihood = Literal["nb", "zinb", "poisson", "multinomial"]
+#: Likelihoods of the models: the count likelihoods, and ``"normal"`` for normalised data.
+GeneLikelihood = Literal[CountLikelihood, "normal"]
+#: Priors on the factors: independent standard normals, or a learnt correlation.
+LatentPrior = Literal["identity", "correlated"]
+#: Starts of the mask ``W``: a constant, or an NMF of the normalised counts.
+MaskInit = Literal["nmf", "constant"]
+
+COUNT_LIKELIHOODS: tuple[str, ...] = get_args(CountLikelihood)
+GENE_LIKELIHOODS: tuple[str, ...] = get_args(GeneLikelihood)
+LATENT_PRIORS: tuple[str, ...] = get_args(LatentPrior)
+MASK_INITS: tuple[str, ...] = get_args(MaskInit)
