@@ -25,6 +25,7 @@ from scsparse.results import (
     result_keys,
     write_sparse_vae_results,
 )
+from scsparse.train import without_log_lines
 
 from ._orientation import orientation_signs
 from ._validation import DataScan, check_anndata, check_counts, conform_genes, scan_anndata
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
     from scsparse.train import SettledStopping
 
 __all__ = ["SparseFactorMixin"]
+
+#: scvi-tools' logger of its base model, and its notes on setting up cells a method is given.
+_SCVI_MODEL_LOGGER = "scvi.model.base._base_model"
+_SCVI_TRANSFER_NOTES = ("Input AnnData not setup with scvi-tools", "AnnData object appears to be a copy")
 
 
 class SparseFactorMixin:
@@ -100,7 +105,8 @@ class SparseFactorMixin:
         if adata is not None and adata is not self.adata:
             adata = conform_genes(adata, self._gene_names, type(self).__name__)
             self._check_new_counts(adata)
-        return super()._validate_anndata(adata, copy_if_view=copy_if_view)
+        with without_log_lines(_SCVI_MODEL_LOGGER, *_SCVI_TRANSFER_NOTES):  # routine, not news
+            return super()._validate_anndata(adata, copy_if_view=copy_if_view)
 
     def _check_new_counts(self, adata: AnnData) -> None:
         """The set-up checks of the counts, once per AnnData object (methods validate their AnnData repeatedly)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 from collections.abc import Iterator
@@ -15,6 +16,13 @@ __all__ = ["seeded"]
 
 #: Environment variables that seeding scvi-tools (``scvi.settings.seed``, Lightning's ``seed_everything``) sets.
 _SEEDING_ENV = ("PL_GLOBAL_SEED", "PL_SEED_WORKERS", "XLA_FLAGS")
+#: The logger of Lightning's "Seed set to N" line, which seeding on the model's behalf would print.
+_SEED_LOGGER = "lightning.fabric.utilities.seed"
+
+
+class _DropSeedLine(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Seed set to")
 
 
 @contextmanager
@@ -50,6 +58,8 @@ def seeded(seed: int) -> Iterator[None]:
     environment = {name: os.environ.get(name) for name in _SEEDING_ENV}
     previous_seed = settings.seed
     cuda_devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    seed_line = _DropSeedLine()  # the seed is the model's (recorded with its results), not news to print
+    logging.getLogger(_SEED_LOGGER).addFilter(seed_line)
     try:
         with torch.random.fork_rng(devices=cuda_devices):
             settings.seed = int(seed)
@@ -58,6 +68,7 @@ def seeded(seed: int) -> Iterator[None]:
             finally:
                 settings.seed = previous_seed  # reseeds the generators when it is a number: restored below
     finally:
+        logging.getLogger(_SEED_LOGGER).removeFilter(seed_line)
         random.setstate(python_state)
         np.random.set_state(numpy_state)  # noqa: NPY002
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = cudnn

@@ -33,7 +33,7 @@ from scsparse._options import COUNT_LIKELIHOODS, LATENT_PRIORS, MASK_INITS, Gene
 from scsparse.module import SparseVAEModule
 from scsparse.nn import MaskedDecoder, calibrate_inverse_gamma, flush_denormals
 from scsparse.results import FactorResponse
-from scsparse.train import SettledStopping, SparseVAETrainingPlan, clean_training_output
+from scsparse.train import SettledStopping, SparseVAETrainingPlan, clean_training_output, without_log_lines
 
 from ._base import SparseFactorMixin
 from ._batch_query import BatchQueryMixin
@@ -912,7 +912,8 @@ class SparseVAE(
                     + ". Subset and order the genes as in training, e.g. "
                     "`adata = adata[:, model_genes].copy()` with model_genes from the training AnnData."
                 )
-        return super().load(
-            dir_path, adata=adata, accelerator=accelerator, device=device, prefix=prefix, backup_url=backup_url,
-            datamodule=datamodule, allowed_classes_names_list=allowed_classes_names_list,
-        )  # fmt: skip
+        with without_log_lines("scvi.data._download", "File "):  # "File ... already downloaded": a local folder
+            return super().load(
+                dir_path, adata=adata, accelerator=accelerator, device=device, prefix=prefix, backup_url=backup_url,
+                datamodule=datamodule, allowed_classes_names_list=allowed_classes_names_list,
+            )  # fmt: skip

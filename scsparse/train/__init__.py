@@ -1,6 +1,6 @@
 """Training plans (Lightning modules) and callbacks of the scsparse models."""
 
-from ._output import clean_training_output
+from ._output import clean_training_output, without_log_lines
 from ._pruning import SpikePruning
 from ._stopping import FitNotSettledWarning, SettledStopping
 from ._trainingplan import SparseVAETrainingPlan
@@ -11,4 +11,5 @@ __all__ = [
     "SparseVAETrainingPlan",
     "SpikePruning",
     "clean_training_output",
+    "without_log_lines",
 ]

@@ -7,7 +7,7 @@ import logging
 import warnings
 from collections.abc import Iterable, Iterator
 
-__all__ = ["THIRD_PARTY_WARNINGS", "clean_training_output"]
+__all__ = ["THIRD_PARTY_WARNINGS", "clean_training_output", "without_log_lines"]
 
 #: The logger behind Lightning's ``rank_zero_info`` messages (device summary, adverts).
 LIGHTNING_INFO_LOGGER = "lightning.pytorch.utilities.rank_zero"
@@ -18,18 +18,22 @@ THIRD_PARTY_WARNINGS: tuple[str, ...] = (r".*LeafSpec.*",)
 
 
 class _DropAdverts(logging.Filter):
-    """Drop Lightning's product adverts ("💡 Tip: For seamless cloud logging ...") and keep everything else."""
+    """Drop Lightning's product adverts ("💡 Tip: For seamless cloud logging ...") and its line about TPUs when
+    there is none ("TPU available: False, using: 0 TPU cores"); keep everything else, the GPU line included
+    (it says whether an available GPU is used).
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("💡 Tip:")
+        message = str(record.msg)
+        return not (message.startswith("💡 Tip:") or message.startswith("TPU available: False"))
 
 
 @contextlib.contextmanager
 def clean_training_output(expected_warnings: Iterable[str] = ()) -> Iterator[None]:
     """Silence other packages' adverts and deprecations, and a model's expected warnings, inside the block.
 
-    Lightning's device summary and progress bar, and every other log record and warning, still come through.
-    The filters are removed on exit.
+    Lightning's GPU line and progress bar, and every other log record and warning, still come through. The
+    filters are removed on exit.
 
     Parameters
     ----------
@@ -58,3 +62,42 @@ def clean_training_output(expected_warnings: Iterable[str] = ()) -> Iterator[Non
             yield
     finally:
         info_logger.removeFilter(advert_filter)
+
+
+class _DropLines(logging.Filter):
+    def __init__(self, prefixes: tuple[str, ...]) -> None:
+        super().__init__()
+        self.prefixes = prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.prefixes)
+
+
+@contextlib.contextmanager
+def without_log_lines(logger_name: str, *prefixes: str) -> Iterator[None]:
+    """Drop the records of one logger that start with one of ``prefixes`` inside the block; keep all others.
+
+    For other packages' routine notes that a call of ours makes them print (scvi-tools' "File ... already
+    downloaded" when a model is loaded from a folder, "attempting to transfer AnnData setup" when a method is given
+    new cells). The filter is removed on exit.
+
+    Parameters
+    ----------
+    logger_name
+        The logger that writes them (``logging.getLogger(__name__)`` of the module).
+    *prefixes
+        How the dropped messages start.
+
+    Examples
+    --------
+    >>> import logging
+    >>> with without_log_lines("scvi.data._download", "File "):
+    ...     logging.getLogger("scvi.data._download").info("File model.pt already downloaded")
+    """
+    line_filter = _DropLines(tuple(prefixes))
+    logger = logging.getLogger(logger_name)
+    logger.addFilter(line_filter)
+    try:
+        yield
+    finally:
+        logger.removeFilter(line_filter)

@@ -30,7 +30,9 @@ def test_a_fit_prints_no_lightning_advert_or_deprecation():
     assert run.returncode == 0, output
     assert "fit done" in output
     assert "Epoch 2/2" in output  # the progress bar still shows
-    assert "GPU available" in output  # and Lightning's device summary, as in scvi-tools
+    assert "GPU available" in output  # and Lightning's GPU line (is an available GPU used?), as in scvi-tools
+    assert "TPU available" not in output  # not the line about TPUs there are none of
+    assert "Seed set to" not in output  # the seed is the model's, recorded in uns, not news
     assert "Tip:" not in output and "litlogger" not in output
     assert "deprecated" not in output.lower() and "LeafSpec" not in output
 
@@ -41,9 +43,12 @@ def test_clean_training_output_drops_adverts_and_keeps_other_records(caplog):
         with clean_training_output():
             info.info("💡 Tip: For seamless cloud logging and experiment tracking, try installing litlogger")
             info.info("GPU available: False, used: False")
+            info.info("TPU available: False, using: 0 TPU cores")
+            info.info("TPU available: True, using: 8 TPU cores")
         info.info("💡 Tip: outside the block")
     assert [r.getMessage() for r in caplog.records] == [
         "GPU available: False, used: False",
+        "TPU available: True, using: 8 TPU cores",
         "💡 Tip: outside the block",
     ]
     assert not info.filters
@@ -61,3 +66,26 @@ def test_clean_training_output_silences_only_third_party_and_expected_warnings()
         "a user's own warning",
         "`isinstance(treespec, LeafSpec)` is deprecated after the block",
     ]
+
+
+def test_loading_and_new_cells_do_not_print_scvi_tools_routine_notes(counts_factory, tmp_path, caplog):
+    from scsparse.model import SparseVAE
+
+    adata = counts_factory(n_obs=80, n_vars=20)
+    SparseVAE.setup_anndata(adata, layer="counts")
+    model = SparseVAE(adata, n_latent=2, n_hidden=8, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.train(max_epochs=1, batch_size=32, enable_progress_bar=False)
+    model.save(tmp_path / "model", overwrite=True)
+    with caplog.at_level(logging.INFO, logger="scvi"):
+        loaded = SparseVAE.load(tmp_path / "model", adata=adata)
+        loaded.get_latent_representation(adata.copy())
+        fresh = adata.copy()
+        for key in [k for k in fresh.uns if k.startswith("_scvi")]:
+            del fresh.uns[key]
+        loaded.get_latent_representation(fresh)
+        messages = [r.getMessage() for r in caplog.records]
+        logging.getLogger("scvi.data._download").info("File x already downloaded")  # outside our calls: printed
+    assert not [m for m in messages if "already downloaded" in m or "transfer" in m or "appears to be a copy" in m]
+    assert "File x already downloaded" in caplog.text
