@@ -2,55 +2,136 @@
 
 from __future__ import annotations
 
+import copy
+import os
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
+import torch
 from anndata import AnnData
 from scvi import REGISTRY_KEYS
 
 from scsparse._checks import InvalidInputError
 
-from ._validation import check_query_genes
+from ._validation import check_query_genes, check_unique_gene_names
 
-__all__ = ["BatchQueryMixin"]
+__all__ = ["BatchQueryMixin", "onto_genes", "reference_genes"]
+
+
+def reference_genes(reference_model: Any) -> pd.Index:
+    """The genes of a trained model, or of one saved to a folder, in its order."""
+    if isinstance(reference_model, str | os.PathLike):
+        path = os.path.join(reference_model, "model.pt")
+        if not os.path.isfile(path):
+            raise InvalidInputError(
+                f"No saved model at {str(reference_model)!r} (no model.pt): give the trained reference or the "
+                "folder model.save() wrote."
+            )
+        saved = torch.load(path, map_location="cpu", weights_only=False)
+        return pd.Index(np.asarray(saved["var_names"], dtype=str))
+    return pd.Index(np.asarray(reference_model._gene_names, dtype=str))
+
+
+def onto_genes(adata: AnnData, genes: pd.Index) -> AnnData:
+    """``adata`` on ``genes`` in their order (itself when it already is): missing genes as zero counts.
+
+    Raises
+    ------
+    InvalidInputError
+        When ``adata`` shares no gene with ``genes``, or names a gene twice.
+    """
+    names = pd.Index(np.asarray(adata.var_names, dtype=str))
+    if names.equals(genes):
+        return adata
+    check_unique_gene_names(adata)
+    position = genes.get_indexer(names)
+    present = np.flatnonzero(position >= 0)
+    if present.size == 0:
+        raise InvalidInputError(
+            "The query shares no gene with the reference: compare adata.var_names with "
+            "prepare_query_anndata(adata, reference, return_reference_var_names=True) (gene symbols vs Ensembl ids?)."
+        )
+    select = sp.csr_matrix(
+        (np.ones(present.size), (np.arange(present.size), position[present])), shape=(present.size, genes.size)
+    )
+
+    def onto_reference(matrix):
+        return sp.csr_matrix(sp.csr_matrix(matrix)[:, present] @ select, dtype=np.float32)
+
+    def rows_onto_reference(array) -> np.ndarray:
+        values = np.asarray(array, dtype=np.float64)
+        out = np.full((genes.size, *values.shape[1:]), np.nan)
+        out[position[present]] = values[present]
+        return out
+
+    var = adata.var.copy()
+    var.index = names
+    return AnnData(
+        X=None if adata.X is None else onto_reference(adata.X),
+        obs=adata.obs.copy(),
+        var=var.reindex(genes),
+        # anndata >= 0.13 lists X among the layers as layers[None]
+        layers={name: onto_reference(adata.layers[name]) for name in adata.layers if name is not None},
+        obsm={key: value.copy() for key, value in adata.obsm.items()},
+        obsp={key: value.copy() for key, value in adata.obsp.items()},
+        varm={key: rows_onto_reference(value) for key, value in adata.varm.items()},
+        uns=copy.deepcopy(dict(adata.uns)),
+    )
 
 
 class BatchQueryMixin:
     """``prepare_query_anndata`` and ``load_query_data`` for :class:`~scsparse.model.SparseVAE` (new batches)."""
 
     @classmethod
-    def prepare_query_anndata(cls, adata: AnnData, reference_model: Any) -> AnnData:
-        """The query's cells on the reference's genes, in its order: a new AnnData for :meth:`load_query_data`.
+    def prepare_query_anndata(
+        cls,
+        adata: AnnData,
+        reference_model: Any,
+        return_reference_var_names: bool = False,
+        inplace: bool = True,
+    ) -> AnnData | pd.Index | None:
+        """Put the query's genes in the reference's order, genes it lacks as zero counts, for :meth:`load_query_data`.
 
-        As scvi-tools' ``ArchesMixin.prepare_query_anndata``, but returning a new AnnData rather than changing
-        ``adata``: genes the query lacks become zero counts (in ``X`` and every layer), genes the reference does
-        not have are left out; ``obs`` is kept.
+        The parameters, defaults and results of scvi-tools' ``ArchesMixin.prepare_query_anndata``: genes are
+        matched by name; the reference's genes missing from the query are added as zero counts (in ``X`` and every
+        layer), the query's genes the reference does not have are left out. ``obs``, ``obsm``, ``obsp`` and
+        ``uns`` are kept, ``var``'s columns too (empty for the added genes), and so are ``varm``'s arrays (NaN for
+        the added genes).
+
+        Parameters
+        ----------
+        adata
+            The query cells.
+        reference_model
+            The trained reference, or the folder it was saved to (:meth:`save`).
+        return_reference_var_names
+            Only return the reference's genes (a :class:`pandas.Index`), changing nothing.
+        inplace
+            Change ``adata`` itself (and return ``None``); ``False`` returns a new AnnData and leaves ``adata``
+            as it was.
+
+        Returns
+        -------
+        ``None`` (``inplace=True``), the prepared AnnData (``inplace=False``) or the reference's genes
+        (``return_reference_var_names=True``).
 
         Examples
         --------
-        >>> query = scsparse.model.SparseVAE.prepare_query_anndata(adata_query, reference)
-        >>> model = scsparse.model.SparseVAE.load_query_data(query, reference)
+        >>> scsparse.model.SparseVAE.prepare_query_anndata(adata_query, reference)
+        >>> model = scsparse.model.SparseVAE.load_query_data(adata_query, reference)
+        >>> query = scsparse.model.SparseVAE.prepare_query_anndata(adata_query, "reference_model/", inplace=False)
         """
-        import scipy.sparse as sp
-
-        genes = pd.Index(reference_model._gene_names)
-        position = genes.get_indexer(adata.var_names)
-        present = np.flatnonzero(position >= 0)
-        if present.size == 0:
-            raise InvalidInputError("The query shares no gene with the reference (compare their var_names).")
-        select = sp.csr_matrix(
-            (np.ones(present.size), (np.arange(present.size), position[present])), shape=(present.size, genes.size)
-        )
-
-        def onto_reference(matrix):
-            return sp.csr_matrix(sp.csr_matrix(matrix)[:, present] @ select, dtype=np.float32)
-
-        # anndata >= 0.13 lists X among the layers as layers[None]
-        layers = {name: onto_reference(adata.layers[name]) for name in adata.layers if name is not None}
-        return AnnData(
-            X=onto_reference(adata.X), obs=adata.obs.copy(), var=pd.DataFrame(index=genes.copy()), layers=layers
-        )
+        genes = reference_genes(reference_model)
+        if return_reference_var_names:
+            return genes
+        prepared = onto_genes(adata, genes)
+        if not inplace:
+            return prepared
+        if prepared is not adata:
+            adata._init_as_actual(prepared)  # as scvi-tools does: the caller's object now holds the prepared data
+        return None
 
     @classmethod
     def load_query_data(cls, adata: AnnData, reference_model: Any, seed: int | None = None) -> Any:

@@ -331,7 +331,8 @@ def conform_genes(adata: AnnData, genes: pd.Index, model_name: str) -> AnnData:
             f"{missing.size} of the model's {genes.size} genes are not in adata.var_names (e.g. {shown}); the "
             "model reads each gene by its name. Give cells measured on the model's genes under the same names "
             f"(check adata.var_names against model.adata.var_names), or map new cells with "
-            f"`{model_name}.prepare_query_anndata(adata, model)`, which adds missing genes as zero counts."
+            f"`{model_name}.prepare_query_anndata(adata, model)` (in place, as in scvi-tools), which adds missing "
+            "genes as zero counts."
         )
     return adata[:, genes].copy()
 
@@ -544,7 +545,7 @@ def check_query_genes(adata: AnnData, reference_genes: Sequence[str], model_name
     if np.array_equal(np.asarray(adata.var_names, dtype=str), genes):
         return
     missing = np.setdiff1d(genes, np.asarray(adata.var_names, dtype=str))
-    fix = f"adata = {model_name}.prepare_query_anndata(adata, reference_model) puts them in the reference's order"
+    fix = f"{model_name}.prepare_query_anndata(adata, reference_model) puts them in the reference's order in place"
     raise InvalidInputError(
         "The query's genes differ from the reference's (names or order): "
         + (

@@ -98,10 +98,47 @@ def test_query_errors_name_the_fix(counts_factory):
     shuffled = query[:, ::-1].copy()
     with pytest.raises(InvalidInputError, match="prepare_query_anndata"):
         SparseVAE.load_query_data(shuffled, reference)
-    fixed = SparseVAE.prepare_query_anndata(shuffled[:, 2:].copy(), reference)  # two genes missing, order fixed
+    fixed = SparseVAE.prepare_query_anndata(shuffled[:, 2:].copy(), reference, inplace=False)  # 2 genes missing
     assert list(fixed.var_names) == list(ref.var_names)
     assert fixed.layers["counts"][:, -2:].nnz == 0
     np.testing.assert_array_equal(fixed.layers["counts"][:, :-2].toarray(), query.layers["counts"][:, :-2].toarray())
     mapped = SparseVAE.load_query_data(fixed, reference)
     with pytest.raises(InvalidInputError, match="weight_decay=0"):
         mapped.train(max_epochs=1, plan_kwargs={"weight_decay": 1e-6}, **TRAIN)
+
+
+def test_prepare_query_anndata_has_scvi_tools_parameters_and_semantics(counts_factory, tmp_path):
+    """scvi-tools' call sequence works: prepare in place, then load_query_data; nothing of the query is dropped."""
+    adata = counts_factory(n_obs=160, n_vars=30)
+    adata.obs["batch"] = np.where(np.arange(adata.n_obs) < 100, "ref", "new")
+    ref, query = adata[:100].copy(), adata[100:].copy()
+    SparseVAE.setup_anndata(ref, layer="counts", batch_key="batch")
+    reference = SparseVAE(ref, n_latent=2, n_hidden=8, seed=0)
+    reference.train(max_epochs=1, **TRAIN)
+    reference.save(tmp_path / "reference", overwrite=True)
+
+    query = query[:, ::-1][:, 3:].copy()  # genes reversed, three of the reference's missing
+    query.var["symbol"] = [f"S{g}" for g in query.var_names]
+    query.obsm["X_pca"] = np.arange(query.n_obs * 2, dtype=float).reshape(-1, 2)
+    query.varm["loading"] = np.arange(query.n_vars, dtype=float)[:, None]
+    query.uns["note"] = "kept"
+    genes = SparseVAE.prepare_query_anndata(query, reference, return_reference_var_names=True)
+    assert list(genes) == list(ref.var_names) and query.n_vars == 27  # nothing changed
+
+    copy = SparseVAE.prepare_query_anndata(query, str(tmp_path / "reference"), inplace=False)  # a saved folder
+    assert query.n_vars == 27 and list(copy.var_names) == list(ref.var_names)
+
+    assert SparseVAE.prepare_query_anndata(query, reference) is None  # in place, as scvi-tools
+    assert list(query.var_names) == list(ref.var_names)
+    kept = query.var_names[:-3]
+    np.testing.assert_array_equal(
+        query[:, kept].layers["counts"].toarray(), adata[100:, kept].layers["counts"].toarray()
+    )
+    assert query[:, query.var_names[-3:]].layers["counts"].nnz == 0
+    assert list(query.var["symbol"].iloc[:2]) == [f"S{g}" for g in ref.var_names[:2]]
+    assert query.var["symbol"].iloc[-3:].isna().all()
+    assert np.isnan(query.varm["loading"][-3:]).all() and query.varm["loading"][0, 0] == 26.0
+    assert query.uns["note"] == "kept" and query.obsm["X_pca"].shape == (60, 2)
+    mapped = SparseVAE.load_query_data(query, reference)
+    mapped.train(max_epochs=1, **TRAIN)
+    assert mapped.get_latent_representation().shape == (60, 2)
