@@ -31,3 +31,8 @@ def __getattr__(name: str):
     if name in _SUBMODULES:
         return importlib.import_module(f"scsparse.{name}")
     raise AttributeError(f"module 'scsparse' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The subpackages too (imported on first use), so that tab completion offers ``scsparse.model`` and the rest."""
+    return sorted(set(globals()) | set(__all__))

@@ -167,6 +167,16 @@ def check_anndata(adata: AnnData, layer: str | None, *, allow_zero_genes: bool =
             "steps that produced it; a model needs at least one cell and one gene."
         )
     check_unique_gene_names(adata)
+    if not adata.obs_names.is_unique:
+        repeated = adata.obs_names[adata.obs_names.duplicated()].unique()
+        warnings.warn(
+            f"{repeated.size} cell name(s) occur more than once in adata.obs_names (e.g. "
+            f"{', '.join(map(repr, repeated[:3]))}). The model reads and writes cells by position, so its results "
+            "are right, but anything that joins by cell name (obs.loc, merges, indices by name) can mix cells up: "
+            "call `adata.obs_names_make_unique()` first.",
+            UserWarning,
+            stacklevel=3,
+        )
     _check_backed_storage(adata, layer, get_matrix(adata, layer))
     scan = scan_anndata(adata, layer)
     if scan.nonfinite is not None:

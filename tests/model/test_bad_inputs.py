@@ -298,3 +298,15 @@ def test_an_empty_result_key_is_refused(trained, key):
         InvalidInputError,
         r"key_added must be a non-empty string.*None writes under 'sparsevae'",
     )
+
+
+def test_repeated_cell_names_are_set_up_with_a_warning(adata):
+    adata.obs_names = [f"cell{i % 100}" for i in range(adata.n_obs)]
+    with pytest.warns(UserWarning, match=r"20 cell name\(s\) occur more than once.*obs_names_make_unique"):
+        SparseVAE.setup_anndata(adata, layer="counts")
+
+
+def test_the_package_lists_its_subpackages_for_tab_completion():
+    import scsparse
+
+    assert {"model", "tl", "pl", "data", "results", "generic"} <= set(dir(scsparse))
