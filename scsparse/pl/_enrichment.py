@@ -192,7 +192,9 @@ def enrichment_dotplot(
     handles = [
         ax.scatter([], [], s=15 + 185 * v / max_overlap, c="0.6", edgecolors="0.25", linewidths=0.4) for v in ref
     ]
+    # 0.12 inch right of the colour bar's ticks and label, as drawn
     box = cbar.ax.get_position()
+    right = cbar.ax.get_tightbbox().x1 / (fig.dpi * fig.get_figwidth())
     ax.legend(
         handles,
         [str(v) for v in ref],
@@ -200,7 +202,7 @@ def enrichment_dotplot(
         fontsize=7,
         title_fontsize=7,
         loc="upper left",
-        bbox_to_anchor=(box.x1 + 0.5 / fig.get_figwidth(), box.y1),
+        bbox_to_anchor=(right + 0.12 / fig.get_figwidth(), box.y1),
         bbox_transform=fig.transFigure,
         frameon=False,
         labelspacing=1.2,

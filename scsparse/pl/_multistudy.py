@@ -116,6 +116,8 @@ def multistudy_overview(
             edgecolor="0.3" if not row["active"] else colour[row["block"]],
             linewidth=0.4,
         )
+        if not row["active"] and n_genes[i] == 0:  # a bar of length zero shows no hatching: say it
+            ax.text(0, y[i], " inactive", va="center", ha="left", fontsize=6.5, color="0.35")
     for i in range(1, n):
         if table["block"].iloc[i] != table["block"].iloc[i - 1]:
             ax.axhline(i - 0.5, color="0.4", linewidth=0.6)

@@ -60,6 +60,13 @@ def test_enrichment_dotplot(tmp_path):
     assert "PLANTED UP" in labels and all(len(s) <= 40 for s in labels)
     assert {t.get_text() for t in ax.get_xticklabels()} >= {"0+", "0−", "1+"}
     assert _labels_do_not_overlap(ax)
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    colour_bar = [a for a in fig.axes if a is not ax][0].get_tightbbox(renderer)
+    size_legend = ax.get_legend().get_window_extent(renderer)
+    gap_inches = (size_legend.x0 - colour_bar.x1) / fig.dpi
+    assert 0 <= gap_inches < 0.25 and size_legend.y1 >= colour_bar.y0  # beside the colour bar, not far off
     # from a table, one direction, into given axes
     table = adata.uns[f"{KEY}_enrichment"]
     fig, given = plt.subplots(figsize=(6, 3))
@@ -172,6 +179,7 @@ def test_multistudy_overview(tmp_path):
     assert labels[0] == "shared_0: LYZ, S100A9, CD14" and labels[4] == "stimulated_0: ISG15, IFI6, IFIT1"
     assert "shared: 2/3 active" in ax.get_title() and "stimulated specific: 2/2 active" in ax.get_title()
     assert _labels_do_not_overlap(ax)
+    assert [t.get_text().strip() for t in ax.texts] == ["inactive"] * 2  # inactive factors have no bar to hatch
     ax = scsparse.pl.multistudy_overview(adata, active_only=True, show=False)
     assert len(ax.get_yticklabels()) == 4
     adata.write_h5ad(tmp_path / "ms.h5ad")  # the table survives h5ad and still plots
