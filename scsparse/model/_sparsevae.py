@@ -745,6 +745,7 @@ class SparseVAE(
         >>> expr = model.get_normalized_expression(gene_list=["IFIT1", "ISG15"], library_size=1e4)
         >>> corrected = model.get_normalized_expression(transform_batch=["ctrl", "stim"], library_size=1e4)
         """
+        check_integer("n_samples", n_samples, fix="Posterior samples per cell (1: the posterior mean).")
         columns = self._gene_columns(gene_list)
         batches = [transform_batch] if isinstance(transform_batch, str | int) else list(transform_batch or [])
         for batch in batches:
@@ -871,6 +872,7 @@ class SparseVAE(
         ``adata`` nor ``indices`` is given. This is a true likelihood (all normalising constants kept),
         comparable across models with the same likelihood.
         """
+        check_integer("n_mc_samples", n_mc_samples, fix="Importance samples per cell (default 100).")
         if adata is None and indices is None:
             indices = self.validation_indices
             if indices is None or len(indices) == 0:

@@ -310,3 +310,22 @@ def test_the_package_lists_its_subpackages_for_tab_completion():
     import scsparse
 
     assert {"model", "tl", "pl", "data", "results", "generic"} <= set(dir(scsparse))
+
+
+# ---------------------------------------------------------------------------------------------------- results
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda m: m.get_top_genes(n_top=0), r"n_top must be a whole number >= 1, got 0"),
+        (lambda m: m.get_top_genes(n_top=2.5), r"n_top must be a whole number >= 1, got 2.5"),
+        (lambda m: m.active_factors(pip_threshold=2), r"pip_threshold must be a number in \[0, 1\), got 2"),
+        (lambda m: m.get_anchor_genes(pip_threshold=-1), r"pip_threshold must be a number in \[0, 1\), got -1"),
+        (lambda m: m.active_factors(min_genes=0), r"min_genes must be a whole number >= 1, got 0"),
+        (lambda m: m.get_heldout_nll(n_mc_samples=0), r"n_mc_samples must be a whole number >= 1, got 0"),
+        (lambda m: m.training_objective(batch_size=0), r"batch_size must be a whole number >= 1, got 0"),
+        (lambda m: m.get_normalized_expression(n_samples=0), r"n_samples must be a whole number >= 1, got 0"),
+    ],
+    ids=["n_top=0", "n_top=2.5", "pip>1", "pip<0", "min_genes=0", "n_mc_samples=0", "objective", "n_samples=0"],
+)
+def test_result_methods_refuse_a_bad_argument(trained, call, match):
+    refused(trained.adata, lambda: call(trained), InvalidInputError, match)
