@@ -15,6 +15,7 @@ __all__ = [
     "check_choice",
     "check_integer",
     "check_keywords",
+    "check_pip_threshold",
     "check_real",
     "did_you_mean",
 ]
@@ -152,3 +153,17 @@ def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
         + (did_you_mean(value, options) if isinstance(value, str) else "")
         + "."
     )
+
+
+def check_pip_threshold(pip_threshold: Any) -> float:
+    """``pip_threshold`` as a ``float`` if it is in ``[0, 1)``: a gene is in a programme when its ``p*`` exceeds it.
+
+    Examples
+    --------
+    >>> check_pip_threshold(0.5)
+    0.5
+    """
+    return check_real(
+        "pip_threshold", pip_threshold, low=0, high=1, high_open=True,
+        fix="A gene is in a programme when its p* exceeds it (default 0.5).",
+    )  # fmt: skip

@@ -12,7 +12,7 @@ from scvi import REGISTRY_KEYS
 from scvi.data._utils import _get_adata_minify_type
 from scvi.utils import unsupported_if_adata_minified
 
-from scsparse._checks import InvalidInputError, check_integer, check_real
+from scsparse._checks import InvalidInputError, check_integer, check_pip_threshold
 from scsparse._matrix import get_matrix
 from scsparse._options import COUNT_LIKELIHOODS
 from scsparse._provenance import package_versions
@@ -34,13 +34,6 @@ if TYPE_CHECKING:
     from scsparse.train import SettledStopping
 
 __all__ = ["SparseFactorMixin"]
-
-
-def _check_pip_threshold(pip_threshold: float) -> None:
-    check_real(
-        "pip_threshold", pip_threshold, low=0, high=1, high_open=True,
-        fix="A gene is in a programme when its p* exceeds it (default 0.5).",
-    )  # fmt: skip
 
 
 #: scvi-tools' logger of its base model, and its notes on setting up cells a method is given.
@@ -199,7 +192,7 @@ class SparseFactorMixin:
         >>> model.active_factors()  # doctest: +SKIP
         ['factor_0', 'factor_3', 'factor_7']
         """
-        _check_pip_threshold(pip_threshold)
+        check_pip_threshold(pip_threshold)
         check_integer("min_genes", min_genes, fix="A factor is active with at least this many genes (default 1).")
         mask = self.module.active_factor_mask(pip_threshold, min_genes).cpu().numpy()
         return [name for name, keep in zip(self.factor_names, mask, strict=True) if keep]
@@ -315,7 +308,7 @@ class SparseFactorMixin:
         with at least two anchors is identified up to a coordinate-wise transform. Genes are sorted by
         decreasing ``|w_jk|``.
         """
-        _check_pip_threshold(pip_threshold)
+        check_pip_threshold(pip_threshold)
         W, P = self._all_loadings()
         anchor = (P > pip_threshold).sum(1).to_numpy() == 1
         return {
@@ -326,7 +319,7 @@ class SparseFactorMixin:
     def get_top_genes(self, n_top: int = 10, pip_threshold: float = 0.5) -> dict[str, list[str]]:
         """Top genes of each active factor by ``|w_jk|`` among genes with ``p*_jk > pip_threshold``."""
         check_integer("n_top", n_top, fix="It is the number of genes per factor (e.g. 10).")
-        _check_pip_threshold(pip_threshold)
+        check_pip_threshold(pip_threshold)
         W, P = self._all_loadings()
         return {
             f: list(W.index[rank_genes(W[f].to_numpy(), P[f].to_numpy(), pip_threshold, n_top)])

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from scsparse._checks import check_pip_threshold
+
 __all__ = ["OVERLAP_FRACTION", "jaccard_matrix", "rank_biased_overlap", "rank_genes"]
 
 #: Two factors *overlap* when the Jaccard index of their programmes (genes with ``p*`` above the threshold) exceeds
@@ -59,7 +61,7 @@ def rank_genes(
     array([3])
     """
     absw = np.abs(np.asarray(loading, dtype=np.float64))
-    keep = np.asarray(pip) > pip_threshold
+    keep = np.asarray(pip) > check_pip_threshold(pip_threshold)
     if absw.ndim != 1 or keep.shape != absw.shape:
         raise ValueError(f"loading and pip must be 1-d and aligned, got shapes {absw.shape} and {keep.shape}.")
     if among is not None:

@@ -329,3 +329,13 @@ def test_the_package_lists_its_subpackages_for_tab_completion():
 )
 def test_result_methods_refuse_a_bad_argument(trained, call, match):
     refused(trained.adata, lambda: call(trained), InvalidInputError, match)
+
+
+def test_tools_refuse_a_pip_threshold_outside_0_1(trained):
+    import scsparse
+
+    adata = trained.adata.copy()
+    trained.write_results(adata, overwrite=True)
+    match = r"pip_threshold must be a number in \[0, 1\), got 1.5"
+    refused(adata, lambda: scsparse.tl.programme_genes(adata, pip_threshold=1.5), InvalidInputError, match)
+    refused(adata, lambda: scsparse.tl.top_genes(adata, pip_threshold=1.5), InvalidInputError, match)
