@@ -337,5 +337,6 @@ def test_tools_refuse_a_pip_threshold_outside_0_1(trained):
     adata = trained.adata.copy()
     trained.write_results(adata, overwrite=True)
     match = r"pip_threshold must be a number in \[0, 1\), got 1.5"
-    refused(adata, lambda: scsparse.tl.programme_genes(adata, pip_threshold=1.5), InvalidInputError, match)
-    refused(adata, lambda: scsparse.tl.top_genes(adata, pip_threshold=1.5), InvalidInputError, match)
+    call = lambda: scsparse.tl.programme_genes(adata, factors=[0], pip_threshold=1.5)  # noqa: E731
+    refused(adata, call, InvalidInputError, match)
+    refused(adata, lambda: scsparse.tl.top_genes(adata, factors=[0], pip_threshold=1.5), InvalidInputError, match)
