@@ -28,7 +28,7 @@ from scsparse.results import (
 from scsparse.train import without_log_lines
 
 from ._orientation import orientation_signs
-from ._validation import DataScan, check_anndata, check_counts, conform_genes, scan_anndata
+from ._validation import SETUP_SCANS, DataScan, check_anndata, check_counts, conform_genes, scan_anndata
 
 if TYPE_CHECKING:
     from scsparse.train import SettledStopping
@@ -127,7 +127,7 @@ class SparseFactorMixin:
 
     def _data_scan(self) -> DataScan:
         """The pass over the registered matrix made at set-up (made now if the AnnData was registered otherwise)."""
-        scan = getattr(self.adata_manager, "data_scan", None)
+        scan = SETUP_SCANS.recall(self.adata_manager.id)
         return scan if scan is not None else scan_anndata(self.adata, self._layer())
 
     @property

@@ -20,6 +20,7 @@ from scsparse.results import check_keys_free, result_keys, write_multistudy_resu
 
 from ._sparsevae import SparseVAE, covariate_fields
 from ._validation import (
+    SETUP_SCANS,
     check_anndata,
     check_batch_key,
     check_covariates,
@@ -278,7 +279,8 @@ class MultiStudySparseVAE(SparseVAE):
         ]
         adata_manager = AnnDataManager(fields=fields, setup_method_args=setup_method_args)
         adata_manager.register_fields(adata, **kwargs)
-        adata_manager.data_scan = scan  # the one pass over the matrix serves the count checks and the data hash
+        if scan is not None:  # the one pass over the matrix serves the count checks and the data hash
+            SETUP_SCANS.remember(adata_manager.id, adata, scan)
         cls.register_manager(adata_manager)
 
     def minify_adata(

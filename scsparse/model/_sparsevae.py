@@ -43,6 +43,7 @@ from ._init import mask_start
 from ._response import factor_response
 from ._seeding import seeded
 from ._validation import (
+    SETUP_SCANS,
     check_anndata,
     check_batch_key,
     check_counts,
@@ -328,7 +329,8 @@ class SparseVAE(
             fields += cls._get_fields_for_adata_minification(minified)
         adata_manager = AnnDataManager(fields=fields, setup_method_args=setup_method_args)
         adata_manager.register_fields(adata, **kwargs)
-        adata_manager.data_scan = scan  # the one pass over the matrix serves the count checks and the data hash
+        if scan is not None:  # the one pass over the matrix serves the count checks and the data hash
+            SETUP_SCANS.remember(adata_manager.id, adata, scan)
         cls.register_manager(adata_manager)
 
     def minify_adata(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,9 @@ from scsparse._options import GENE_LIKELIHOODS
 from scsparse.results import DataHasher, study_key_name
 
 __all__ = [
+    "SETUP_SCANS",
     "DataScan",
+    "ScanStore",
     "ZeroGenesWarning",
     "check_anndata",
     "check_batch_key",
@@ -94,6 +97,31 @@ class DataScan:
     non_integer: float | None
     zero_cells: np.ndarray
     data_hash: str
+
+
+class ScanStore:
+    """The set-up pass over the matrix of each registration, kept on our side (not on scvi-tools' objects).
+
+    Keyed by the id of the :class:`scvi.data.AnnDataManager` that registered the AnnData; an entry goes when its
+    AnnData is garbage-collected. A registration scvi-tools makes on its own (cells transferred to a model) has no
+    entry, and is scanned when a scan is needed.
+    """
+
+    def __init__(self) -> None:
+        self._scans: dict[str, DataScan] = {}
+
+    def remember(self, manager_id: str, adata: AnnData, scan: DataScan) -> None:
+        """Keep ``scan`` for the registration ``manager_id`` of ``adata`` while ``adata`` lives."""
+        self._scans[manager_id] = scan
+        weakref.finalize(adata, self._scans.pop, manager_id, None)
+
+    def recall(self, manager_id: str) -> DataScan | None:
+        """The scan of the registration ``manager_id``, or ``None``."""
+        return self._scans.get(manager_id)
+
+
+#: The scans of the registrations made by the models' ``setup_anndata``.
+SETUP_SCANS = ScanStore()
 
 
 def scan_anndata(adata: AnnData, layer: str | None) -> DataScan:

@@ -436,3 +436,21 @@ def test_a_fit_reads_the_matrix_once_for_its_checks_and_data_hash(counts_adata, 
     model.write_results(counts_adata)
     assert len(scans) == 1
     assert counts_adata.uns["sparsevae"]["data_hash"] == data_hash(counts_adata, "counts")
+
+
+def test_the_set_up_scan_is_ours_and_serves_a_loaded_model_without_a_rescan(counts_factory, tmp_path):
+    from unittest import mock
+
+    import scsparse.model._base as base
+
+    adata = counts_factory(n_obs=120, n_vars=30)
+    model = fit(adata, epochs=1)
+    assert not hasattr(model.adata_manager, "data_scan")  # nothing of ours on scvi-tools' object
+    with mock.patch.object(base, "scan_anndata", side_effect=AssertionError("rescanned the matrix")):
+        model.write_results(adata)
+    model.save(tmp_path / "model", overwrite=True)
+    other = adata.copy()
+    loaded = SparseVAE.load(tmp_path / "model", adata=other)
+    with mock.patch.object(base, "scan_anndata", side_effect=AssertionError("rescanned the matrix")):
+        loaded.write_results(other, overwrite=True)
+    assert other.uns["sparsevae"]["data_hash"] == adata.uns["sparsevae"]["data_hash"]
