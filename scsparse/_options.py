@@ -27,7 +27,12 @@ LatentPrior = Literal["identity", "correlated"]
 #: Starts of the mask ``W``: a constant, or an NMF of the normalised counts.
 MaskInit = Literal["nmf", "constant"]
 
+#: Likelihoods of counts, whose mean is ``library * softmax(logits)``: ``"nb"``, ``"zinb"``, ``"poisson"``,
+#: ``"multinomial"``.
 COUNT_LIKELIHOODS: tuple[str, ...] = get_args(CountLikelihood)
+#: Likelihoods of the models: the count likelihoods, and ``"normal"`` for normalised data.
 GENE_LIKELIHOODS: tuple[str, ...] = get_args(GeneLikelihood)
+#: Priors on the factors: ``"identity"`` (independent standard normals) or ``"correlated"``.
 LATENT_PRIORS: tuple[str, ...] = get_args(LatentPrior)
+#: Starts of the mask ``W``: ``"nmf"`` or ``"constant"``.
 MASK_INITS: tuple[str, ...] = get_args(MaskInit)
