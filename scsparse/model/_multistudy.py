@@ -24,7 +24,6 @@ from ._validation import (
     check_anndata,
     check_batch_key,
     check_covariates,
-    check_model_arguments,
     check_query_genes,
     check_study_key,
     check_study_names,
@@ -123,14 +122,15 @@ class MultiStudySparseVAE(SparseVAE):
     Parameters
     ----------
     adata
-        AnnData registered with :meth:`setup_anndata`.
+        AnnData registered with :meth:`setup_anndata` (or ``None`` with ``registry``).
     n_latent_shared
         Number of shared factors (an upper bound).
     n_latent_specific
         Number of specific factors per study: one int for every study, or a dict ``{study: K_m}``
         (studies not in the dict get none).
-    n_hidden, n_layers, gene_likelihood, lambda0, lambda1, a, b, dropout_rate, seed, **module_kwargs
-        As in :class:`~scsparse.model.SparseVAE`, except that the decoder has no first-layer bias unless
+    n_hidden, n_layers, gene_likelihood, lambda0, lambda1, a, b, dropout_rate, seed, registry, **module_kwargs
+        As in :class:`~scsparse.model.SparseVAE` (the model is built by its constructor, through the
+        ``_build_module`` hook), except that the decoder has no first-layer bias unless
         ``decoder_kwargs={"first_bias": True}`` is given: with it, a programme present in one study only lands in
         a shared factor more often (:doc:`/user-guide/multistudy`).
         ``module_kwargs`` also takes ``encode_study`` (default ``False``: the encoder does not see the study,
@@ -153,7 +153,7 @@ class MultiStudySparseVAE(SparseVAE):
 
     def __init__(
         self,
-        adata: AnnData,
+        adata: AnnData | None = None,
         n_latent_shared: int = 10,
         n_latent_specific: int | Mapping[str, int] = 5,
         n_hidden: int = 128,
@@ -165,15 +165,29 @@ class MultiStudySparseVAE(SparseVAE):
         b: float | None = None,
         dropout_rate: float = 0.1,
         seed: int | None = None,
+        registry: dict | None = None,
         **module_kwargs: Any,
     ) -> None:
         check_integer("n_latent_shared", n_latent_shared, minimum=0, fix="The number of shared factors (e.g. 10).")
-        check_model_arguments(
-            n_hidden=n_hidden, n_layers=n_layers, gene_likelihood=gene_likelihood, lambda0=lambda0,
-            lambda1=lambda1, a=a, b=b, dropout_rate=dropout_rate, seed=seed,
+        self._check_module_kwargs(module_kwargs)  # before the parent sees them: its own options are not ours
+        self._factor_request = (n_latent_shared, n_latent_specific)  # sized per study by _build_module
+        super().__init__(
+            adata, n_hidden=n_hidden, n_layers=n_layers, gene_likelihood=gene_likelihood, lambda0=lambda0,
+            lambda1=lambda1, a=a, b=b, dropout_rate=dropout_rate, seed=seed, registry=registry, **module_kwargs,
         )  # fmt: skip
-        super(SparseVAE, self).__init__(adata)
-        self._check_module_kwargs(module_kwargs)
+        studies, per_study = self.studies, list(self.module.n_latent_specific)
+        self._model_summary_string = (
+            f"MultiStudySparseVAE with {len(studies)} studies {studies}, n_latent_shared={n_latent_shared}, "
+            f"n_latent_specific={dict(zip(studies, per_study, strict=True))}, n_hidden={n_hidden}, "
+            f"n_layers={n_layers}, gene_likelihood={gene_likelihood!r}, lambda0={lambda0}, lambda1={lambda1}"
+        )
+        self.init_params_ = self._get_init_params(locals())
+
+    def _build_module(self, *, n_latent: int, latent_prior: str, **module_kwargs: Any) -> MultiStudySparseVAEModule:
+        """The module with a shared block and one block per study (``n_latent`` is the single-study model's and
+        does not apply; the module refuses ``latent_prior="correlated"`` with the reason).
+        """
+        n_latent_shared, n_latent_specific = self._factor_request
         studies = self.studies
         if isinstance(n_latent_specific, Mapping):
             unknown = sorted(set(map(str, n_latent_specific)) - set(studies))
@@ -192,31 +206,15 @@ class MultiStudySparseVAE(SparseVAE):
                 "n_latent_shared and n_latent_specific are all 0: the model has no factor. Give at least one "
                 "(e.g. n_latent_shared=10)."
             )
-        sigma_prior_xi = self._check_data_and_seed(gene_likelihood, seed)
-        with self._initialisation_rng():
-            self.module = self._module_cls(
-                n_input=self.summary_stats.n_vars,
-                **self._covariate_sizes(),
-                n_latent_shared=n_latent_shared,
-                n_latent_specific=per_study,
-                n_batch=self.summary_stats.n_batch,
-                n_hidden=n_hidden,
-                n_layers=n_layers,
-                gene_likelihood=gene_likelihood,
-                lambda0=lambda0,
-                lambda1=lambda1,
-                a=a,
-                b=b,
-                dropout_rate=dropout_rate,
-                sigma_prior_xi=sigma_prior_xi,
-                **module_kwargs,
-            )
-        self._model_summary_string = (
-            f"MultiStudySparseVAE with {len(studies)} studies {studies}, n_latent_shared={n_latent_shared}, "
-            f"n_latent_specific={dict(zip(studies, per_study, strict=True))}, n_hidden={n_hidden}, "
-            f"n_layers={n_layers}, gene_likelihood={gene_likelihood!r}, lambda0={lambda0}, lambda1={lambda1}"
+        return self._module_cls(
+            n_input=self.summary_stats.n_vars,
+            n_batch=self.summary_stats.n_batch,
+            **self._covariate_sizes(),
+            n_latent_shared=n_latent_shared,
+            n_latent_specific=per_study,
+            latent_prior=latent_prior,
+            **module_kwargs,
         )
-        self.init_params_ = self._get_init_params(locals())
 
     @classmethod
     def setup_anndata(
@@ -300,7 +298,7 @@ class MultiStudySparseVAE(SparseVAE):
     @property
     def studies(self) -> list[str]:
         """Study names in the order of their codes."""
-        mapping = self.adata_manager.get_state_registry(STUDY_KEY).categorical_mapping
+        mapping = self.registry_["field_registries"][STUDY_KEY]["state_registry"]["categorical_mapping"]
         return [str(s) for s in mapping]
 
     @property

@@ -186,11 +186,9 @@ class SparseVAE(
         self._check_module_kwargs(module_kwargs)
         sigma_prior_xi = self._check_data_and_seed(gene_likelihood, seed)
         with self._initialisation_rng():
-            self.module = self._module_cls(
-                n_input=self.summary_stats.n_vars,
-                n_batch=self.summary_stats.n_batch,
-                **self._covariate_sizes(),
+            self.module = self._build_module(
                 n_latent=n_latent,
+                latent_prior=latent_prior,
                 n_hidden=n_hidden,
                 n_layers=n_layers,
                 gene_likelihood=gene_likelihood,
@@ -200,7 +198,6 @@ class SparseVAE(
                 b=b,
                 dropout_rate=dropout_rate,
                 sigma_prior_xi=sigma_prior_xi,
-                latent_prior=latent_prior,
                 **module_kwargs,
             )
         self.module.minified_data_type = self.minified_data_type  # a model loaded on a minified AnnData
@@ -212,6 +209,21 @@ class SparseVAE(
             f"n_batch={self.summary_stats.n_batch}"
         )
         self.init_params_ = self._get_init_params(locals())
+
+    def _build_module(self, *, n_latent: int, latent_prior: str, **module_kwargs: Any) -> SparseVAEModule:
+        """The module, sized from the registered data: the hook a subclass with other factor blocks overrides.
+
+        Called by the constructor under the model's seed, after the data checks, with the constructor's module
+        arguments (``n_latent``, ``latent_prior``, ``n_hidden``, ``gene_likelihood``, the prior's rates ...).
+        """
+        return self._module_cls(
+            n_input=self.summary_stats.n_vars,
+            n_batch=self.summary_stats.n_batch,
+            **self._covariate_sizes(),
+            n_latent=n_latent,
+            latent_prior=latent_prior,
+            **module_kwargs,
+        )
 
     def _check_module_kwargs(self, module_kwargs: dict[str, Any]) -> None:
         """Refuse a misspelt option before the data are checked, naming the closest option of the model."""

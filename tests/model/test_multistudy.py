@@ -235,3 +235,20 @@ def test_specific_factors_are_oriented_within_their_own_study(studies_adata):
 def test_train_orients_the_factors(studies_adata):
     model = fit(studies_adata())
     assert model.factors_oriented_ and model.train_kwargs_["orient"]
+
+
+def test_built_by_the_parent_constructor_and_from_a_registry_as_sparsevae(studies_adata):
+    """The multi-study model runs SparseVAE's constructor (a hook builds its blocks), so registry= works as there."""
+    import torch
+
+    adata = studies_adata()
+    MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
+    model = MultiStudySparseVAE(adata, n_latent_shared=2, n_latent_specific=1, n_hidden=8, seed=3)
+    rebuilt = MultiStudySparseVAE(
+        registry=model.adata_manager.registry, n_latent_shared=2, n_latent_specific=1, n_hidden=8, seed=3
+    )
+    assert rebuilt.studies == model.studies and rebuilt.data_checks_.startswith("not run")
+    for (name, a), b in zip(model.module.state_dict().items(), rebuilt.module.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    with pytest.raises(TypeError, match="mask_init"):
+        MultiStudySparseVAE(adata, n_latent_shared=2, mask_init="nmf")  # the single-study model's option
