@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from scsparse.generic.datasets import TextCorpus
 
 __all__ = [
+    "INTERFERON_TERMS",
     "PAPER_DEPTH_NOTE",
     "PAPER_HIDDEN_LAYERS",
     "RESTART_SEED_STEP",
@@ -98,6 +99,9 @@ def slab_threshold_note(lambda0: float, lambda1: float, paper_lambda1: float) ->
 #: Seed offset between the restarts of one method on one dataset: restart ``r`` uses ``seed + r * this``, so
 #: restart 0 is the single fit of that seed.
 RESTART_SEED_STEP = 1000
+
+#: Hallmark terms of the interferon-beta response (the known programme of the Kang data).
+INTERFERON_TERMS: tuple[str, ...] = ("HALLMARK_INTERFERON_ALPHA_RESPONSE", "HALLMARK_INTERFERON_GAMMA_RESPONSE")
 
 
 def best_of_restarts(

@@ -12,7 +12,7 @@ import pandas as pd
 
 from scsparse.generic.metrics import neighbour_agreement, predict_labels, random_agreement
 
-from ._common import torch_threads, variable_genes
+from ._common import INTERFERON_TERMS, torch_threads, variable_genes
 from ._multistudy import _model_kwargs, _train
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,8 +30,6 @@ PBMC_MARKERS: dict[str, tuple[str, ...]] = {
     "DC": ("FCER1A", "CST3"),
     "platelet": ("PPBP", "PF4"),
 }
-
-IFN_TERMS: tuple[str, ...] = ("HALLMARK_INTERFERON_ALPHA_RESPONSE", "HALLMARK_INTERFERON_GAMMA_RESPONSE")
 
 
 def _fit_real(
@@ -244,7 +242,7 @@ def _kang_check(seed: int, cfg: Mapping[str, Any], quick: bool) -> tuple[list[di
     programmes = read_results(adata, "ms")
     genes = {f: programmes.programme_genes(f) for f in stim}
     enrich = {f: table[table["factor"] == f] for f in stim}
-    ifn = table[table["term"].isin(IFN_TERMS)] if len(table) else table
+    ifn = table[table["term"].isin(INTERFERON_TERMS)] if len(table) else table
     ifn_by_factor = {str(f): float(p) for f, p in ifn.groupby("factor")["p_adj"].min().items()} if len(ifn) else {}
     stim_ifn = {f: p for f, p in ifn_by_factor.items() if f in stim}
     best_factor = min(stim_ifn, key=stim_ifn.get) if stim_ifn else None

@@ -34,9 +34,6 @@ __all__ = ["MIN_TYPE_CELLS", "PEER_DATASETS", "PeerDataset", "gene_set_library",
 #: Labelled cell types with fewer cells are not scored for marker recovery.
 MIN_TYPE_CELLS = 10
 
-#: Hallmark terms of the interferon-beta response (Kang).
-INTERFERON_TERMS = ("HALLMARK_INTERFERON_ALPHA_RESPONSE", "HALLMARK_INTERFERON_GAMMA_RESPONSE")
-
 #: PanglaoDB cell types (organs "Immune system" and "Blood") that mark each PBMC label.
 _PBMC_MARKERS: dict[str, tuple[str, ...]] = {
     "Naive CD4 T": ("T cells", "T helper cells"),

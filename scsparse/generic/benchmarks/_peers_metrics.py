@@ -52,7 +52,8 @@ import numpy as np
 import pandas as pd
 from anndata import AnnData
 
-from ._peers_data import INTERFERON_TERMS, MIN_TYPE_CELLS, PeerDataset, gene_set_library, study_names
+from ._common import INTERFERON_TERMS
+from ._peers_data import MIN_TYPE_CELLS, PeerDataset, gene_set_library, study_names
 from ._peers_methods import PeerFit
 
 __all__ = ["HIGHER_IS_BETTER", "LOWER_IS_BETTER", "METRICS", "SIGNIFICANCE", "score_fit", "stability_scores"]

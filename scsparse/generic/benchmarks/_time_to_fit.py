@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ._common import quick_subsample, variable_genes
-from ._multistudy_real_checks import IFN_TERMS, interferon_enrichment
+from ._common import INTERFERON_TERMS, quick_subsample, variable_genes
+from ._multistudy_real_checks import interferon_enrichment
 
 __all__ = ["TIME_TO_FIT_DATASETS", "time_to_fit_rows", "time_to_fit_summary", "time_to_fit_targets"]
 
@@ -62,7 +62,7 @@ def _interferon_p(adata, model) -> float:
     if not model.active_factors():
         return math.nan
     table = interferon_enrichment(adata, model, n_top=N_TOP_GENES, key="time_to_fit")
-    ifn = table[table["term"].isin(IFN_TERMS)] if len(table) else table
+    ifn = table[table["term"].isin(INTERFERON_TERMS)] if len(table) else table
     return float(ifn["p_adj"].min()) if len(ifn) else math.nan
 
 
