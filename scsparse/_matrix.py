@@ -52,7 +52,8 @@ def get_matrix(adata: AnnData, layer: str | None):
         raise InvalidInputError(
             f"Layer {layer!r} not found in adata.layers{did_you_mean(layer, adata.layers.keys())} (available: "
             f"{list(adata.layers.keys())}). "
-            "Pass layer=None to use adata.X, or store the raw counts first, e.g. "
+            "To use adata.X instead, pass layer=None (on the command line, leave out --layer); or store the raw "
+            "counts first, e.g. "
             f"adata.layers[{layer!r}] = adata.X.copy() before normalising."
         )
     return _with_shape(adata.layers[layer], adata)

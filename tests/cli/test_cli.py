@@ -104,7 +104,7 @@ def test_fit_input_errors(input_file, tmp_path, capsys):
     # a missing layer: one clean line naming it, exit status 2
     assert main(["fit", str(input_file), "--out", str(out), "--layer", "raw_counts", "--max-epochs", "1"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("scsparse: error: ") and "'raw_counts'" in err
+    assert err.startswith("scsparse: error: ") and "'raw_counts'" in err and "leave out --layer" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
     # a missing input file
