@@ -104,3 +104,38 @@ def test_quick_consensus_runs_use_disjoint_seeds(shared_data, tmp_path, monkeypa
     saved = (tmp_path / "fits" / "kang" / "consensus_seed1.json").read_text()
     assert '"init_seed": 2' in saved
     assert len(pd.read_csv(tmp_path / "agreement.csv")) == 1
+
+
+def test_lambda0_ladder_climbs_to_the_model_rate_and_ends_there(counts_factory):
+    """Dynamic posterior exploration: lambda0 rises geometrically over the first epochs; the fit ends at its own."""
+    import warnings
+
+    from scsparse.model import SparseVAE
+
+    ladder = stability.Lambda0Ladder(start=1.5, n_epochs=4)
+    ladder.end = 10.0
+    rates = [ladder.rate(e) for e in range(6)]
+    assert rates[0] == pytest.approx(1.5) and rates[4:] == [10.0, 10.0]
+    assert all(a < b for a, b in zip(rates[:4], rates[1:5], strict=True))  # rising
+    assert rates[2] == pytest.approx(np.sqrt(1.5 * 10.0))  # geometric: halfway is the geometric mean
+
+    class Record(stability.Callback):
+        def __init__(self):
+            self.seen = []
+
+        def on_train_epoch_end(self, trainer, pl_module):
+            self.seen.append(pl_module.module.prior.lambda0)
+
+    adata = counts_factory(n_obs=80, n_vars=20)
+    SparseVAE.setup_anndata(adata, layer="counts")
+    model = SparseVAE(adata, n_latent=2, n_hidden=8, lambda0=8.0, seed=0)
+    record = Record()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.train(max_epochs=3, batch_size=40, enable_progress_bar=False,
+                    callbacks=[stability.Lambda0Ladder(start=2.0, n_epochs=4), record])  # fmt: skip
+    assert record.seen[0] == pytest.approx(2.0) and record.seen[1] > 2.0 and record.seen[2] < 8.0
+    assert model.module.prior.lambda0 == 8.0  # stopped before the top: put back at the model's own rate
+    assert set(VARIANTS) >= {"nmf_start", "lambda0_ladder"}
+    assert VARIANTS["nmf_start"].model_kwargs == {"mask_init": "nmf"}
+    assert isinstance(VARIANTS["lambda0_ladder"].callbacks()[0], stability.Lambda0Ladder)

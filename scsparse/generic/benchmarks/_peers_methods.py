@@ -223,11 +223,12 @@ def _sparsevae_model(
     seed: int,
     batch_key: str | None,
     init_seed: int | None = None,
+    train_kwargs: dict[str, Any] | None = None,
     **model_kwargs: Any,
 ):
     """A trained SparseVAE; ``init_seed`` draws the initial weights (default ``seed``), ``seed`` the split and
     minibatches, so restarts of one seed train on the same cells (as :func:`scsparse.model.select_best` needs).
-    ``model_kwargs`` go to the model beyond its defaults.
+    ``model_kwargs`` go to the model and ``train_kwargs`` to ``train()`` beyond their defaults.
     """
     from scsparse.model import SparseVAE
     from scsparse.train import FitNotSettledWarning
@@ -236,7 +237,7 @@ def _sparsevae_model(
     model = SparseVAE(adata, n_latent=budget.n_factors, seed=seed if init_seed is None else init_seed, **model_kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitNotSettledWarning)  # recorded in extra["settled"]
-        model.train(max_epochs=budget.max_epochs, seed=seed, enable_progress_bar=False)
+        model.train(max_epochs=budget.max_epochs, seed=seed, enable_progress_bar=False, **(train_kwargs or {}))
     return model
 
 
