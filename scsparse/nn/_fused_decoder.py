@@ -15,11 +15,10 @@ the cache, computes every gradient from it:
     du = relu'(u) ⊙ (sum_n dout[n] V[n]),   dV[n, g] = sum_b dout[n, b, g] relu(u[g, b]),
     dA = sum_{g,b} du[g, b] (w_g ⊙ z_b)^T,   d(w_g ⊙ z_b) = A^T du[g, b],   ds_b = sum_g du[g, b].
 
-One extra matrix product per chunk (the recomputation) buys a step whose memory traffic stays within a chunk.
-On two cores of an AMD EPYC (2,000 genes, batch 128, 128 hidden units, 20 factors) the decoder's training step
-took about half the time of the autograd path (``scsparse bench speed`` measures both side by side,
-:doc:`/benchmarks/speed`). The result is the same function with the same gradients as the autograd path, up to
-float rounding (tested).
+One extra matrix product per chunk (the recomputation) buys a step whose memory traffic stays within a chunk, which
+makes the CPU step faster than the autograd path's (``scsparse bench speed`` measures both side by side; figures
+with their hardware in :doc:`/benchmarks/speed`). The result is the same function with the same gradients as the
+autograd path, up to float rounding (tested).
 """
 
 from __future__ import annotations
@@ -29,8 +28,8 @@ import torch
 __all__ = ["FusedMaskedLayer", "FusedWorkspace"]
 
 _relu_backward = torch.ops.aten.threshold_backward.grad_input
-#: The factor dimension is padded with zeros to a multiple of this: matrix products with an inner or outer
-#: dimension of 11 or 21 ran at half the speed of 16 or 24 on a 2-core AMD EPYC (torch 2.13, CPU build).
+#: The factor dimension is padded with zeros to a multiple of this: CPU matrix kernels are much slower on odd
+#: inner or outer dimensions than on multiples of 8 (measured in :doc:`/benchmarks/speed`); the zeros add nothing.
 PAD_FACTORS_TO = 8
 
 

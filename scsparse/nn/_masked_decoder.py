@@ -46,9 +46,9 @@ __all__ = ["DEFAULT_MEMORY_BUDGET_MB", "GPU_MEMORY_FRACTION", "MaskedDecoder", "
 def default_memory_budget_mb(device: torch.device | str) -> float:
     """The activation budget (MB) of a decoder without an explicit one, on ``device``.
 
-    A quarter (:data:`GPU_MEMORY_FRACTION`) of a CUDA GPU's memory, :data:`DEFAULT_MEMORY_BUDGET_MB` elsewhere.
-    On one H100 (50,000 cells x 2,000 genes, batch 1,024) a 512 MB budget checkpointed every chunk and cost
-    1.78 s per epoch against 1.37 s with a budget that holds all activations (:doc:`/benchmarks/speed`).
+    A quarter (:data:`GPU_MEMORY_FRACTION`) of a CUDA GPU's memory, :data:`DEFAULT_MEMORY_BUDGET_MB` elsewhere. On a
+    GPU a budget that holds all activations avoids recomputing chunks, which a small fixed budget forces at large
+    batches (the cost is measured in :doc:`/benchmarks/speed`).
 
     Examples
     --------
@@ -108,8 +108,9 @@ class MaskedDecoder(nn.Module):
         :func:`default_memory_budget_mb` of the device the decoder runs on (a quarter of a GPU's memory, 512 MB
         on the CPU).
     cache_chunk_mb
-        On the CPU, target size of one chunk's activations, in the cache. 4 MB (64 genes at batch 128 and 128
-        hidden units) was a few percent faster than 2 MB on a 2-core AMD EPYC, and smaller chunks slower.
+        On the CPU, target size of one chunk's activations, small enough to stay in the cache while its gradients
+        are computed (4 MB: 64 genes at batch 128 and 128 hidden units; the choice is measured in
+        :doc:`/benchmarks/speed`).
     checkpoint_chunks
         Allow recomputing chunk activations in the backward pass when all features' activations together
         exceed ``memory_budget_mb`` (``False``: never recompute).
