@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import random
 from collections.abc import Iterator
@@ -12,17 +11,14 @@ import numpy as np
 import torch
 from scvi import settings
 
+from scsparse.train import without_log_lines
+
 __all__ = ["seeded"]
 
 #: Environment variables that seeding scvi-tools (``scvi.settings.seed``, Lightning's ``seed_everything``) sets.
 _SEEDING_ENV = ("PL_GLOBAL_SEED", "PL_SEED_WORKERS", "XLA_FLAGS")
 #: The logger of Lightning's "Seed set to N" line, which seeding on the model's behalf would print.
 _SEED_LOGGER = "lightning.fabric.utilities.seed"
-
-
-class _DropSeedLine(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Seed set to")
 
 
 @contextmanager
@@ -58,17 +54,15 @@ def seeded(seed: int) -> Iterator[None]:
     environment = {name: os.environ.get(name) for name in _SEEDING_ENV}
     previous_seed = settings.seed
     cuda_devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
-    seed_line = _DropSeedLine()  # the seed is the model's (recorded with its results), not news to print
-    logging.getLogger(_SEED_LOGGER).addFilter(seed_line)
+    # the seed is the model's (recorded with its results), not news to print
     try:
-        with torch.random.fork_rng(devices=cuda_devices):
+        with without_log_lines(_SEED_LOGGER, "Seed set to"), torch.random.fork_rng(devices=cuda_devices):
             settings.seed = int(seed)
             try:
                 yield
             finally:
                 settings.seed = previous_seed  # reseeds the generators when it is a number: restored below
     finally:
-        logging.getLogger(_SEED_LOGGER).removeFilter(seed_line)
         random.setstate(python_state)
         np.random.set_state(numpy_state)  # noqa: NPY002
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = cudnn

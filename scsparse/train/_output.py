@@ -17,15 +17,10 @@ LIGHTNING_INFO_LOGGER = "lightning.pytorch.utilities.rank_zero"
 THIRD_PARTY_WARNINGS: tuple[str, ...] = (r".*LeafSpec.*",)
 
 
-class _DropAdverts(logging.Filter):
-    """Drop Lightning's product adverts ("💡 Tip: For seamless cloud logging ...") and its line about TPUs when
-    there is none ("TPU available: False, using: 0 TPU cores"); keep everything else, the GPU line included
-    (it says whether an available GPU is used).
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = str(record.msg)
-        return not (message.startswith("💡 Tip:") or message.startswith("TPU available: False"))
+#: How the Lightning lines a fit drops start: its product adverts ("💡 Tip: For seamless cloud logging ...") and
+#: its line about TPUs when there is none; everything else, the GPU line included (it says whether an available GPU
+#: is used), comes through.
+LIGHTNING_NOISE: tuple[str, ...] = ("💡 Tip:", "TPU available: False")
 
 
 @contextlib.contextmanager
@@ -52,16 +47,10 @@ def clean_training_output(expected_warnings: Iterable[str] = ()) -> Iterator[Non
     >>> [str(w.message) for w in caught]
     ["a user's own warning"]
     """
-    advert_filter = _DropAdverts()
-    info_logger = logging.getLogger(LIGHTNING_INFO_LOGGER)
-    info_logger.addFilter(advert_filter)
-    try:
-        with warnings.catch_warnings():
-            for message in (*THIRD_PARTY_WARNINGS, *expected_warnings):
-                warnings.filterwarnings("ignore", message=message)
-            yield
-    finally:
-        info_logger.removeFilter(advert_filter)
+    with without_log_lines(LIGHTNING_INFO_LOGGER, *LIGHTNING_NOISE), warnings.catch_warnings():
+        for message in (*THIRD_PARTY_WARNINGS, *expected_warnings):
+            warnings.filterwarnings("ignore", message=message)
+        yield
 
 
 class _DropLines(logging.Filter):
