@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,7 +27,7 @@ from scsparse.results import (
 from scsparse.train import without_log_lines
 
 from ._orientation import orientation_signs
-from ._validation import SETUP_SCANS, DataScan, check_anndata, check_counts, conform_genes, scan_anndata
+from ._validation import SETUP_SCANS, DataScan, ScanStore, check_anndata, check_counts, conform_genes, scan_anndata
 
 if TYPE_CHECKING:
     from scsparse.train import SettledStopping
@@ -112,14 +111,13 @@ class SparseFactorMixin:
 
     def _check_new_counts(self, adata: AnnData) -> None:
         """The set-up checks of the counts, once per AnnData object (methods validate their AnnData repeatedly)."""
-        checked = self.__dict__.setdefault("_counts_checked", {})
-        ref = checked.get(id(adata))
-        if (ref is not None and ref() is adata) or _get_adata_minify_type(adata) is not None:
+        checked = self.__dict__.setdefault("_new_data_scans", ScanStore())
+        if checked.recall(id(adata)) is not None or _get_adata_minify_type(adata) is not None:
             return
         scan = check_anndata(adata, self._layer(), allow_zero_genes=True)
         if self.module.gene_likelihood in COUNT_LIKELIHOODS:
             check_counts(scan, adata.obs_names, self.module.gene_likelihood)
-        checked[id(adata)] = weakref.ref(adata)
+        checked.remember(id(adata), adata, scan)
 
     # ------------------------------------------------------------------ accessors
     def _layer(self) -> str | None:

@@ -10,6 +10,8 @@ from anndata import AnnData
 
 from scsparse._checks import InvalidInputError, did_you_mean
 
+from ._validation import obs_column
+
 __all__ = ["CheckedDEMixin", "check_de_groups"]
 
 
@@ -29,12 +31,7 @@ def check_de_groups(
                 "group1/group2 name groups of a column: pass groupby='<obs column>' too (or idx1/idx2 for cells)."
             )
         return
-    if groupby not in adata.obs.columns:
-        raise InvalidInputError(
-            f"groupby={groupby!r} is not a column of adata.obs{did_you_mean(groupby, adata.obs.columns)}. "
-            f"Columns: {', '.join(map(str, adata.obs.columns[:20]))}."
-        )
-    values = pd.Index(adata.obs[groupby].astype(str).unique())
+    values = pd.Index(obs_column(adata, groupby, "groupby").astype(str).unique())
     wanted = [] if group1 is None else [group1] if isinstance(group1, str) else list(group1)
     wanted += [] if group2 is None else [group2]
     for group in wanted:

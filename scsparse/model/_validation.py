@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,7 @@ __all__ = [
     "check_train_arguments",
     "check_unique_gene_names",
     "conform_genes",
+    "obs_column",
     "scan_anndata",
 ]
 
@@ -100,24 +101,25 @@ class DataScan:
 
 
 class ScanStore:
-    """The set-up pass over the matrix of each registration, kept on our side (not on scvi-tools' objects).
+    """Passes over an AnnData's matrix, kept on our side (not on scvi-tools' objects) while the AnnData lives.
 
-    Keyed by the id of the :class:`scvi.data.AnnDataManager` that registered the AnnData; an entry goes when its
-    AnnData is garbage-collected. A registration scvi-tools makes on its own (cells transferred to a model) has no
-    entry, and is scanned when a scan is needed.
+    Keyed by what identifies the pass: the id of the :class:`scvi.data.AnnDataManager` of a registration
+    (:data:`SETUP_SCANS`), or the ``id()`` of an AnnData a model's method was given (checked once). An entry goes
+    when its AnnData is garbage-collected, so a key is never read for another object. A registration scvi-tools
+    makes on its own (cells transferred to a model) has no entry, and is scanned when a scan is needed.
     """
 
     def __init__(self) -> None:
-        self._scans: dict[str, DataScan] = {}
+        self._scans: dict[Hashable, DataScan] = {}
 
-    def remember(self, manager_id: str, adata: AnnData, scan: DataScan) -> None:
-        """Keep ``scan`` for the registration ``manager_id`` of ``adata`` while ``adata`` lives."""
-        self._scans[manager_id] = scan
-        weakref.finalize(adata, self._scans.pop, manager_id, None)
+    def remember(self, key: Hashable, adata: AnnData, scan: DataScan) -> None:
+        """Keep ``scan`` under ``key`` while ``adata`` lives."""
+        self._scans[key] = scan
+        weakref.finalize(adata, self._scans.pop, key, None)
 
-    def recall(self, manager_id: str) -> DataScan | None:
-        """The scan of the registration ``manager_id``, or ``None``."""
-        return self._scans.get(manager_id)
+    def recall(self, key: Hashable) -> DataScan | None:
+        """The scan kept under ``key``, or ``None``."""
+        return self._scans.get(key)
 
 
 #: The scans of the registrations made by the models' ``setup_anndata``.
@@ -402,13 +404,18 @@ def check_counts(scan: DataScan, obs_names: pd.Index, likelihood: str) -> None:
         )
 
 
-def _check_obs_column(adata: AnnData, key: str, role: str, argument: str, *, continuous: bool = False) -> pd.Series:
+def obs_column(adata: AnnData, key: str, argument: str) -> pd.Series:
+    """``adata.obs[key]``, or an error naming ``argument``, the closest column and the columns there are."""
     if key not in adata.obs.columns:
         raise InvalidInputError(
             f"{argument}={key!r} is not a column of adata.obs{did_you_mean(key, adata.obs.columns)} "
             f"(columns: {list(adata.obs.columns)})."
         )
-    column = adata.obs[key]
+    return adata.obs[key]
+
+
+def _check_obs_column(adata: AnnData, key: str, role: str, argument: str, *, continuous: bool = False) -> pd.Series:
+    column = obs_column(adata, key, argument)
     n_missing = int(column.isna().sum())
     if n_missing:
         column_ref = f"adata.obs[{key!r}]"
