@@ -86,8 +86,8 @@ class Lambda0Ladder(Callback):
         self.end = float(pl_module.module.prior.lambda0)
 
     def rate(self, epoch: int) -> float:
-        """``lambda0`` of ``epoch`` (0-based)."""
-        if self.end is None or epoch >= self.n_epochs:
+        """``lambda0`` of ``epoch`` (0-based); the top, ``end``, is read when training starts."""
+        if epoch >= self.n_epochs:
             return float(self.end)
         step = epoch / self.n_epochs
         return float(math.exp(math.log(self.start) + step * (math.log(self.end) - math.log(self.start))))
