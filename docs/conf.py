@@ -79,6 +79,7 @@ API_PACKAGES = (
     "scsparse.nn",
     "scsparse.generic",
     "scsparse.generic.models",
+    "scsparse.generic.nn",
     "scsparse.generic.metrics",
     "scsparse.generic.datasets",
     "scsparse.generic.benchmarks",

@@ -2,6 +2,7 @@
 
 - :mod:`scsparse.generic.models` — VAE, beta-VAE, sparse VAE, NMF, oi-VAE, VSC, thresholded VSC behind one
   interface (``fit`` / ``transform`` / ``loadings`` / ``heldout_nll`` / ``predict_mean``);
+- :mod:`scsparse.generic.nn` — the baselines' own building blocks (sparse codes, group lasso);
 - :mod:`scsparse.generic.metrics` — DCI, support recovery, ranking metrics, statistics of codes;
 - :mod:`scsparse.generic.benchmarks` — the papers' benchmarks, one function each.
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_SUBMODULES = ("models", "metrics", "benchmarks")
+_SUBMODULES = ("models", "nn", "metrics", "benchmarks")
 
 __all__ = list(_SUBMODULES)
 

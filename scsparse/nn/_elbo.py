@@ -20,10 +20,36 @@ from torch.distributions import Normal
 
 from ._latent_prior import CorrelatedGaussianPrior
 from ._priors import inverse_gamma_neg_log_prior
-from ._sparse_codes import kl_normal
 from ._spike_slab_lasso import SpikeSlabLasso
 
-__all__ = ["gaussian_kl", "importance_sampled_log_likelihood", "sparse_vae_objective", "sparse_vae_penalty"]
+__all__ = [
+    "gaussian_kl",
+    "importance_sampled_log_likelihood",
+    "kl_normal",
+    "sparse_vae_objective",
+    "sparse_vae_penalty",
+]
+
+
+def kl_normal(
+    mu_q: torch.Tensor,
+    log_var_q: torch.Tensor,
+    mu_p: float | torch.Tensor = 0.0,
+    log_var_p: float | torch.Tensor = 0.0,
+) -> torch.Tensor:
+    """Element-wise ``KL(N(mu_q, sigma_q^2) || N(mu_p, sigma_p^2))``.
+
+    ``0.5 * (log sigma_p^2 - log sigma_q^2 + (sigma_q^2 + (mu_q - mu_p)^2) / sigma_p^2 - 1)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> kl_normal(torch.tensor([0.0, 1.0]), torch.zeros(2))  # N(0, 1) to N(0, 1); N(1, 1) to N(0, 1)
+    tensor([0.0000, 0.5000])
+    """
+    mu_p = torch.as_tensor(mu_p, dtype=mu_q.dtype, device=mu_q.device)
+    log_var_p = torch.as_tensor(log_var_p, dtype=mu_q.dtype, device=mu_q.device)
+    return 0.5 * (log_var_p - log_var_q + (torch.exp(log_var_q) + (mu_q - mu_p) ** 2) * torch.exp(-log_var_p) - 1.0)
 
 
 def gaussian_kl(qz: Normal, mask: torch.Tensor | None = None) -> torch.Tensor:

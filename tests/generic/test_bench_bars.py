@@ -17,7 +17,7 @@ from scsparse.generic.benchmarks._bars import (
     run_bars,
 )
 from scsparse.generic.models import OIVAE
-from scsparse.nn._group_lasso import group_lasso_prox
+from scsparse.generic.nn._group_lasso import group_lasso_prox
 
 
 def test_make_bars_lights_exactly_one_row_with_the_papers_values() -> None:

@@ -9,7 +9,7 @@ import torch
 from scsparse.generic.models._oivae import OIVAE
 from scsparse.generic.models._tvsc import ThresholdedVSC
 from scsparse.generic.models._vsc import VSC
-from scsparse.nn._group_lasso import group_column_norms
+from scsparse.generic.nn._group_lasso import group_column_norms
 
 N_TRAIN, N_TEST = 600, 300
 
@@ -227,7 +227,7 @@ def test_thresholded_vsc_transform_is_the_posterior_mean(sparse_data):
         torch.manual_seed(0)
         with torch.no_grad():
             loc, scale, _, _ = model.module.posterior(x)
-            from scsparse.nn._sparse_codes import sample_base, shifted_soft_threshold
+            from scsparse.generic.nn._sparse_codes import sample_base, shifted_soft_threshold
 
             s = sample_base(base, loc, scale, (200_000,))
             mc = shifted_soft_threshold(s, loc, model.lambda_).mean(0).numpy()

@@ -22,7 +22,7 @@ FLOORS: list[tuple[str, ...]] = [
         "scsparse._text",
         "scsparse._threads",
     ),
-    ("scsparse.nn", "scsparse.results", "scsparse.data", "scsparse.generic.datasets"),
+    ("scsparse.nn", "scsparse.results", "scsparse.data", "scsparse.generic.datasets", "scsparse.generic.nn"),
     ("scsparse.module", "scsparse.train", "scsparse.generic.models", "scsparse.generic.metrics"),
     ("scsparse.model",),
     ("scsparse.tl", "scsparse.pl"),
@@ -161,3 +161,43 @@ def test_public_names_are_imported_from_their_package():
             if served:
                 offending.append(f"{module}: from {node.module} import {', '.join(served)}")
     assert offending == []
+
+
+def test_only_the_generic_subpackage_imports_it():
+    """The core (models, tools, plots) never reaches into :mod:`scsparse.generic`: the baselines' blocks, models,
+    metrics and benchmarks are built on the core, not the other way round. The command line runs benchmarks."""
+    offending = [
+        f"{m} -> {t}"
+        for m, targets in _imports().items()
+        if not m.startswith("scsparse.generic") and m not in ("scsparse.cli", "scsparse._demo")
+        for t in sorted(targets)
+        if t.startswith("scsparse.generic")
+    ]
+    assert offending == []
+
+
+@cache
+def _core_references() -> dict[str, set[str]]:
+    """Name -> the core modules (outside :mod:`scsparse.generic` and the package files) whose code uses it."""
+    used: dict[str, set[str]] = {}
+    for module, path in _modules().items():
+        if module.startswith("scsparse.generic") or path.name == "__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Name):
+                used.setdefault(node.id, set()).add(module)
+            elif isinstance(node, ast.Attribute):
+                used.setdefault(node.attr, set()).add(module)
+            elif isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    used.setdefault(alias.name, set()).add(module)
+    return used
+
+
+def test_nn_exports_only_what_the_models_build_on():
+    """Every name :mod:`scsparse.nn` exports is used by the core's code (the models, or a block they are built
+    from); what only the baselines use belongs in :mod:`scsparse.generic.nn`."""
+    import scsparse.nn
+
+    unused = [name for name in scsparse.nn.__all__ if not _core_references().get(name)]
+    assert unused == []

@@ -284,7 +284,7 @@ def test_correlated_latent_prior_is_learned_saved_and_scored(tmp_path, counts_ad
 def test_training_flushes_denormals_and_restores_the_setting(counts_adata):
     from lightning.pytorch.callbacks import Callback
 
-    from scsparse.nn import flushing_denormals
+    from scsparse.nn._numerics import flushing_denormals
 
     seen = []
 

@@ -3,7 +3,8 @@ import torch
 from scipy import stats
 from scipy.special import gammaln
 
-from scsparse.nn import calibrate_inverse_gamma, log_multinomial, log_nb, log_normal, log_poisson, log_zinb
+from scsparse.nn import calibrate_inverse_gamma, log_multinomial, log_normal, log_poisson
+from scsparse.nn._likelihoods import log_nb, log_zinb
 
 X = torch.tensor([0.0, 1.0, 3.0, 10.0], dtype=torch.float64)
 

@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from scsparse.nn import MaskedDecoder, one_hot_covariates
+from scsparse.nn import MaskedDecoder
+from scsparse.nn._mlp import one_hot_covariates
 
 
 def naive_per_gene(decoder: MaskedDecoder, z: torch.Tensor, batch: torch.Tensor | None = None) -> torch.Tensor:

@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from scsparse.nn import flush_denormals, flushing_denormals
+from scsparse.nn import flush_denormals
+from scsparse.nn._numerics import flushing_denormals
 
 
 @pytest.mark.parametrize("before", [False, True])

@@ -12,8 +12,7 @@ import math
 import torch
 from torch import nn
 
-from scsparse.nn import (
-    MLP,
+from scsparse.generic.nn import (
     base_kl,
     relaxed_spike_slab_sample,
     sample_base,
@@ -22,6 +21,7 @@ from scsparse.nn import (
     straight_through_spike_slab_sample,
     straight_through_threshold,
 )
+from scsparse.nn import MLP
 
 from ._base import check_option
 from ._sparse_coding import init_dictionary

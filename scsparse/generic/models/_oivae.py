@@ -10,15 +10,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from scsparse.nn import (
-    LIKELIHOODS,
-    GaussianEncoder,
-    gaussian_kl,
-    group_column_norms,
-    group_lasso_penalty,
-    group_lasso_prox,
-    make_activation,
-)
+from scsparse.generic.nn import group_column_norms, group_lasso_penalty, group_lasso_prox
+from scsparse.nn import LIKELIHOODS, GaussianEncoder, gaussian_kl, make_activation
 
 from ._base import TorchArrayModel, check_option
 from ._common import SampledCodeModule, chunked_logmeanexp, init_observation_variance, observation_log_prob
@@ -54,7 +47,7 @@ class OIVAEModule(SampledCodeModule):
         Standard deviation of the initial entries of ``W``.
     lambda_
         Group-lasso weight; only used to report the full objective in :meth:`loss` (the penalty itself
-        is applied by the proximal step, see :func:`~scsparse.nn._group_lasso.group_lasso_prox`).
+        is applied by the proximal step, see :func:`~scsparse.generic.nn.group_lasso_prox`).
     theta_prior_weight
         Weight of ``0.5 ||theta||^2`` in the per-row loss; ``None``: ``1 / n_obs`` (the prior counted once
         for the data set).

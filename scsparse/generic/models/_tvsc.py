@@ -9,10 +9,8 @@ import torch
 from torch import nn
 from torch.distributions import Gamma
 
-from scsparse.nn import (
+from scsparse.generic.nn import (
     BASES,
-    LIKELIHOODS,
-    MLP,
     base_kl,
     gamma_threshold_prior,
     kl_gamma,
@@ -23,6 +21,7 @@ from scsparse.nn import (
     thresholded_laplace_gamma_log_prob,
     thresholded_log_prob,
 )
+from scsparse.nn import LIKELIHOODS, MLP
 
 from ._base import TorchArrayModel, check_option
 from ._common import SampledCodeModule, init_observation_variance, observation_log_prob
@@ -201,9 +200,9 @@ class ThresholdedVSCModule(SampledCodeModule):
 
         ``log p(x | z) + log p(z | lambda) - log q(z | lambda, x)`` (plus ``log p(lambda) - log q(lambda | x)``
         for a Gamma threshold), all thresholded densities from
-        :func:`~scsparse.nn._sparse_codes.thresholded_log_prob` at exact samples. For the Laplace base with a
+        :func:`~scsparse.generic.nn.thresholded_log_prob` at exact samples. For the Laplace base with a
         Gamma threshold ``lambda`` is integrated out analytically
-        (:func:`~scsparse.nn._sparse_codes.thresholded_laplace_gamma_log_prob`): weights over ``z`` alone.
+        (:func:`~scsparse.generic.nn.thresholded_laplace_gamma_log_prob`): weights over ``z`` alone.
         """
         loc, scale, alpha, beta = self.posterior(x)
         s = sample_base(self.base, loc, scale, (n_samples,))
@@ -278,7 +277,7 @@ class ThresholdedVSC(TorchArrayModel):
     the generative model ``z = T_lambda(s)``, ``s ~ p(s)`` (``lambda ~ p(lambda)`` for a Gamma
     threshold), ``x ~ p(x | z)``: with exact thresholded samples the proposal ``q(z | x)`` and the prior
     have densities against Lebesgue measure plus a point mass at 0 (computed by
-    :func:`~scsparse.nn._sparse_codes.thresholded_log_prob`), so the importance weights are well defined
+    :func:`~scsparse.generic.nn.thresholded_log_prob`), so the importance weights are well defined
     (``nll_is_bound = False``, as for the other models).
 
     Parameters

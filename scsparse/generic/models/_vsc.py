@@ -9,14 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from scsparse.nn import (
-    LIKELIHOODS,
-    MLP,
-    kl_bernoulli,
-    relaxed_spike_slab_sample,
-    spike_slab_kl,
-    spike_slab_log_prob,
-)
+from scsparse.generic.nn import kl_bernoulli, relaxed_spike_slab_sample, spike_slab_kl, spike_slab_log_prob
+from scsparse.nn import LIKELIHOODS, MLP
 
 from ._base import TorchArrayModel, check_option
 from ._common import SampledCodeModule, init_observation_variance, observation_log_prob, sample_chunks

@@ -39,6 +39,8 @@ import math
 import torch
 from torch.distributions import Gamma
 
+from scsparse.nn import kl_normal
+
 __all__ = [
     "BASES",
     "base_kl",
@@ -46,7 +48,6 @@ __all__ = [
     "kl_bernoulli",
     "kl_gamma",
     "kl_laplace",
-    "kl_normal",
     "relaxed_spike_slab_sample",
     "straight_through_spike_slab_sample",
     "sample_base",
@@ -80,27 +81,6 @@ def _check_base(base: str) -> None:
 # --------------------------------------------------------------------------------------------------
 # Spike-and-slab (VSC)
 # --------------------------------------------------------------------------------------------------
-
-
-def kl_normal(
-    mu_q: torch.Tensor,
-    log_var_q: torch.Tensor,
-    mu_p: float | torch.Tensor = 0.0,
-    log_var_p: float | torch.Tensor = 0.0,
-) -> torch.Tensor:
-    """Element-wise ``KL(N(mu_q, sigma_q^2) || N(mu_p, sigma_p^2))``.
-
-    ``0.5 * (log sigma_p^2 - log sigma_q^2 + (sigma_q^2 + (mu_q - mu_p)^2) / sigma_p^2 - 1)``.
-
-    Examples
-    --------
-    >>> import torch
-    >>> kl_normal(torch.tensor([0.0, 1.0]), torch.zeros(2))  # N(0, 1) to N(0, 1); N(1, 1) to N(0, 1)
-    tensor([0.0000, 0.5000])
-    """
-    mu_p = _as_tensor(mu_p, mu_q)
-    log_var_p = _as_tensor(log_var_p, mu_q)
-    return 0.5 * (log_var_p - log_var_q + (torch.exp(log_var_q) + (mu_q - mu_p) ** 2) * torch.exp(-log_var_p) - 1.0)
 
 
 def kl_bernoulli(gamma_q: torch.Tensor, gamma_p: float | torch.Tensor) -> torch.Tensor:

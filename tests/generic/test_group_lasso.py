@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from scsparse.nn._group_lasso import group_column_norms, group_lasso_penalty, group_lasso_prox
+from scsparse.generic.nn._group_lasso import group_column_norms, group_lasso_penalty, group_lasso_prox
 
 
 def hand_w():

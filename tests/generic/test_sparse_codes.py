@@ -6,7 +6,7 @@ import torch
 from scipy import stats
 from torch.distributions import Gamma, Laplace, Normal, kl_divergence
 
-from scsparse.nn._sparse_codes import (
+from scsparse.generic.nn._sparse_codes import (
     base_kl,
     kl_gamma,
     kl_laplace,
