@@ -50,7 +50,8 @@ def _run_enrichment(adata, key: str, factors: list[str], out: Path, verbose: boo
     from scsparse import tl
 
     try:
-        table = tl.enrich(adata, GENE_SETS, key=key, factors=factors)
+        tl.enrich(adata, GENE_SETS, key=key, factors=factors)
+        table = adata.uns[f"{key}_enrichment"]
     except Exception as exc:  # a demo must finish: report why there is no enrichment instead
         _say(f"enrichment skipped: {exc}", verbose)
         return None, f"Gene-set enrichment skipped: {type(exc).__name__}: {exc}"

@@ -23,6 +23,12 @@
   without any enriched gene set and for factors that overlap another one.
 - :func:`stability` — reproducibility of each factor across seeds.
 
+**What a tool returns** (scanpy's convention). A tool that fits a model (:func:`sparse_vae`,
+:func:`multistudy_sparse_vae`) writes its results into the AnnData and returns the model. A tool that computes a table
+to keep (:func:`enrich`, :func:`factor_association`, :func:`stability`) writes it to ``adata.uns[key_added]`` and
+returns ``None``, or, with ``copy=True``, a copy of the AnnData holding it. The other functions read a fit and return
+a table or text, writing nothing.
+
 All of them read multi-study results too (:class:`~scsparse.model.MultiStudySparseVAE`): shared and study-specific
 factors under their factor-table names, specific factors analysed within their own study's cells.
 """

@@ -13,8 +13,9 @@ from scsparse._checks import did_you_mean
 from scsparse.results import read_results
 
 from ._enrich import bh_adjust
+from ._store import store_table
 
-__all__ = ["factor_association"]
+__all__ = ["association_table", "factor_association"]
 
 
 def _cohens_d(a: np.ndarray, b: np.ndarray) -> float:
@@ -39,8 +40,11 @@ def factor_association(
     key: str = "sparsevae",
     factors: Sequence[str | int] | None = None,
     key_added: str | None = None,
-) -> pd.DataFrame:
+    copy: bool = False,
+) -> AnnData | None:
     """How strongly each factor's activity differs between the groups of an ``obs`` column.
+
+    The table goes to ``adata.uns[f"{key}_association_{groupby}"]`` (or ``key_added``).
 
     For every factor and group: the mean activity (posterior mean ``z``, ``obsm[f"X_{key}"]``) in the group and in
     the other cells, Cohen's d of the group against the rest (pooled standard deviation; positive: higher in the
@@ -65,11 +69,14 @@ def factor_association(
         Factor names or indices (default: the active factors).
     key_added
         Where the table is stored in ``adata.uns`` (default ``f"{key}_association_{groupby}"``).
+    copy
+        Store the table in a copy of ``adata`` and return the copy.
 
     Returns
     -------
-    pandas.DataFrame
-        One row per factor and group: ``factor``, ``cells`` (``"all"``, or ``"study <name>"`` for a study-specific
+    None or AnnData
+        ``None`` (the table is in ``adata.uns[key_added]``), or the copy with it when ``copy=True``. The table has
+        one row per factor and group: ``factor``, ``cells`` (``"all"``, or ``"study <name>"`` for a study-specific
         factor), ``group``, ``n_cells``, ``mean``, ``mean_rest``, ``cohens_d``,
         ``u_stat``, ``p``, ``p_adj``, ``kruskal_h``, ``kruskal_p``, ``kruskal_p_adj``; sorted by factor, then by
         decreasing ``cohens_d``.
@@ -83,9 +90,19 @@ def factor_association(
 
     Examples
     --------
-    >>> assoc = scsparse.tl.factor_association(adata, "condition")
+    >>> scsparse.tl.factor_association(adata, "condition")
+    >>> assoc = adata.uns["sparsevae_association_condition"]
     >>> assoc[assoc.group == "stimulated"].sort_values("cohens_d").tail(3)
     """
+    table = association_table(adata, groupby, key=key, factors=factors)
+    name = f"{key}_association_{groupby}" if key_added is None else key_added
+    return store_table(adata, name, table, copy=copy)
+
+
+def association_table(
+    adata: AnnData, groupby: str, *, key: str = "sparsevae", factors: Sequence[str | int] | None = None
+) -> pd.DataFrame:
+    """The table of :func:`factor_association`, computed without storing it (see there)."""
     from scipy.stats import kruskal, mannwhitneyu
 
     res = read_results(adata, key)
@@ -169,5 +186,4 @@ def factor_association(
         ["factor", "cells", "group", "n_cells", "mean", "mean_rest", "cohens_d", "u_stat", "p", "p_adj", "kruskal_h",
          "kruskal_p", "kruskal_p_adj"]
     ]  # fmt: skip
-    adata.uns[key_added or f"{key}_association_{groupby}"] = table
     return table

@@ -11,7 +11,7 @@ from anndata import AnnData
 from scsparse._text import format_p
 from scsparse.results import read_results
 
-from ._association import factor_association
+from ._association import association_table
 from ._genesets import short_term
 from ._top_genes import top_genes
 
@@ -74,10 +74,11 @@ def describe_factors(
     factors
         Factor names or indices (default: the active factors).
     groupby
-        ``obs`` columns to relate the factors to (e.g. ``["condition", "cell_type"]``). Each association table is
-        stored in ``adata.uns`` as :func:`factor_association` does.
+        ``obs`` columns to relate the factors to (e.g. ``["condition", "cell_type"]``), as
+        :func:`factor_association` does (nothing is stored).
     enrichment
-        The output of :func:`enrich` (``None`` or an empty table: no gene-set column).
+        A table of :func:`enrich` (``adata.uns[f"{key}_enrichment"]``; ``None`` or an empty table: no gene-set
+        column).
     n_genes
         Genes listed per direction, by decreasing ``|w|`` among the programme's genes.
     n_terms
@@ -100,7 +101,8 @@ def describe_factors(
 
     Examples
     --------
-    >>> hallmark = scsparse.tl.enrich(adata, "hallmark_human")
+    >>> scsparse.tl.enrich(adata, "hallmark_human")
+    >>> hallmark = adata.uns["sparsevae_enrichment"]
     >>> table = scsparse.tl.describe_factors(adata, groupby=["condition", "cell_type"], enrichment=hallmark)
     >>> table[["genes_up", "gene_sets", "condition_highest"]]
     """
@@ -108,7 +110,7 @@ def describe_factors(
     names = res.resolve(factors)
     columns = [groupby] if isinstance(groupby, str) else list(groupby)
     genes = top_genes(adata, key=key, n_top=max(200, 4 * n_genes), factors=names)
-    associations = {g: factor_association(adata, g, key=key, factors=names) for g in columns}
+    associations = {g: association_table(adata, g, key=key, factors=names) for g in columns}
     rows = []
     for f in names:
         g = genes[genes["factor"] == f]

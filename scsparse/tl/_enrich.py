@@ -15,6 +15,7 @@ from anndata import AnnData
 from scsparse.results import FitResults, rank_genes, read_results
 
 from ._genesets import GeneSetError, library_name, load_gene_sets
+from ._store import store_table
 from ._top_genes import factor_gene_correlation
 
 __all__ = ["DEFAULT_N_TOP", "bh_adjust", "enrich", "enrich_gene_lists", "programme_genes"]
@@ -330,8 +331,11 @@ def enrich(
     seed: int = 0,
     key_added: str | None = None,
     copy: bool = False,
-) -> pd.DataFrame | tuple[AnnData, pd.DataFrame]:
+) -> AnnData | None:
     """Gene-set enrichment of each programme (factor), with genes going up and down tested separately.
+
+    The table goes to ``adata.uns[f"{key}_enrichment"]`` (or ``key_added``), where :func:`scsparse.pl.enrichment`,
+    :func:`scsparse.tl.factor_diagnostics` and :func:`scsparse.tl.describe_factors` read it.
 
     **Direction (sign convention).** The sign of a loading ``w_jk`` is not the direction of the effect in this
     model (the nonlinear decoder, with unit-norm per-gene output vectors, can flip it). The direction of gene
@@ -401,18 +405,19 @@ def enrich(
     key_added
         Where the table goes in ``adata.uns`` (default ``f"{key}_enrichment"``; replaced if present).
     copy
-        Store the table in a copy of ``adata`` and return ``(adata_copy, table)``.
+        Store the table in a copy of ``adata`` and return the copy.
 
     Returns
     -------
-    pandas.DataFrame or tuple of (AnnData, DataFrame)
-        One row per factor, direction and gene set, sorted by factor, direction and ``p``: ``factor``,
+    None or AnnData
+        ``None`` (the table is in ``adata.uns[key_added]``), or the copy with it when ``copy=True``. The table has
+        one row per factor, direction and gene set, sorted by factor, direction and ``p``: ``factor``,
         ``direction``, ``term``, ``overlap`` (programme genes in the set; leading-edge size for prerank),
         ``set_size`` (set genes in the data), ``programme_size``, ``background_size``, ``fold_enrichment``
         (ORA) or ``es``/``nes``/``fdr_gsea`` (prerank), ``p``, ``p_adj``, ``p_adj_all``, ``genes``
         (``;``-separated, by decreasing ``|w|``), ``selection``, ``method`` and ``library``. ORA rows with no
-        overlap are left out (they count in the adjustment). Also stored in ``adata.uns[key_added]``
-        (h5ad-writable: string, integer and float columns).
+        overlap are left out (they count in the adjustment). It is h5ad-writable (string, integer and float
+        columns).
 
     Raises
     ------
@@ -430,14 +435,16 @@ def enrich(
     >>> import scsparse
     >>> adata = scsparse.data.kang_pbmc()
     >>> scsparse.tl.sparse_vae(adata, layer="counts", max_epochs=25)
-    >>> res = scsparse.tl.enrich(adata, "hallmark_human")
+    >>> scsparse.tl.enrich(adata, "hallmark_human")
+    >>> res = adata.uns["sparsevae_enrichment"]
     >>> res[res.p_adj < 0.05].groupby(["factor", "direction"]).head(1)
-    >>> scsparse.tl.enrich(adata, "hallmark_human", method="prerank", direction="positive")
+    >>> scsparse.tl.enrich(adata, "hallmark_human", method="prerank", direction="positive", key_added="prerank")
 
     Multi-study fit (shared and condition-specific programmes):
 
     >>> model.write_results(adata, key_added="mssvae")
-    >>> res = scsparse.tl.enrich(adata, "hallmark_human", key="mssvae")
+    >>> scsparse.tl.enrich(adata, "hallmark_human", key="mssvae")
+    >>> res = adata.uns["mssvae_enrichment"]
     >>> res[res.factor.str.startswith("stimulated_")].head()
     """
     if method not in ("ora", "prerank"):
@@ -460,9 +467,7 @@ def enrich(
         )
         columns = PRERANK_COLUMNS
     table = _finish(table, names, columns, method, library_name(gene_sets))
-    target = adata.copy() if copy else adata
-    target.uns[key_added or f"{key}_enrichment"] = table
-    return (target, table) if copy else table
+    return store_table(adata, f"{key}_enrichment" if key_added is None else key_added, table, copy=copy)
 
 
 def programme_genes(

@@ -49,7 +49,8 @@ def diagnostics_report(diagnostics: pd.DataFrame, n_genes: int) -> list[str]:
 
     Examples
     --------
-    >>> diag = scsparse.tl.factor_diagnostics(adata, enrichment=scsparse.tl.enrich(adata, "hallmark_human"))
+    >>> scsparse.tl.enrich(adata, "hallmark_human")
+    >>> diag = scsparse.tl.factor_diagnostics(adata)  # reads adata.uns["sparsevae_enrichment"]
     >>> for line in scsparse.tl.diagnostics_report(diag, adata.n_vars):
     ...     print(line)
     """
@@ -222,10 +223,10 @@ def fit_report(
     factors
         Factors to describe (default: the active factors; all factors when none is active).
     groupby
-        ``obs`` columns to relate the factors to (:func:`factor_association`; the association tables are stored
-        in ``adata.uns`` as that function does).
+        ``obs`` columns to relate the factors to (as :func:`factor_association` does; nothing is stored).
     enrichment
-        The output of :func:`enrich` (``None``: no gene-set column; the diagnostics then find no gene set).
+        A table of :func:`enrich` (``adata.uns[f"{key}_enrichment"]``; ``None``: no gene-set column, and the
+        diagnostics find no gene set).
     enrichment_note
         A sentence on the gene sets and the test, printed above the per-factor lines.
     diagnostics
@@ -251,7 +252,8 @@ def fit_report(
 
     Examples
     --------
-    >>> hallmark = scsparse.tl.enrich(adata, "hallmark_human")
+    >>> scsparse.tl.enrich(adata, "hallmark_human")
+    >>> hallmark = adata.uns["sparsevae_enrichment"]
     >>> text = scsparse.tl.fit_report(adata, groupby=["cell_type"], enrichment=hallmark, path="report.md")
     """
     res = read_results(adata, key)

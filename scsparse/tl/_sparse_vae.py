@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +86,17 @@ def _fit_into(
     return (target, model) if copy else model
 
 
+def _warn_copy(function: str) -> None:
+    """``copy=True`` of a fitting tool: deprecated, the tools that fit a model write in place and return it."""
+    warnings.warn(
+        f"scsparse.tl.{function}(copy=True) is deprecated and will be removed in scsparse 0.3: a tool that fits a "
+        f"model writes its results into the AnnData it is given and returns the model. Call "
+        f"`model = scsparse.tl.{function}(result := adata.copy(), ...)` instead.",
+        FutureWarning,
+        stacklevel=3,
+    )
+
+
 def sparse_vae(
     adata: AnnData,
     *,
@@ -100,7 +112,7 @@ def sparse_vae(
     copy: bool = False,
     model_kwargs: dict[str, Any] | None = None,
     train_kwargs: dict[str, Any] | None = None,
-) -> SparseVAE | tuple[AnnData, SparseVAE]:
+) -> SparseVAE:
     """Fit a sparse VAE (Moran et al. 2022) and write its factors and loadings into ``adata``.
 
     One call for :meth:`SparseVAE.setup_anndata <scsparse.model.SparseVAE.setup_anndata>`,
@@ -157,7 +169,8 @@ def sparse_vae(
         Replace existing results under ``key_added``. Without it, the function raises
         :class:`~scsparse.model.InvalidInputError` *before* training if any of the keys exists.
     copy
-        Write the results into a copy of ``adata`` and return it with the model.
+        Deprecated (removed in 0.3): write the results into a copy of ``adata`` and return ``(copy, model)``. Pass
+        ``adata.copy()`` instead.
     model_kwargs
         Further arguments of :class:`~scsparse.model.SparseVAE` (``n_hidden``, ``lambda0``, ``lambda1``, ...).
     train_kwargs
@@ -167,9 +180,9 @@ def sparse_vae(
 
     Returns
     -------
-    SparseVAE or tuple of (AnnData, SparseVAE)
-        The trained model (its ``model.adata`` is the registered object, sharing ``adata``'s matrices); with
-        ``copy=True`` also the new AnnData holding the results, as ``(adata, model)``.
+    SparseVAE
+        The trained model (its ``model.adata`` is the registered object, sharing ``adata``'s matrices); the results
+        are in ``adata``. (With the deprecated ``copy=True``: ``(copy, model)``.)
 
     Raises
     ------
@@ -187,11 +200,15 @@ def sparse_vae(
     >>> adata.uns["sparsevae"]["active_factors"]  # the factors the prior kept
     >>> adata.uns["sparsevae"]["top_genes"]["factor_0"]  # if factor_0 is active
 
-    Keep the input untouched and get a new object:
+    Keep the input untouched: fit on a copy, which receives the results.
 
-    >>> result, model = scsparse.tl.sparse_vae(adata, layer="counts", max_epochs=10, key_added="svae", copy=True)
+    >>> result = adata.copy()
+    >>> model = scsparse.tl.sparse_vae(result, layer="counts", max_epochs=10, key_added="svae")
     """
     from scsparse.model import SparseVAE
+
+    if copy:
+        _warn_copy("sparse_vae")
 
     return _fit_into(
         adata,
@@ -223,7 +240,7 @@ def multistudy_sparse_vae(
     copy: bool = False,
     model_kwargs: dict[str, Any] | None = None,
     train_kwargs: dict[str, Any] | None = None,
-) -> MultiStudySparseVAE | tuple[AnnData, MultiStudySparseVAE]:
+) -> MultiStudySparseVAE:
     """Fit shared and study-specific sparse programmes across studies and write them into ``adata``.
 
     One call for :meth:`MultiStudySparseVAE.setup_anndata <scsparse.model.MultiStudySparseVAE.setup_anndata>`,
@@ -283,7 +300,8 @@ def multistudy_sparse_vae(
         Replace existing results under ``key_added``; without it the function raises
         :class:`~scsparse.model.InvalidInputError` before training if any key exists.
     copy
-        Write the results into a copy of ``adata`` and return it with the model.
+        Deprecated (removed in 0.3): write the results into a copy of ``adata`` and return ``(copy, model)``. Pass
+        ``adata.copy()`` instead.
     model_kwargs
         Further arguments of :class:`~scsparse.model.MultiStudySparseVAE` (``n_hidden``, ``lambda0``, ...).
     train_kwargs
@@ -291,8 +309,8 @@ def multistudy_sparse_vae(
 
     Returns
     -------
-    MultiStudySparseVAE or tuple of (AnnData, MultiStudySparseVAE)
-        The trained model; with ``copy=True`` also the new AnnData holding the results.
+    MultiStudySparseVAE
+        The trained model; the results are in ``adata``. (With the deprecated ``copy=True``: ``(copy, model)``.)
 
     Raises
     ------
@@ -314,6 +332,8 @@ def multistudy_sparse_vae(
     """
     from scsparse.model import MultiStudySparseVAE
 
+    if copy:
+        _warn_copy("multistudy_sparse_vae")
     return _fit_into(
         adata,
         MultiStudySparseVAE,

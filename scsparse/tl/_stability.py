@@ -10,7 +10,10 @@ import numpy as np
 import pandas as pd
 from anndata import AnnData
 
+from scsparse._checks import InvalidInputError
 from scsparse._options import GeneLikelihood
+
+from ._store import store_table
 
 __all__ = ["stability"]
 
@@ -64,8 +67,13 @@ def stability(
     key_added: str | None = None,
     adata: AnnData | None = None,
     n_top_genes: int = 5,
-) -> pd.DataFrame:
+    copy: bool = False,
+) -> pd.DataFrame | AnnData | None:
     """Reproducibility of each programme across random seeds.
+
+    As every tool of :mod:`scsparse.tl` that keeps a table, the table goes to the AnnData given (the first
+    argument, or ``adata=`` with a factory), under ``uns[f"{key}_stability"]`` (or ``key_added``), and the call
+    returns ``None``; only with a factory and no AnnData is the table returned.
 
     Fits one model per seed (a :class:`~scsparse.model.SparseVAE` on ``adata``, or ``factory(seed)``), then aligns
     every run to the first one by the Hungarian algorithm on the absolute correlation between loading columns
@@ -95,15 +103,18 @@ def stability(
         is stored there.
     n_top_genes
         Top genes (by ``|w|`` in the reference run) listed per factor.
+    copy
+        Store the table in a copy of the AnnData and return the copy.
 
     Returns
     -------
-    pandas.DataFrame
-        One row per factor of the reference run, sorted by decreasing ``reproducibility``: ``factor``,
-        ``reproducibility`` (in ``[0, 1]``), ``min_corr`` (the worst seed pair), ``active`` (in the reference),
-        ``active_fraction`` (fraction of runs in which the aligned factor is active), ``top_genes``, and per other
-        seed ``s``: ``match_seed{s}`` (its aligned factor) and ``corr_seed{s}`` (its correlation with the
-        reference).
+    None, AnnData or pandas.DataFrame
+        ``None`` (the table is in ``uns[key_added]`` of the AnnData), the copy with it when ``copy=True``, or the
+        table itself with a factory and no AnnData. The table has one row per factor of the reference run,
+        sorted by decreasing ``reproducibility``: ``factor``, ``reproducibility`` (in ``[0, 1]``), ``min_corr``
+        (the worst seed pair), ``active`` (in the reference), ``active_fraction`` (fraction of runs in which the
+        aligned factor is active), ``top_genes``, and per other seed ``s``: ``match_seed{s}`` (its aligned factor)
+        and ``corr_seed{s}`` (its correlation with the reference).
 
     Raises
     ------
@@ -112,8 +123,8 @@ def stability(
 
     Examples
     --------
-    >>> stab = scsparse.tl.stability(adata, seeds=(0, 1, 2), layer="counts", n_latent=10, max_epochs=50)
-    >>> stab[["factor", "reproducibility", "top_genes"]].head()
+    >>> scsparse.tl.stability(adata, seeds=(0, 1, 2), layer="counts", n_latent=10, max_epochs=50)
+    >>> adata.uns["sparsevae_stability"][["factor", "reproducibility", "top_genes"]].head()
 
     With any model:
 
@@ -121,7 +132,7 @@ def stability(
     ...     m = scsparse.model.SparseVAE(adata, n_latent=10, seed=seed)
     ...     m.train(max_epochs=50)
     ...     return m
-    >>> stab = scsparse.tl.stability(fit, seeds=range(4), adata=adata)
+    >>> table = scsparse.tl.stability(fit, seeds=range(4))  # no AnnData: the table is returned
     """
     seeds = [int(s) for s in seeds]
     if len(seeds) < 2:
@@ -150,6 +161,8 @@ def stability(
     else:
         raise TypeError(f"Expected an AnnData or a callable factory(seed), got {type(adata_or_factory).__name__}.")
 
+    if store is None and copy:  # before any fit
+        raise InvalidInputError("copy=True needs an AnnData to copy: pass adata= with a factory.")
     runs = [_loadings_of(factory(s)) for s in seeds]
     ref_W, ref_active = runs[0]
     for s, (W, _) in zip(seeds[1:], runs[1:], strict=True):
@@ -197,6 +210,6 @@ def stability(
         .sort_values(["reproducibility", "factor"], ascending=[False, True], kind="stable")
         .reset_index(drop=True)
     )
-    if store is not None:
-        store.uns[key_added or f"{key}_stability"] = table
-    return table
+    if store is None:
+        return table
+    return store_table(store, f"{key}_stability" if key_added is None else key_added, table, copy=copy)

@@ -108,7 +108,8 @@ def test_enrichment_dotplot_of_many_specific_factors():
     adata = _multistudy_result()
     genes = list(adata.var_names)
     sets = {f"SET_{k}_A_RATHER_LONG_GENE_SET_NAME": genes[6 * k : 6 * k + 6] for k in range(16)}
-    table = scsparse.tl.enrich(adata, sets, key=KEY, min_size=3)
+    scsparse.tl.enrich(adata, sets, key=KEY, min_size=3)
+    table = adata.uns[f"{KEY}_enrichment"]
     assert {"shared_0", "control_0", "stimulated_4"} <= set(table.factor)
     ax = scsparse.pl.enrichment_dotplot(adata, key=KEY, n_terms=1, show=False)
     ax.figure.canvas.draw()
@@ -119,7 +120,8 @@ def test_enrichment_dotplot_of_many_specific_factors():
 @pytest.mark.parametrize("factor", ["control_2", "shared_3"])
 def test_association_cells(factor):
     adata = _multistudy_result()
-    table = scsparse.tl.factor_association(adata, "cell_type", key=KEY, factors=[factor])
+    scsparse.tl.factor_association(adata, "cell_type", key=KEY, factors=[factor])
+    table = adata.uns[f"{KEY}_association_cell_type"]
     expected = 200 if factor.startswith("shared") else 100
     assert table["n_cells"].sum() == expected
 

@@ -33,7 +33,8 @@ def _loadings(seed: int, n_genes: int = 60, K: int = 20) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def stability_table():
     adata = ad.AnnData(np.zeros((3, 60), dtype=np.float32))
-    table = scsparse.tl.stability(_loadings, seeds=(0, 1, 2), adata=adata)
+    scsparse.tl.stability(_loadings, seeds=(0, 1, 2), adata=adata)
+    table = adata.uns["sparsevae_stability"]
     return adata, table
 
 

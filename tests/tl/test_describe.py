@@ -49,8 +49,10 @@ def test_describe_factors_gathers_genes_gene_sets_and_associations(fitted):
     assert table.loc[factor, "gene_sets"] == (
         "INTERFERON ALPHA RESPONSE (up, 5 genes, adj. p 1.0e-06); DOWN SET (down, 3 genes, adj. p 0.010)"
     )
-    # associations: the same numbers as factor_association, stored in uns as it does
-    assoc = fitted.uns["sparsevae_association_cluster"]
+    # associations: the same numbers as factor_association; describe_factors itself stores nothing
+    assert not any("association" in k for k in fitted.uns)
+    scsparse.tl.factor_association(fitted, "cluster", key_added="cluster_assoc")
+    assoc = fitted.uns.pop("cluster_assoc")
     for f, row in table.iterrows():
         rows = assoc[(assoc.factor == f) & (assoc.p_adj <= 0.05)]
         assert row["cluster_n_groups"] == 3 and row["group_n_groups"] == 2

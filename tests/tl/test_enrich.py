@@ -90,7 +90,8 @@ def _row(table: pd.DataFrame, factor: str, direction: str, term: str) -> pd.Seri
 
 def test_ora_finds_planted_sets_by_direction_and_survives_h5ad(tmp_path):
     adata = planted_adata()
-    table = scsparse.tl.enrich(adata, planted_sets(), key=KEY, min_size=3)
+    scsparse.tl.enrich(adata, planted_sets(), key=KEY, min_size=3)
+    table = adata.uns[f"{KEY}_enrichment"]
     up = _row(table, "factor_0", "positive", "PLANTED_UP")
     down = _row(table, "factor_0", "negative", "PLANTED_DOWN")
     f1 = _row(table, "factor_1", "positive", "FACTOR1_SET")
@@ -123,7 +124,8 @@ def test_ora_agrees_with_gseapy_enrich():
     gseapy = pytest.importorskip("gseapy")
     adata = planted_adata()
     sets = {"PLANTED_UP": UP[:6] + DN[:2] + NOISE[:4], "OTHER": F1 + NOISE[4:8]}
-    table = scsparse.tl.enrich(adata, sets, key=KEY, factors=["factor_0"], direction="positive", min_size=3)
+    scsparse.tl.enrich(adata, sets, key=KEY, factors=["factor_0"], direction="positive", min_size=3)
+    table = adata.uns[f"{KEY}_enrichment"]
     ours = table.set_index("term")["p"]
     ref = gseapy.enrich(gene_list=UP, gene_sets=sets, background=GENES, outdir=None, no_plot=True).results
     ref = ref.set_index("Term")["P-value"]
@@ -132,25 +134,35 @@ def test_ora_agrees_with_gseapy_enrich():
 
 def test_direction_option_n_top_and_copy():
     adata = planted_adata()
-    pos = scsparse.tl.enrich(adata, planted_sets(), key=KEY, direction="positive", min_size=3)
+    scsparse.tl.enrich(adata, planted_sets(), key=KEY, direction="positive", min_size=3)
+    pos = adata.uns[f"{KEY}_enrichment"]
     assert set(pos.direction) == {"positive"}
-    neg = scsparse.tl.enrich(adata, planted_sets(), key=KEY, direction="negative", min_size=3, factors=[0])
+    scsparse.tl.enrich(adata, planted_sets(), key=KEY, direction="negative", min_size=3, factors=[0])
+    neg = adata.uns[f"{KEY}_enrichment"]
     assert set(neg.direction) == {"negative"} and set(neg.factor) == {"factor_0"}
     assert _row(neg, "factor_0", "negative", "PLANTED_DOWN")["p_adj"] < 1e-6
 
-    top = scsparse.tl.enrich(adata, planted_sets(), key=KEY, n_top=4, min_size=3, key_added="top4")
+    scsparse.tl.enrich(adata, planted_sets(), key=KEY, n_top=4, min_size=3, key_added="top4")
+    top = adata.uns["top4"]
     assert (top["programme_size"] <= 4).all() and "top4" in adata.uns
     assert _row(top, "factor_0", "positive", "PLANTED_UP")["genes"] == "UP0;UP1;UP2;UP3"
 
+    # scanpy's convention: in place and None, or a copy holding the table
     before = set(adata.uns)
-    copied, table = scsparse.tl.enrich(adata, planted_sets(), key=KEY, min_size=3, key_added="c", copy=True)
-    assert "c" in copied.uns and set(adata.uns) == before and len(table)
+    copied = scsparse.tl.enrich(adata, planted_sets(), key=KEY, min_size=3, key_added="c", copy=True)
+    assert isinstance(copied, ad.AnnData) and copied is not adata
+    assert len(copied.uns["c"]) and set(adata.uns) == before
+    assert scsparse.tl.enrich(adata, planted_sets(), key=KEY, min_size=3, key_added="d") is None
+    pd.testing.assert_frame_equal(adata.uns["d"], copied.uns["c"])
+    with pytest.raises(scsparse.model.InvalidInputError, match="key_added"):
+        scsparse.tl.enrich(adata, planted_sets(), key=KEY, min_size=3, key_added="")
 
 
 def test_not_sparse_falls_back_to_top_genes():
     # every gene passes the p* threshold (W not sparse yet): the programme is the 50 genes with largest |w|
     adata = planted_adata(sparse_w=False)
-    table = scsparse.tl.enrich(adata, planted_sets(), key=KEY, min_size=3, max_size=40)
+    scsparse.tl.enrich(adata, planted_sets(), key=KEY, min_size=3, max_size=40)
+    table = adata.uns[f"{KEY}_enrichment"]
     assert table["selection"].str.startswith(f"top {scsparse.tl.DEFAULT_N_TOP} by |w|").all()
     assert (table["programme_size"] <= scsparse.tl.DEFAULT_N_TOP).all()
     # about half of the 80 genes go each way, so the 50 "top" genes are all of them: weaker, still significant
@@ -158,16 +170,18 @@ def test_not_sparse_falls_back_to_top_genes():
     assert _row(table, "factor_0", "positive", "PLANTED_UP")["p_adj"] < 0.05
     assert _row(table, "factor_0", "negative", "PLANTED_DOWN")["p_adj"] < 0.05
     # with max_size above the number of genes, the whole thresholded list is used
-    table = scsparse.tl.enrich(adata, planted_sets(), key=KEY, min_size=3, max_size=500)
+    scsparse.tl.enrich(adata, planted_sets(), key=KEY, min_size=3, max_size=500)
+    table = adata.uns[f"{KEY}_enrichment"]
     assert set(table["selection"]) == {"p* > 0.5"}
 
 
 def test_prerank_directions():
     pytest.importorskip("gseapy")
     adata = planted_adata()
-    table = scsparse.tl.enrich(
+    scsparse.tl.enrich(
         adata, planted_sets(), key=KEY, method="prerank", min_size=3, permutation_num=200, factors=["factor_0"]
     )
+    table = adata.uns[f"{KEY}_enrichment"]
     up = _row(table, "factor_0", "positive", "PLANTED_UP")
     down = _row(table, "factor_0", "negative", "PLANTED_DOWN")
     assert up is not None and down is not None
@@ -193,7 +207,8 @@ def test_errors(tmp_path):
         scsparse.tl.enrich(ens, planted_sets(), key=KEY)
     # ... fixed by pointing at a column of symbols
     ens.var["symbol"] = GENES
-    ok = scsparse.tl.enrich(ens, planted_sets(), key=KEY, gene_symbols="symbol", min_size=3)
+    scsparse.tl.enrich(ens, planted_sets(), key=KEY, gene_symbols="symbol", min_size=3)
+    ok = ens.uns[f"{KEY}_enrichment"]
     assert _row(ok, "factor_0", "positive", "PLANTED_UP") is not None
 
     bad = tmp_path / "bad.gmt"

@@ -42,8 +42,10 @@ def test_zeisel_factor_enriched_for_its_cell_class_markers(shared_data_module):
     adata = scsparse.data.zeisel_subset()
     adata.layers["counts"] = adata.X.copy()
     _fit(adata, n_latent=10, max_epochs=60)
-    table = scsparse.tl.enrich(adata, "panglaodb_mouse")
-    assoc = scsparse.tl.factor_association(adata, "cell_type")
+    scsparse.tl.enrich(adata, "panglaodb_mouse")
+    table = adata.uns["sparsevae_enrichment"]
+    scsparse.tl.factor_association(adata, "cell_type")
+    assoc = adata.uns["sparsevae_association_cell_type"]
     hits = []
     for row in table[table["p_adj"] < 1e-4].itertuples():
         for cls, terms in ZEISEL_MARKER_TERMS.items():
@@ -62,7 +64,8 @@ def test_kang_interferon_alpha_with_demo_settings(shared_data_module, tmp_path):
 
     adata = scsparse.data.kang_pbmc()
     _fit(adata, n_latent=20, max_epochs=DEFAULT_MAX_EPOCHS)
-    table = scsparse.tl.enrich(adata, "hallmark_human")
+    scsparse.tl.enrich(adata, "hallmark_human")
+    table = adata.uns["sparsevae_enrichment"]
     ifn = table[(table.term == "HALLMARK_INTERFERON_ALPHA_RESPONSE") & (table.p_adj < 1e-6)]
     assert len(ifn), table.sort_values("p_adj").head(10).to_string()
     adata.write_h5ad(tmp_path / "kang.h5ad")

@@ -29,7 +29,8 @@ def test_programme_genes_are_the_lists_enrich_tests():
 def test_enrich_gene_lists_matches_enrich_on_the_same_programmes():
     adata = planted.planted_adata()
     sets = planted.planted_sets()
-    ours = scsparse.tl.enrich(adata, sets, key=planted.KEY, min_size=3)
+    scsparse.tl.enrich(adata, sets, key=planted.KEY, min_size=3)
+    ours = adata.uns[f"{planted.KEY}_enrichment"]
     progs = scsparse.tl.programme_genes(adata, key=planted.KEY)
     lists = {f"{r.factor}{'+' if r.direction == 'positive' else '-'}": r.genes for r in progs.itertuples()}
     theirs = scsparse.tl.enrich_gene_lists(lists, sets, background=adata.var_names, min_size=3)

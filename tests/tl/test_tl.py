@@ -90,10 +90,11 @@ def test_refuses_to_overwrite_then_overwrites(counts_factory, tmp_path):
     assert list(back.uns["svae2"]["factor_names"]) == [f"factor_{k}" for k in range(4)]
 
 
-def test_copy_returns_new_object(counts_factory):
+def test_copy_is_deprecated_and_still_returns_new_object(counts_factory):
     adata = counts_factory(n_obs=150)
     before = _snapshot(adata)
-    out, model = _fit(adata, layer="counts", copy=True)
+    with pytest.warns(FutureWarning, match=r"copy=True\) is deprecated.*adata.copy\(\)"):
+        out, model = _fit(adata, layer="counts", copy=True)
     assert out is not adata
     assert isinstance(model, SparseVAE)
     assert "X_sparsevae" in out.obsm and "sparsevae" in out.uns
@@ -154,7 +155,8 @@ def test_multistudy_writes_documented_keys_and_nothing_else(counts_factory):
 
 def test_multistudy_refuses_taken_keys_before_training(counts_factory, monkeypatch):
     adata = _with_studies(counts_factory)
-    out, _ = _fit_ms(adata, layer="counts", copy=True)
+    out = adata.copy()
+    _fit_ms(out, layer="counts")
     assert "mssvae" not in adata.uns and "mssvae" in out.uns
     adata.varm["mssvae_pip_ctrl"] = np.zeros((adata.n_vars, 1))
 

@@ -108,7 +108,8 @@ def test_specific_direction_is_computed_within_the_study():
 
 def test_enrich_tests_shared_and_specific_factors(tmp_path):
     adata = planted_multistudy()
-    table = scsparse.tl.enrich(adata, _sets(), key=KEY, min_size=3)
+    scsparse.tl.enrich(adata, _sets(), key=KEY, min_size=3)
+    table = adata.uns[f"{KEY}_enrichment"]
     assert set(table.factor) == {"shared_0", "stim lab_0"}  # the active factors, named as in the factor table
     hit = table[(table.factor == "stim lab_0") & (table.term == "STIM_SET")]
     assert list(hit.direction) == ["positive"] and hit.iloc[0]["p_adj"] < 1e-6 and hit.iloc[0]["overlap"] == 10
@@ -118,7 +119,8 @@ def test_enrich_tests_shared_and_specific_factors(tmp_path):
     adata.write_h5ad(tmp_path / "ms.h5ad")
     back = ad.read_h5ad(tmp_path / "ms.h5ad")
     assert len(back.uns[f"{KEY}_enrichment"]) == len(table)
-    again = scsparse.tl.enrich(back, _sets(), key=KEY, min_size=3, factors=["stim lab_0"])
+    scsparse.tl.enrich(back, _sets(), key=KEY, min_size=3, factors=["stim lab_0"])
+    again = back.uns[f"{KEY}_enrichment"]
     assert again.iloc[0]["term"] == "STIM_SET"
 
 
@@ -130,9 +132,11 @@ def test_top_genes_and_association_use_the_study_cells():
     assert (spec.loading < 0).all()  # the direction is the data's, not the sign of W
 
     with pytest.warns(UserWarning, match="stim lab_0 not tested"):
-        by_study = scsparse.tl.factor_association(adata, "study", key=KEY, factors=["shared_0", "stim lab_0"])
+        scsparse.tl.factor_association(adata, "study", key=KEY, factors=["shared_0", "stim lab_0"])
+        by_study = adata.uns[f"{KEY}_association_study"]
     assert set(by_study.factor) == {"shared_0"}
-    assoc = scsparse.tl.factor_association(adata, "group", key=KEY)
+    scsparse.tl.factor_association(adata, "group", key=KEY)
+    assoc = adata.uns[f"{KEY}_association_group"]
     row = assoc[(assoc.factor == "stim lab_0") & (assoc.group == "g1")].iloc[0]
     in_b = (adata.obs["study"] == "stim lab").to_numpy()
     assert row["cells"] == "study stim lab" and row["n_cells"] == int((in_b & (adata.obs.group == "g1")).sum())
@@ -144,7 +148,8 @@ def test_top_genes_and_association_use_the_study_cells():
 
 def test_fit_report_describes_shared_and_specific_factors():
     adata = planted_multistudy()
-    table = scsparse.tl.enrich(adata, _sets(), key=KEY, min_size=3)
+    scsparse.tl.enrich(adata, _sets(), key=KEY, min_size=3)
+    table = adata.uns[f"{KEY}_enrichment"]
     report = scsparse.tl.fit_report(adata, key=KEY, groupby="group", enrichment=table)
     assert "- active factors: 2 of" in report
     lines = [line for line in report.splitlines() if line.startswith("- **")]
@@ -220,9 +225,10 @@ def test_trained_model_layout(trained_mssvae, tmp_path):
             sets[f"SET_{f}"] = list(w.index[:5])
     tested = [t.removeprefix("SET_") for t in sets]
     assert {"shared_0", "lab A_0", "lab-B_0"} <= set(tested)
-    res = scsparse.tl.enrich(
+    scsparse.tl.enrich(
         adata, sets, key="mssvae", factors=tested, min_size=3, direction="positive", pip_threshold=0.0, n_top=5
     )
+    res = adata.uns["mssvae_enrichment"]
     assert set(res.factor) == set(tested)
     for f in tested:
         row = res[(res.factor == f) & (res.term == f"SET_{f}")].iloc[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import anndata as ad
 import numpy as np
 import pandas as pd
 import pytest
@@ -62,7 +63,8 @@ def test_top_genes_table():
 
 def test_factor_association_values():
     adata = planted.planted_adata()
-    table = scsparse.tl.factor_association(adata, "group", key=KEY)
+    scsparse.tl.factor_association(adata, "group", key=KEY)
+    table = adata.uns[f"{KEY}_association_group"]
     assert len(table) == 2 * 3 and f"{KEY}_association_group" in adata.uns
     z = adata.obsm[f"X_{KEY}"][:, 0]
     lab = adata.obs["group"].astype(str).to_numpy()
@@ -91,6 +93,31 @@ def test_factor_association_values():
     adata.obs["one"] = "x"
     with pytest.raises(ValueError, match="at least two"):
         scsparse.tl.factor_association(adata, "one", key=KEY)
+
+
+def test_tools_that_keep_a_table_follow_scanpy_convention():
+    """In place and None, or copy=True returns a copy holding the table; the user's object untouched."""
+    adata = planted.planted_adata()
+    before = set(adata.uns)
+    assert scsparse.tl.factor_association(adata, "group", key=KEY) is None
+    assert set(adata.uns) - before == {f"{KEY}_association_group"}
+    copied = scsparse.tl.factor_association(adata, "group", key=KEY, key_added="assoc", copy=True)
+    assert isinstance(copied, ad.AnnData) and "assoc" not in adata.uns
+    pd.testing.assert_frame_equal(copied.uns["assoc"], adata.uns[f"{KEY}_association_group"])
+
+    def factory(seed: int) -> pd.DataFrame:
+        return pd.DataFrame(np.random.default_rng(seed).normal(size=(adata.n_vars, 3)), index=adata.var_names)
+
+    table = scsparse.tl.stability(factory, seeds=(0, 1))  # no AnnData to write into: the table is returned
+    assert isinstance(table, pd.DataFrame) and len(table) == 3
+    assert scsparse.tl.stability(factory, seeds=(0, 1), adata=adata) is None
+    pd.testing.assert_frame_equal(adata.uns["sparsevae_stability"], table)
+    copied = scsparse.tl.stability(factory, seeds=(0, 1), adata=adata, key_added="stab", copy=True)
+    assert "stab" in copied.uns and "stab" not in adata.uns
+    calls = []
+    with pytest.raises(scsparse.model.InvalidInputError, match="copy=True needs an AnnData"):
+        scsparse.tl.stability(lambda s: calls.append(s) or factory(s), seeds=(0, 1), copy=True)
+    assert calls == []  # refused before any fit
 
 
 def test_stability_matches_permuted_factors():
@@ -131,17 +158,19 @@ def test_stability_fits_tiny_models(counts_factory):
         model.train(max_epochs=2, **train)
         return model
 
-    table = scsparse.tl.stability(factory, seeds=(0, 1), adata=adata, key="svae")
+    scsparse.tl.stability(factory, seeds=(0, 1), adata=adata, key="svae")
+    table = adata.uns["svae_stability"]
     assert len(table) == 3
     assert table["reproducibility"].between(0.0, 1.0).all()
     assert table["active_fraction"].between(0.0, 1.0).all()
     assert "svae_stability" in adata.uns
 
     # the AnnData path fits the models itself and stores the table there
-    table2 = scsparse.tl.stability(
+    scsparse.tl.stability(
         adata, seeds=(0, 1), layer="counts", n_latent=3, max_epochs=1, model_kwargs={"n_hidden": 8},
         train_kwargs=train,
     )  # fmt: skip
+    table2 = adata.uns["sparsevae_stability"]
     assert len(table2) == 3 and "sparsevae_stability" in adata.uns
     assert table2["reproducibility"].between(0.0, 1.0).all()
     assert not any(k.startswith("_scvi") for k in adata.uns)

@@ -222,7 +222,8 @@ def interferon_enrichment(adata: AnnData, model: Any, n_top: int, key: str = "ms
     from scsparse import tl
 
     model.write_results(adata, key_added=key, overwrite=True)
-    table = tl.enrich(adata, "hallmark_human", key=key, n_top=n_top, factors=model.active_factors())
+    tl.enrich(adata, "hallmark_human", key=key, n_top=n_top, factors=model.active_factors())
+    table = adata.uns[f"{key}_enrichment"]
     return table.sort_values("p_adj", kind="stable").reset_index(drop=True) if len(table) else table
 
 
