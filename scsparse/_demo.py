@@ -220,6 +220,8 @@ def run_demo(
         except ValueError as exc:  # nothing to draw
             _say(f"no enrichment plot: {exc}", verbose)
     groupby = ["condition", "cell_type"]
+    for column in groupby:  # kept in result.h5ad: uns["sparsevae_association_<column>"]
+        tl.factor_association(adata, column, key=KEY, factors=shown)
     description = tl.describe_factors(adata, key=KEY, factors=shown, groupby=groupby, enrichment=enrichment)
     diagnostics = tl.factor_diagnostics(adata, key=KEY, factors=shown, enrichment=enrichment)
     result_path = out / "result.h5ad"
