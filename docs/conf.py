@@ -60,8 +60,7 @@ autodoc_typehints = "description"
 autodoc_typehints_description_target = "documented_params"
 autodoc_preserve_defaults = True
 autoclass_content = "class"
-# ``scsparse.model.SparseVAE`` and the array model ``scsparse.generic.models.SparseVAE`` share a name: annotations
-# that say ``SparseVAE`` mean the scvi-tools model.
+# Annotations that say ``SparseVAE`` mean the scvi-tools model (the array model is ``ArraySparseVAE``).
 autodoc_type_aliases = {
     "SparseVAE": "scsparse.model.SparseVAE",
     "MultiStudySparseVAE": "scsparse.model.MultiStudySparseVAE",

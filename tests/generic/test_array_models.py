@@ -11,9 +11,9 @@ from scsparse.generic.models import (
     NMF,
     VAE,
     ArrayModel,
+    ArraySparseVAE,
     BetaVAE,
     DenseVAEModule,
-    SparseVAE,
     SparseVAEArrayModule,
     feature_variances,
 )
@@ -66,7 +66,7 @@ LIKELIHOODS = ("normal", "multinomial", "bernoulli")
 
 
 @pytest.mark.parametrize("likelihood", LIKELIHOODS)
-@pytest.mark.parametrize("cls", [VAE, SparseVAE])
+@pytest.mark.parametrize("cls", [VAE, ArraySparseVAE])
 def test_torch_models_beat_trivial_baseline(cls, likelihood, data):
     train, test = data[likelihood]
     model = cls(likelihood=likelihood, **FAST).fit(train)
@@ -131,9 +131,9 @@ def test_beta_vae_weights_the_kl(data):
 
 
 @pytest.fixture(scope="module")
-def sparse_normal(data) -> SparseVAE:
+def sparse_normal(data) -> ArraySparseVAE:
     train, _ = data["normal"]
-    return SparseVAE(likelihood="normal", n_latent=5, n_hidden=32, lr=1e-2, max_epochs=5).fit(train)
+    return ArraySparseVAE(likelihood="normal", n_latent=5, n_hidden=32, lr=1e-2, max_epochs=5).fit(train)
 
 
 def test_sparse_vae_em_state_is_consistent(sparse_normal):
@@ -198,9 +198,9 @@ def test_sparse_vae_loss_decomposition_and_n_obs_scaling(sparse_normal, data):
 def test_sparse_vae_same_seed_same_codes(data):
     train, test = data["multinomial"]
     kwargs = {"likelihood": "multinomial", "n_latent": 3, "n_hidden": 16, "max_epochs": 3, "batch_size": 100}
-    a = SparseVAE(seed=4, **kwargs).fit(train)
-    b = SparseVAE(seed=4, **kwargs).fit(train)
-    c = SparseVAE(seed=5, **kwargs).fit(train)
+    a = ArraySparseVAE(seed=4, **kwargs).fit(train)
+    b = ArraySparseVAE(seed=4, **kwargs).fit(train)
+    c = ArraySparseVAE(seed=5, **kwargs).fit(train)
     np.testing.assert_array_equal(a.transform(test), b.transform(test))
     np.testing.assert_array_equal(a.inclusion_probabilities(), b.inclusion_probabilities())
     assert not np.allclose(a.transform(test), c.transform(test))
@@ -212,23 +212,23 @@ def test_sparse_vae_warns_when_no_factor_stays_active(data):
     spike = {"w_init": 0.0, "w_init_noise": 0.0}  # p* = 0.09 at eta = 0.5, and W cannot move at this rate
     expected = r"6 optimiser steps on 600 training rows.*lambda0 = 5 and lambda1 = 0\.001.*\|w\| > 1\.70"
     with pytest.warns(NoActiveFactorWarning, match=expected):
-        model = SparseVAE(decoder_kwargs=spike, lambda0=5.0, lambda1=0.001, **kwargs).fit(train)
+        model = ArraySparseVAE(decoder_kwargs=spike, lambda0=5.0, lambda1=0.001, **kwargs).fit(train)
     assert model.active_factors().size == 0
     with warnings.catch_warnings():
         warnings.simplefilter("error", NoActiveFactorWarning)
-        model = SparseVAE(decoder_kwargs={"w_init": 1.0, "w_init_noise": 0.0}, **kwargs).fit(train)
+        model = ArraySparseVAE(decoder_kwargs={"w_init": 1.0, "w_init_noise": 0.0}, **kwargs).fit(train)
     assert model.active_factors().size == 3
 
 
 def test_models_reject_data_that_do_not_fit_the_likelihood(data):
     with pytest.raises(ValueError, match="counts"):
-        SparseVAE(likelihood="multinomial").fit(data["normal"][0])
+        ArraySparseVAE(likelihood="multinomial").fit(data["normal"][0])
     with pytest.raises(ValueError, match="binary"):
         VAE(likelihood="bernoulli").fit(data["multinomial"][0])
     with pytest.raises(ValueError, match="likelihood"):
         VAE(likelihood="zinb")
     with pytest.raises(RuntimeError, match="not fitted"):
-        SparseVAE().loadings()
+        ArraySparseVAE().loadings()
 
 
 # --------------------------------------------------------------------------------------------------------

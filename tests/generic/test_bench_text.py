@@ -23,7 +23,7 @@ from scsparse.generic.benchmarks._text import (
     top_words,
 )
 from scsparse.generic.datasets import split_rows
-from scsparse.generic.models import NMF, SparseVAE
+from scsparse.generic.models import NMF, ArraySparseVAE
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
@@ -125,7 +125,7 @@ def test_top_words_ranks_by_loading() -> None:
 
 def test_top_words_of_sparsevae_falls_back_to_largest_columns() -> None:
     X = np.random.default_rng(0).poisson(1.0, size=(60, 8)).astype(np.float32)
-    model = SparseVAE(n_latent=4, n_hidden=4, n_layers=1, likelihood="multinomial", max_epochs=1).fit(X)
+    model = ArraySparseVAE(n_latent=4, n_hidden=4, n_layers=1, likelihood="multinomial", max_epochs=1).fit(X)
     words = top_words(model, np.array(list("abcdefgh")), n_words=3, n_fallback=3)
     active = model.active_factors()
     assert len(words) == (len(active) if len(active) else 3)
@@ -136,7 +136,7 @@ def test_top_words_of_sparsevae_falls_back_to_largest_columns() -> None:
 
 def test_top_words_of_an_active_sparsevae_factor_are_its_selected_words() -> None:
     X = np.random.default_rng(0).poisson(1.0, size=(60, 8)).astype(np.float32)
-    model = SparseVAE(n_latent=2, n_hidden=4, n_layers=1, likelihood="multinomial", max_epochs=1).fit(X)
+    model = ArraySparseVAE(n_latent=2, n_hidden=4, n_layers=1, likelihood="multinomial", max_epochs=1).fit(X)
     W = np.zeros((8, 2), dtype=np.float32)
     W[[5, 1, 6], 0] = [3.0, 2.5, 2.0]  # three words deep in the slab of factor 0; factor 1 all spike
     with torch.no_grad():

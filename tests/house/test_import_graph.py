@@ -201,3 +201,18 @@ def test_nn_exports_only_what_the_models_build_on():
 
     unused = [name for name in scsparse.nn.__all__ if not _core_references().get(name)]
     assert unused == []
+
+
+def test_array_models_do_not_share_a_name_with_the_scvi_tools_models():
+    """A reader tells ``scsparse.model.SparseVAE`` from the array model by name (``ArraySparseVAE``)."""
+    import scsparse.generic.models
+    import scsparse.model
+
+    assert set(scsparse.generic.models.__all__) & set(scsparse.model.__all__) == set()
+
+
+def test_the_former_array_model_name_still_works_with_a_warning():
+    import scsparse.generic.models
+
+    with pytest.warns(FutureWarning, match="ArraySparseVAE"):
+        assert scsparse.generic.models.SparseVAE is scsparse.generic.models.ArraySparseVAE

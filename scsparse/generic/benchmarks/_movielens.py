@@ -18,7 +18,7 @@ from scsparse.generic.datasets import MovieLensData, describe_movielens, load_mo
 from scsparse.generic.datasets._movielens import DEFAULT_N_MOVIES, MOVIELENS_DATASETS
 from scsparse.generic.datasets._splits import TEST_FRACTION
 from scsparse.generic.metrics import fold_in_evaluate
-from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, BetaVAE, SparseVAE
+from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, ArraySparseVAE, BetaVAE
 from scsparse.nn import MaskedDecoder, slab_threshold
 
 from . import _report as report
@@ -156,7 +156,7 @@ def build_model(method: str, cfg: _Config, n_features: int, seed: int, beta: flo
     }
     if method == "SparseVAE":
         decoder_kwargs = {} if cfg.w_init is None else {"w_init": cfg.w_init}
-        return SparseVAE(
+        return ArraySparseVAE(
             n_layers=cfg.n_layers,
             lambda0=s["lambda0"],
             lambda1=s["lambda1"],

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from scsparse.generic.datasets import MovieLensData
-from scsparse.generic.models import SparseVAE
+from scsparse.generic.models import ArraySparseVAE
 
 __all__ = ["PAPER_TABLE_3A", "TOP_MOVIES", "factor_top_movies"]
 
@@ -71,7 +71,7 @@ def factor_top_movies(
     return out
 
 
-def _describe_factors(model: SparseVAE, data: MovieLensData) -> list[dict[str, Any]]:
+def _describe_factors(model: ArraySparseVAE, data: MovieLensData) -> list[dict[str, Any]]:
     """Factors of a fitted sparse VAE with their top movies, ordered by decreasing ``sum_j |w_jk|``.
 
     The active factors (some movie with ``p* > 0.5``), movies ranked among those selected. When no factor

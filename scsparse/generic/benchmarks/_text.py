@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from scsparse.generic.datasets import TextCorpus, eval_subset, split_rows, text_corpus
-from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, BetaVAE, SparseVAE
+from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, ArraySparseVAE, BetaVAE
 
 from . import _report as report
 from ._common import (
@@ -271,7 +271,7 @@ def build_models(cfg: Mapping[str, Any], seed: int, methods: Sequence[str] = MET
 
     for name in methods:
         if name == "SparseVAE":
-            add(name, SparseVAE(**deep, lambda0=cfg["lambda0"], lambda1=cfg["lambda1"]))
+            add(name, ArraySparseVAE(**deep, lambda0=cfg["lambda0"], lambda1=cfg["lambda1"]))
         elif name == "VAE":
             add(name, VAE(**deep))
         elif name == "beta-VAE":
@@ -314,7 +314,7 @@ def fit_and_score(entry: FittedMethod, x_train: np.ndarray, x_eval: np.ndarray, 
     else:
         entry.heldout_nll, entry.nll_kind = float(model.heldout_nll(x_eval, n_samples=n_is_samples)), "is"
     entry.eval_seconds = time.perf_counter() - t0
-    if isinstance(model, SparseVAE):
+    if isinstance(model, ArraySparseVAE):
         entry.n_active = float(len(model.active_factors()))
     return entry
 
@@ -352,8 +352,8 @@ def top_words(
     if W is None:
         raise ValueError(f"{type(model).__name__} has no loadings to rank words by.")
     W = np.abs(np.asarray(W, dtype=np.float64))
-    pip = model.inclusion_probabilities() if isinstance(model, SparseVAE) else None
-    active = set(model.active_factors().tolist()) if isinstance(model, SparseVAE) else set(range(W.shape[1]))
+    pip = model.inclusion_probabilities() if isinstance(model, ArraySparseVAE) else None
+    active = set(model.active_factors().tolist()) if isinstance(model, ArraySparseVAE) else set(range(W.shape[1]))
     if factors is None:
         factors = sorted(active)
         if not factors:

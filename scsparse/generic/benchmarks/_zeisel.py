@@ -181,9 +181,9 @@ def _array_kwargs(epochs: int, seed: int, s: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fit_sparsevae(x_train: np.ndarray, x_test: np.ndarray, epochs: int, seed: int, s: dict[str, Any]) -> FactorOutput:
-    from scsparse.generic.models import SparseVAE
+    from scsparse.generic.models import ArraySparseVAE
 
-    model = SparseVAE(
+    model = ArraySparseVAE(
         lambda0=s["lambda0"],
         lambda1=s["lambda1"],
         decoder_kwargs={"memory_budget_mb": 2048.0},

@@ -4,8 +4,8 @@ Every model is an :class:`ArrayModel`: ``fit(X)``, ``transform(X)`` (factors), `
 factors, or ``None``), ``heldout_nll(X)`` (a true negative log-likelihood per row) and ``predict_mean(X)``.
 
 - :class:`VAE`, :class:`BetaVAE` — dense VAEs (``"normal"``, ``"multinomial"``, ``"bernoulli"``);
-- :class:`SparseVAE` — the sparse VAE of Moran et al. (2022) with the prior and decoder of the
-  scvi-tools model;
+- :class:`ArraySparseVAE` — the sparse VAE of Moran et al. (2022) on arrays, built from the blocks of the
+  scvi-tools model (:class:`scsparse.model.SparseVAE`);
 - :class:`NMF` — scikit-learn NMF;
 - :class:`OIVAE`, :class:`VSC`, :class:`ThresholdedVSC` — oi-VAE, variational sparse coding and
   thresholded VSC;
@@ -27,7 +27,7 @@ from ._modules import (
 from ._nmf import NMF, NMF_LIKELIHOODS
 from ._oivae import OIVAE
 from ._sparse_coding import dictionary_step, fista, init_dictionary, sparse_coding_objective
-from ._sparse_vae import SparseVAE, feature_variances
+from ._sparse_vae import ArraySparseVAE, feature_variances
 from ._tvsc import ThresholdedVSC
 from ._vae import VAE, BetaVAE
 from ._vsc import VSC
@@ -38,13 +38,13 @@ __all__ = [
     "SPARSE_CODING_PRIORS",
     "SPARSE_CODING_THRESHOLDS",
     "ArrayModel",
+    "ArraySparseVAE",
     "BetaVAE",
     "DenseVAEModule",
     "LatentVariableModule",
     "LinearSparseCodingVAE",
     "NMF",
     "OIVAE",
-    "SparseVAE",
     "SparseVAEArrayModule",
     "ThresholdedVSC",
     "TorchArrayModel",
@@ -60,3 +60,18 @@ __all__ = [
     "sparse_coding_objective",
     "train_module",
 ]
+
+
+def __getattr__(name: str):
+    """``SparseVAE``: the former name of :class:`ArraySparseVAE`, deprecated (removed in 0.3)."""
+    if name == "SparseVAE":
+        import warnings
+
+        warnings.warn(
+            "scsparse.generic.models.SparseVAE is now ArraySparseVAE (the name SparseVAE is the scvi-tools model, "
+            "scsparse.model.SparseVAE); the old name will be removed in scsparse 0.3.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return ArraySparseVAE
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,7 @@ from scsparse.nn import calibrate_inverse_gamma, warn_no_active_factor
 from ._modules import SparseVAEArrayModule
 from ._vae import _LatentVariableModel
 
-__all__ = ["SparseVAE", "feature_variances"]
+__all__ = ["ArraySparseVAE", "feature_variances"]
 
 
 def feature_variances(X: np.ndarray | DataLoader) -> np.ndarray:
@@ -37,7 +37,7 @@ def _em_after_step(module: nn.Module, optimizer: torch.optim.Optimizer) -> None:
     module.em_update()
 
 
-class SparseVAE(_LatentVariableModel):
+class ArraySparseVAE(_LatentVariableModel):
     """Sparse VAE (Moran et al. 2022) on a rows x features array.
 
     The same model as :class:`scsparse.model.SparseVAE`: ``z_i ~ N(0, I_K)``,
@@ -101,7 +101,7 @@ class SparseVAE(_LatentVariableModel):
     >>> rng = np.random.default_rng(0)
     >>> z = rng.normal(size=(200, 2))
     >>> X = np.hstack([z[:, [0]] * [1, 2, 3], z[:, [1]] * [1, 2, 3]]) + 0.1 * rng.normal(size=(200, 6))
-    >>> model = SparseVAE(n_latent=4, n_hidden=16, max_epochs=2).fit(X.astype("float32"))
+    >>> model = ArraySparseVAE(n_latent=4, n_hidden=16, max_epochs=2).fit(X.astype("float32"))
     >>> model.loadings().shape, model.inclusion_probabilities().shape
     ((6, 4), (6, 4))
     """

@@ -15,7 +15,7 @@ __all__ = ["VAE", "BetaVAE"]
 
 
 class _LatentVariableModel(TorchArrayModel):
-    """What :class:`VAE` and :class:`~scsparse.generic.models.SparseVAE` share: a
+    """What :class:`VAE` and :class:`~scsparse.generic.models.ArraySparseVAE` share: a
     :class:`~scsparse.generic.models.LatentVariableModule` (encoder, decoder, observation model) fitted on
     arrays checked against the likelihood, and a seeded importance-sampled held-out likelihood.
     """
