@@ -307,7 +307,7 @@ class SparseFactorMixin:
         decreasing ``|w_jk|``.
         """
         check_pip_threshold(pip_threshold)
-        W, P = self._all_loadings()
+        W, P = self.get_loadings(), self.get_inclusion_probabilities()
         anchor = (P > pip_threshold).sum(1).to_numpy() == 1
         return {
             f: list(W.index[rank_genes(W[f].to_numpy(), P[f].to_numpy(), pip_threshold, among=anchor)])
@@ -318,15 +318,11 @@ class SparseFactorMixin:
         """Top genes of each active factor by ``|w_jk|`` among genes with ``p*_jk > pip_threshold``."""
         check_integer("n_top", n_top, fix="It is the number of genes per factor (e.g. 10).")
         check_pip_threshold(pip_threshold)
-        W, P = self._all_loadings()
+        W, P = self.get_loadings(), self.get_inclusion_probabilities()
         return {
             f: list(W.index[rank_genes(W[f].to_numpy(), P[f].to_numpy(), pip_threshold, n_top)])
             for f in self.active_factors(pip_threshold)
         }
-
-    def _all_loadings(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """``W`` and ``p*`` of every factor (genes x factors), whatever blocks a model splits them into."""
-        return SparseFactorMixin.get_loadings(self), SparseFactorMixin.get_inclusion_probabilities(self)
 
     # ------------------------------------------------------------------ provenance and export
     def _provenance(self) -> dict[str, Any]:

@@ -310,11 +310,17 @@ class MultiStudySparseVAE(SparseVAE):
         return names
 
     def _columns(self, study: str | None) -> slice:
+        """The factors of a block: all (``None``), the shared ones (``"shared"``) or a study's specific ones."""
         blocks = self.module.block_slices()
         if study is None:
+            return slice(None)
+        if study == "shared":
             return blocks[0][2]
         if study not in self.studies:
-            raise InvalidInputError(f"Unknown study {study!r}; the studies are {self.studies}.")
+            raise InvalidInputError(
+                f"Unknown study {study!r}; pass None (every factor), 'shared' (the shared factors) or one of the "
+                f"studies {self.studies}."
+            )
         return blocks[1 + self.studies.index(study)][2]
 
     def _orientation_groups(self) -> list[tuple[slice, np.ndarray | None]]:
@@ -457,11 +463,21 @@ class MultiStudySparseVAE(SparseVAE):
         return z[:, k_s:]
 
     def get_loadings(self, study: str | None = None) -> pd.DataFrame:
-        """``W_shared`` (``study=None``) or a study's specific mask ``W_m`` (genes x factors)."""
+        """The masks as genes x factors: every factor (``study=None``, as :meth:`SparseVAE.get_loadings`), the shared
+        block ``W_shared`` (``study="shared"``) or a study's specific mask ``W_m`` (``study=<name>``).
+
+        Examples
+        --------
+        >>> model.get_loadings().columns  # shared_0 ... then <study>_0 ... for each study
+        >>> model.get_loadings("shared")  # W_shared
+        >>> model.get_loadings("stimulated")  # the stimulated study's specific factors
+        """
         return super().get_loadings().iloc[:, self._columns(study)]
 
     def get_inclusion_probabilities(self, study: str | None = None) -> pd.DataFrame:
-        """``p*`` of ``W_shared`` (``study=None``) or of a study's specific mask."""
+        """``p*`` of every factor (``study=None``), of the shared block (``"shared"``) or of a study's specific
+        mask, as :meth:`get_loadings` selects them.
+        """
         return super().get_inclusion_probabilities().iloc[:, self._columns(study)]
 
     @classmethod
@@ -483,7 +499,7 @@ class MultiStudySparseVAE(SparseVAE):
 
     def factor_table(self, n_top: int = 10, pip_threshold: float = 0.5) -> pd.DataFrame:
         """One row per factor: kind (shared/specific), study, active, eta, number of genes, top genes."""
-        _, P = self._all_loadings()
+        P = self.get_inclusion_probabilities()
         active = set(self.active_factors(pip_threshold))
         top = self.get_top_genes(n_top, pip_threshold)
         eta = self.get_factor_weights()
@@ -602,8 +618,8 @@ class MultiStudySparseVAE(SparseVAE):
             key,
             Z_shared=z[:, :k_s],
             Z_specific=z[:, k_s:],
-            W_shared=self.get_loadings().to_numpy(),
-            pip_shared=self.get_inclusion_probabilities().to_numpy(),
+            W_shared=self.get_loadings("shared").to_numpy(),
+            pip_shared=self.get_inclusion_probabilities("shared").to_numpy(),
             W_studies={s: self.get_loadings(s).to_numpy() for s in self.studies},
             pip_studies={s: self.get_inclusion_probabilities(s).to_numpy() for s in self.studies},
             uns=uns,

@@ -106,7 +106,7 @@ def factor_response(
         unit=unit,
         gene_likelihood=module.gene_likelihood,
         is_counts=is_count,
-        pip=model._all_loadings()[1].loc[:, chosen].copy(),
+        pip=model.get_inclusion_probabilities().loc[:, chosen].copy(),
         model_factors=names,
     )
 

@@ -17,9 +17,7 @@ def _n_overlapping(model: Any, pip_threshold: float = 0.5) -> int:
     """Active factors of ``model`` whose gene set overlaps another active factor's (Jaccard index above the
     threshold of :func:`scsparse.tl.factor_diagnostics`).
     """
-    from ._base import SparseFactorMixin
-
-    pip = SparseFactorMixin.get_inclusion_probabilities(model)  # every column, shared and specific
+    pip = model.get_inclusion_probabilities()  # every factor (shared and specific ones of a multi-study model)
     active = model.active_factors(pip_threshold)
     if len(active) < 2:
         return 0

@@ -32,10 +32,7 @@ def _abs_corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _loadings_of(fitted: Any) -> tuple[pd.DataFrame, list[str]]:
     """Loadings (genes x factors) and active factors of a model, or of a loadings matrix returned by a factory."""
-    if hasattr(fitted, "get_loadings") and hasattr(fitted, "studies"):  # multi-study: shared and specific blocks
-        W = pd.concat([fitted.get_loadings()] + [fitted.get_loadings(s) for s in fitted.studies], axis=1)
-        active = list(fitted.active_factors()) if hasattr(fitted, "active_factors") else list(W.columns)
-    elif hasattr(fitted, "get_loadings"):
+    if hasattr(fitted, "get_loadings"):  # a multi-study model gives its shared and specific factors
         W = fitted.get_loadings()
         if not isinstance(W, pd.DataFrame):
             W = pd.DataFrame(np.asarray(W))

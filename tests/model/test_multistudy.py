@@ -1,5 +1,6 @@
 import anndata as ad
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -33,7 +34,11 @@ def test_blocks_are_zero_outside_a_cells_study(studies_adata):
     assert np.all(spec[study != "s1"][:, :2] == 0) and np.all(spec[study != "s3"][:, 2] == 0)
     assert np.any(spec[study == "s1"][:, :2] != 0)
     assert model.get_latent_representation(kind="shared").shape == (240, 3)
-    assert model.get_loadings().shape == (30, 3)
+    assert model.get_loadings("shared").shape == (30, 3)
+    assert list(model.get_loadings().columns) == model.factor_names  # every factor, as SparseVAE.get_loadings()
+    pd.testing.assert_frame_equal(
+        model.get_loadings(), pd.concat([model.get_loadings(b) for b in ("shared", *model.studies)], axis=1)
+    )
     assert model.get_loadings("s1").shape == (30, 2) and model.get_loadings("s2").shape == (30, 0)
     with pytest.raises(InvalidInputError, match="Unknown study"):
         model.get_loadings("s9")

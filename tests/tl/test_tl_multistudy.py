@@ -213,10 +213,7 @@ def test_trained_model_layout(trained_mssvae, tmp_path):
 
     # enrichment of every factor (shared and specific): each factor's 5 genes with largest |w| going up with it
     # (p* > 0: an inactive column can have p* that underflows to 0)
-    W = pd.concat([model.get_loadings()] + [model.get_loadings(s) for s in model.studies], axis=1)
-    P = pd.concat(
-        [model.get_inclusion_probabilities()] + [model.get_inclusion_probabilities(s) for s in model.studies], axis=1
-    )
+    W, P = model.get_loadings(), model.get_inclusion_probabilities()  # every factor, shared and specific
     assert list(W.columns) == names == list(P.columns)
     sets = {}
     for f in names:
@@ -244,8 +241,6 @@ def test_stability_of_a_multistudy_model_covers_specific_factors(trained_mssvae)
 
     class Shifted:
         """The trained model with noise on its loadings: a stand-in for another seed (same API)."""
-
-        studies = model.studies
 
         def __init__(self, seed):
             self.rng = np.random.default_rng(seed)

@@ -237,9 +237,9 @@ def _mssvae_blocks(data: MultiStudyData, model: Any, adata: AnnData) -> list[Est
     blocks = [
         EstimatedBlock(
             cells=np.arange(adata.n_obs),
-            z=z[:, model._columns(None)],
-            W=model.get_loadings().to_numpy(dtype=np.float64),
-            pip=model.get_inclusion_probabilities().to_numpy(dtype=np.float64),
+            z=z[:, model._columns("shared")],
+            W=model.get_loadings("shared").to_numpy(dtype=np.float64),
+            pip=model.get_inclusion_probabilities("shared").to_numpy(dtype=np.float64),
             candidates=_shared_names(data),
             kind="shared",
         )
