@@ -15,7 +15,7 @@ from matplotlib.axes import Axes
 from scsparse._checks import did_you_mean
 from scsparse.results import MissingResultsError, read_results
 
-from ._loadings import _finish
+from ._figure import finish
 
 __all__ = ["factor_activity"]
 
@@ -172,4 +172,4 @@ def factor_activity(
         for side in ("top", "right"):
             panel.spines[side].set_visible(False)
     out = axes[0] if len(axes) == 1 else axes
-    return out if _finish(fig, show, save) else None
+    return out if finish(fig, show, save) else None

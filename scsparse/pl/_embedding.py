@@ -13,7 +13,7 @@ from matplotlib.axes import Axes
 
 from scsparse.results import MissingResultsError, read_results
 
-from ._loadings import _finish
+from ._figure import finish
 
 __all__ = ["factor_embedding"]
 
@@ -178,4 +178,4 @@ def factor_embedding(
             box = panel_ax.get_position()
             panel_ax.set_position([box.x0, box.y0, box.width * 0.62, box.height])
     out = axes[0] if len(axes) == 1 else axes
-    return out if _finish(fig, show, save) else None
+    return out if finish(fig, show, save) else None

@@ -15,7 +15,7 @@ from matplotlib.axes import Axes
 from scsparse.results import MissingResultsError
 from scsparse.tl import short_term
 
-from ._loadings import _finish, _label_fontsize, _rotate_xlabels
+from ._figure import finish, label_fontsize, rotate_xlabels
 
 __all__ = ["enrichment_dotplot"]
 
@@ -165,12 +165,12 @@ def enrichment_dotplot(
     ax.set_xlim(-0.6, n_cols - 0.4)
     ax.set_ylim(n_rows - 0.5, -0.5)
     ax.set_yticks(np.arange(n_rows))
-    ax.set_yticklabels(labels, fontsize=_label_fontsize(ax, n_rows, max_size=9.0))
+    ax.set_yticklabels(labels, fontsize=label_fontsize(ax, n_rows, max_size=9.0))
     ax.set_xticks(np.arange(n_cols))
     sign = {"positive": "+", "negative": "−"}
     x_labels = [f"{_factor_label(f)}{sign[d]}" for f, d in columns]
-    x_size = _label_fontsize(ax, n_cols, axis="x", max_size=9.0)
-    ax.set_xticklabels(x_labels, fontsize=x_size, rotation=_rotate_xlabels(ax, x_labels, x_size))
+    x_size = label_fontsize(ax, n_cols, axis="x", max_size=9.0)
+    ax.set_xticklabels(x_labels, fontsize=x_size, rotation=rotate_xlabels(ax, x_labels, x_size))
     ax.set_xlabel("factor (+: genes up with the factor, −: down)")
     ax.grid(True, color="0.9", linewidth=0.5, zorder=0)
     ax.set_axisbelow(True)
@@ -208,4 +208,4 @@ def enrichment_dotplot(
         labelspacing=1.2,
         borderaxespad=0.0,
     )
-    return ax if _finish(fig, show, save) else None
+    return ax if finish(fig, show, save) else None

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from ._loadings import _finish
+from ._figure import finish
 
 __all__ = ["training_history"]
 
@@ -124,4 +124,4 @@ def training_history(
             reason, (epoch, 1.0), xycoords=("data", "axes fraction"), ha="right", va="top", fontsize=7, color="grey"
         )
     axes = [ax_elbo] + ([ax_active] if ax_active is not None else [])
-    return axes if _finish(fig, show, save) else None
+    return axes if finish(fig, show, save) else None

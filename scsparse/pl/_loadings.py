@@ -14,39 +14,9 @@ from matplotlib.colors import TwoSlopeNorm
 
 from scsparse.results import read_results
 
+from ._figure import finish, label_fontsize, rotate_xlabels
+
 __all__ = ["loadings_heatmap"]
-
-
-def _finish(fig: plt.Figure, show: bool | None, save: str | PathLike[str] | None) -> bool:
-    """Save (dpi 150, tight) and/or show; returns whether the caller should return its axes."""
-    if save is not None:
-        fig.savefig(save, dpi=150, bbox_inches="tight")
-    if show is None:
-        show = save is None
-    if show:
-        plt.show()
-        return False
-    return True
-
-
-def _label_fontsize(
-    ax: Axes, n_labels: int, axis: Literal["x", "y"] = "y", max_size: float = 9.0, min_size: float = 3.0
-) -> float:
-    """Font size (points) at which ``n_labels`` tick labels fit the height (or width) of ``ax`` without overlap."""
-    pos = ax.get_position()
-    if axis == "y":
-        extent_pt = pos.height * ax.figure.get_figheight() * 72
-    else:
-        extent_pt = pos.width * ax.figure.get_figwidth() * 72
-    return float(np.clip(0.75 * extent_pt / max(n_labels, 1), min_size, max_size))
-
-
-def _rotate_xlabels(ax: Axes, labels: Sequence[str], fontsize: float) -> int:
-    """0, or 90 when the longest label (about 0.6 em per character) is wider than the space of one column."""
-    pos = ax.get_position()
-    column_pt = pos.width * ax.figure.get_figwidth() * 72 / max(len(labels), 1)
-    widest_pt = 0.6 * fontsize * max((len(str(s)) for s in labels), default=0)
-    return 90 if widest_pt > 0.9 * column_pt else 0
 
 
 def loadings_heatmap(
@@ -160,13 +130,13 @@ def loadings_heatmap(
     else:
         image = ax.imshow(values, aspect="auto", cmap=cmap or "Reds", vmin=0.0, vmax=1.0, interpolation="nearest")
         label = "inclusion probability $p^*_{jk}$"
-    fontsize = _label_fontsize(ax, n_genes)
+    fontsize = label_fontsize(ax, n_genes)
     ax.set_yticks(np.arange(n_genes))
     ax.set_yticklabels(genes, fontsize=fontsize)
     ax.set_xticks(np.arange(n_fac))
     short = [f.replace("factor_", "") for f in names]
-    x_size = _label_fontsize(ax, n_fac, axis="x")
-    ax.set_xticklabels(short, fontsize=x_size, rotation=_rotate_xlabels(ax, short, x_size))
+    x_size = label_fontsize(ax, n_fac, axis="x")
+    ax.set_xticklabels(short, fontsize=x_size, rotation=rotate_xlabels(ax, short, x_size))
     ax.set_xlabel("factor")
     ax.set_ylabel(f"top {n_top_genes} genes per factor")
     ax.tick_params(axis="both", length=2, pad=1.5)
@@ -187,4 +157,4 @@ def loadings_heatmap(
     ax.set_title(f"{key}: {what} of top genes", fontsize=10)
     cbar = fig.colorbar(image, ax=ax, shrink=float(np.clip(4.0 / fig.get_figheight(), 0.25, 1.0)), pad=0.02)
     cbar.set_label(label)
-    return ax if _finish(fig, show, save) else None
+    return ax if finish(fig, show, save) else None

@@ -13,7 +13,7 @@ from matplotlib.patches import Patch
 
 from scsparse.results import MissingResultsError
 
-from ._loadings import _finish, _label_fontsize
+from ._figure import finish, label_fontsize
 
 __all__ = ["multistudy_overview"]
 
@@ -122,7 +122,7 @@ def multistudy_overview(
         if table["block"].iloc[i] != table["block"].iloc[i - 1]:
             ax.axhline(i - 0.5, color="0.4", linewidth=0.6)
     ax.set_yticks(y)
-    ax.set_yticklabels(labels, fontsize=_label_fontsize(ax, n, max_size=8.0))
+    ax.set_yticklabels(labels, fontsize=label_fontsize(ax, n, max_size=8.0))
     ax.set_ylim(n - 0.5, -0.5)
     ax.set_xlabel("genes with p* > 0.5", fontsize=9)
     ax.tick_params(axis="both", length=2, pad=1.5, labelsize=7)
@@ -133,4 +133,4 @@ def multistudy_overview(
     handles = [Patch(facecolor=colour[b], label=b) for b in blocks]
     handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="///", label="inactive"))
     ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return ax if _finish(fig, show, save) else None
+    return ax if finish(fig, show, save) else None

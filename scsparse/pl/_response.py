@@ -11,7 +11,7 @@ from matplotlib.axes import Axes
 
 from scsparse.results import FactorResponse
 
-from ._loadings import _finish
+from ._figure import finish
 
 __all__ = ["factor_response"]
 
@@ -163,4 +163,4 @@ def factor_response(
         _draw(panel, response, name, genes, int(n_genes), pip_threshold, log)
     single = isinstance(factors, str | int | np.integer)
     result = axes[0] if single else axes
-    return result if _finish(fig, show, save) else None
+    return result if finish(fig, show, save) else None

@@ -16,7 +16,7 @@ from matplotlib.patches import Patch
 
 from scsparse.results import MissingResultsError
 
-from ._loadings import _finish, _label_fontsize
+from ._figure import finish, label_fontsize
 
 __all__ = ["stability"]
 
@@ -162,7 +162,7 @@ def stability(
     ax.set_xlim(0.0, 1.02)
     ax.set_ylim(n - 0.5, -0.5)
     ax.set_yticks(y)
-    ax.set_yticklabels(labels, fontsize=_label_fontsize(ax, n, max_size=8.0))
+    ax.set_yticklabels(labels, fontsize=label_fontsize(ax, n, max_size=8.0))
     ax.set_xlabel("|correlation| of the aligned loadings across seeds", fontsize=8)
     ax.tick_params(axis="both", length=2, pad=1.5, labelsize=7)
     ax.grid(True, axis="x", color="0.92", linewidth=0.5, zorder=0)
@@ -195,4 +195,4 @@ def stability(
             )  # fmt: skip
         )
     ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return ax if _finish(fig, show, save) else None
+    return ax if finish(fig, show, save) else None

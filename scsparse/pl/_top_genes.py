@@ -12,7 +12,7 @@ from matplotlib.axes import Axes
 
 from scsparse.results import read_results
 
-from ._loadings import _finish, _label_fontsize
+from ._figure import finish, label_fontsize
 
 __all__ = ["top_genes"]
 
@@ -103,7 +103,7 @@ def top_genes(
         panel.barh(ypos, sub["abs_loading"].to_numpy(), color=colours, height=0.75)
         labels = [f"{g}*" if a else str(g) for g, a in zip(sub["gene"], sub["anchor"], strict=True)]
         panel.set_yticks(ypos)
-        panel.set_yticklabels(labels, fontsize=_label_fontsize(panel, len(sub), max_size=8.0))
+        panel.set_yticklabels(labels, fontsize=label_fontsize(panel, len(sub), max_size=8.0))
         panel.set_ylim(len(sub) - 0.5, -0.5)
         panel.tick_params(axis="both", length=2, pad=1.5, labelsize=7)
         panel.set_xlabel("|w|", fontsize=8)
@@ -120,4 +120,4 @@ def top_genes(
     else:  # bars are sorted by length, so the lower right corner is free
         ax.legend(handles, names_legend, loc="lower right", fontsize=7, frameon=False)
     out = axes[0] if len(axes) == 1 else axes
-    return out if _finish(fig, show, save) else None
+    return out if finish(fig, show, save) else None

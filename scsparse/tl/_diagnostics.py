@@ -10,7 +10,7 @@ from anndata import AnnData
 
 from scsparse.results import OVERLAP_FRACTION, FitResults, jaccard_matrix, read_results
 
-from ._top_genes import _expression_source, _looks_like_counts
+from ._top_genes import expression_source, looks_like_counts
 
 __all__ = ["BROAD_FRACTION", "STUDY_SHIFT", "factor_diagnostics"]
 
@@ -205,8 +205,8 @@ def factor_diagnostics(
         enrichment = pd.DataFrame(enrichment)
     if enrichment is not None and not len(enrichment):  # nothing was tested (e.g. no gene of any set in the data)
         enrichment = None
-    mat, _ = _expression_source(adata, layer, res.setup_layer)
-    log_library = np.log1p(np.asarray(mat.sum(1), dtype=np.float64).ravel()) if _looks_like_counts(mat) else None
+    mat, _ = expression_source(adata, layer, res.setup_layer)
+    log_library = np.log1p(np.asarray(mat.sum(1), dtype=np.float64).ravel()) if looks_like_counts(mat) else None
     included = res.pip > thr
     per_gene = included.sum(1)
     n_genes_total = included.shape[0]

@@ -47,7 +47,7 @@ from scsparse.results import expression_factor_correlation, rank_genes, read_res
 __all__ = ["factor_gene_correlation", "top_genes"]
 
 
-def _looks_like_counts(mat) -> bool:
+def looks_like_counts(mat) -> bool:
     data = mat.data if sp.issparse(mat) else np.asarray(mat[: min(mat.shape[0], 500)]).ravel()
     sample = np.asarray(data[: min(data.size, 100_000)], dtype=np.float64)
     if sample.size == 0:
@@ -55,7 +55,7 @@ def _looks_like_counts(mat) -> bool:
     return bool(np.all(sample >= 0) and np.allclose(sample, np.round(sample)))
 
 
-def _expression_source(adata: AnnData, layer: str | None, setup_layer: str | None):
+def expression_source(adata: AnnData, layer: str | None, setup_layer: str | None):
     """The matrix to correlate with (a layer or ``X``) and its name."""
     if layer is None and setup_layer is not None and setup_layer in adata.layers:
         layer = setup_layer
@@ -106,9 +106,9 @@ def factor_gene_correlation(
     >>> r["factor_0"].sort_values().tail()  # genes that go up with factor_0
     """
     res = read_results(adata, key)
-    mat, _ = _expression_source(adata, layer, res.setup_layer)
+    mat, _ = expression_source(adata, layer, res.setup_layer)
     if normalize is None:
-        normalize = _looks_like_counts(mat)
+        normalize = looks_like_counts(mat)
     Z = np.asarray(res.Z, dtype=np.float64)
     r = np.zeros((mat.shape[1], Z.shape[1]))
     # factors defined on all cells together; each study's specific factors on that study's cells only

@@ -196,7 +196,7 @@ def test_quick_on_real_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 class _StubSparseVAE:
-    """Just what ``_describe_factors`` reads from a fitted sparse VAE."""
+    """Just what ``describe_factors`` reads from a fitted sparse VAE."""
 
     def __init__(self, W: np.ndarray, pip: np.ndarray) -> None:
         self.W, self.pip = W, pip
@@ -214,10 +214,10 @@ class _StubSparseVAE:
 def test_describe_factors_active_and_fallback() -> None:
     data = _toy_data(n_movies=4)
     W = np.array([[0.1, 0.9], [0.3, 0.0], [0.2, 0.8], [0.0, 0.1]])
-    active = ml_factors._describe_factors(_StubSparseVAE(W, (np.abs(W) > 0.5).astype(float)), data)
+    active = ml_factors.describe_factors(_StubSparseVAE(W, (np.abs(W) > 0.5).astype(float)), data)
     assert [f["factor"] for f in active] == [1] and active[0]["selection"] == "p* > 0.5"
     assert active[0]["movies"] == ["Movie 0", "Movie 2"] and active[0]["pips"] == [1.0, 1.0]
-    none = ml_factors._describe_factors(_StubSparseVAE(W, np.zeros_like(W)), data)
+    none = ml_factors.describe_factors(_StubSparseVAE(W, np.zeros_like(W)), data)
     assert [f["factor"] for f in none] == [1, 0]  # by sum |w|
     assert none[0]["selection"].startswith("none active") and "|" not in none[0]["selection"]
     assert none[1]["movies"][:2] == ["Movie 1", "Movie 2"] and none[1]["n_selected"] == 0

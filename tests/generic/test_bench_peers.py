@@ -18,9 +18,9 @@ from scsparse.generic.benchmarks._peers_methods import (
     PEER_METHODS,
     PeerBudget,
     PeerFit,
-    _signed_programmes,
     _top_by_sign,
     fit_peer,
+    signed_programmes,
 )
 from scsparse.generic.benchmarks._peers_metrics import _markers_recovered, score_fit, stability_scores
 from scsparse.generic.benchmarks._peers_summary import peers_summary, peers_targets
@@ -77,7 +77,7 @@ def test_top_genes_by_sign_and_signed_programmes():
     assert _top_by_sign(w, 2, 1).tolist() == [2, 0]
     assert _top_by_sign(w, 5, -1).tolist() == [1, 4]  # only negative weights, strongest first
     scores = np.arange(6.0).reshape(3, 2)
-    progs, act = _signed_programmes(np.column_stack([w, np.abs(w)]), scores, 2)
+    progs, act = signed_programmes(np.column_stack([w, np.abs(w)]), scores, 2)
     assert set(progs) == {"0+", "0-", "1+"}  # no negative loading in factor 1
     assert act["0-"].tolist() == (-scores[:, 0]).tolist() and act["1+"].tolist() == scores[:, 1].tolist()
 

@@ -229,7 +229,7 @@ def test_targets_not_met_are_explained():
 
 def test_support_is_scored_on_a_code_the_model_keeps_active():
     """A switched-off code that tracks a true factor must not take the match from the active code carrying it."""
-    data, split = syn_methods._make_split(300, rho=0.4, seed=0)
+    data, split = syn_methods.make_split(300, rho=0.4, seed=0)
     Z = data.Z
     rng = np.random.default_rng(0)
     # code 0 carries z1 and selects its features; code 1 is switched off (no loading) but tracks z1 even more
@@ -341,7 +341,7 @@ def test_baselines_are_the_best_of_the_same_number_of_fits(monkeypatch):
     from scsparse.generic.models import VAE
 
     monkeypatch.setitem(syn_methods.SYNTHETIC_SETTINGS, "n_restarts", 3)
-    _, split = syn_methods._make_split(200, rho=0.2, seed=4)
+    _, split = syn_methods.make_split(200, rho=0.2, seed=4)
     X_train = split.arrays()[0]
     built = []
 
@@ -369,6 +369,6 @@ def test_sparse_vae_is_fitted_with_the_papers_decoder(monkeypatch):
         return kept[-1]
 
     monkeypatch.setattr(syn_methods, "best_of_restarts", keep)
-    _, split = syn_methods._make_split(200, rho=0.2, seed=0)
+    _, split = syn_methods.make_split(200, rho=0.2, seed=0)
     syn_methods.fit_sparsevae(split, max_epochs=1, n_restarts=1)
     assert kept[0].module.decoder.first_bias is None

@@ -216,3 +216,28 @@ def test_the_former_array_model_name_still_works_with_a_warning():
 
     with pytest.warns(FutureWarning, match="ArraySparseVAE"):
         assert scsparse.generic.models.SparseVAE is scsparse.generic.models.ArraySparseVAE
+
+
+def test_no_module_reaches_into_another_modules_private_names():
+    """What two modules share is named without a leading underscore (their modules are private already); an
+    underscore name is its own module's business. Importing a private *module* (``from . import _report``) is fine."""
+    modules = _modules()
+    offending = []
+    for module, path in modules.items():
+        is_package = path.name == "__init__.py"
+        base = module if is_package else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                anchor = base.split(".")
+                origin = ".".join(anchor[: len(anchor) - (node.level - 1)] + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            if not origin.startswith("scsparse"):
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and f"{origin}.{alias.name}" not in modules:
+                    offending.append(f"{module}: from {origin} import {alias.name}")
+    assert offending == []

@@ -34,7 +34,7 @@ from ._common import (
     quiet_training_logs,
     torch_threads,
 )
-from ._movielens_factors import _describe_factors, _factor_section, _write_factors
+from ._movielens_factors import describe_factors, factor_section, write_factors
 
 __all__ = [
     "METHODS",
@@ -409,7 +409,7 @@ def _write_summary(
         "",
         *_paper_gap(table_df),
         "",
-        *_factor_section(factors),
+        *factor_section(factors),
         "",
         "Per-seed values are in `results.csv`; the figure is `movielens.png`.",
         "",
@@ -607,7 +607,7 @@ def run_movielens(
                         row, model = _run_one(method, beta, cfg, data, tr, te, seed)
                         rows.append(row)
                         if method == "SparseVAE" and seed == 0:
-                            factors[data.name] = _describe_factors(model, data)
+                            factors[data.name] = describe_factors(model, data)
                         if verbose:
                             tag = f"{method}" + (f"(beta={beta:g})" if method == "beta-VAE" else "")
                             print(
@@ -618,7 +618,7 @@ def run_movielens(
                             )
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     report.write_results(df, out_dir, RESULT_COLUMNS)
-    _write_factors(out_dir, factors)
+    write_factors(out_dir, factors)
     summary = _write_summary(out_dir, df, prov, cfg, data_info, factors, seeds, reduced)
     _write_figure(out_dir, df)
     return report.finish_run(df, out_dir, summary.read_text(encoding="utf-8"), verbose=verbose)

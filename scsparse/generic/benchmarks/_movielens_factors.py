@@ -71,7 +71,7 @@ def factor_top_movies(
     return out
 
 
-def _describe_factors(model: ArraySparseVAE, data: MovieLensData) -> list[dict[str, Any]]:
+def describe_factors(model: ArraySparseVAE, data: MovieLensData) -> list[dict[str, Any]]:
     """Factors of a fitted sparse VAE with their top movies, ordered by decreasing ``sum_j |w_jk|``.
 
     The active factors (some movie with ``p* > 0.5``), movies ranked among those selected. When no factor
@@ -93,7 +93,7 @@ def _describe_factors(model: ArraySparseVAE, data: MovieLensData) -> list[dict[s
     return out
 
 
-def _factor_section(factors: dict[str, list[dict[str, Any]]]) -> list[str]:
+def factor_section(factors: dict[str, list[dict[str, Any]]]) -> list[str]:
     lines = [
         "## Table 3a: top movies of three sparse VAE factors (seed 0)",
         "",
@@ -117,7 +117,7 @@ def _factor_section(factors: dict[str, list[dict[str, Any]]]) -> list[str]:
     return lines
 
 
-def _write_factors(out_dir: Path, factors: dict[str, list[dict[str, Any]]]) -> Path:
+def write_factors(out_dir: Path, factors: dict[str, list[dict[str, Any]]]) -> Path:
     columns = ["dataset", "factor", "selection", "n_selected", "top_movies", "weights", "pips"]
     rows = [
         {

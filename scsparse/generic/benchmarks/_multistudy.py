@@ -32,9 +32,9 @@ from ._common import (
 from ._multistudy_scoring import (
     EstimatedBlock,
     MultiStudyFit,
-    _block_correlation,
-    _true_support,
+    block_correlation,
     score_multistudy,
+    true_support,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -119,7 +119,7 @@ TARGET_FSCORE = 0.8
 MultiStudyFitFn = Callable[[MultiStudyData, "AnnData", Mapping[str, Any], int], MultiStudyFit]
 
 
-def _model_kwargs(settings: Mapping[str, Any]) -> dict[str, Any]:
+def sparsevae_kwargs(settings: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "gene_likelihood": settings["gene_likelihood"],
         "n_hidden": settings["n_hidden"],
@@ -131,12 +131,12 @@ def _model_kwargs(settings: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _bias_words(settings: Mapping[str, Any]) -> str:
+def bias_words(settings: Mapping[str, Any]) -> str:
     """How the summaries name the decoder's first layer."""
     return " (first layer with a bias)" if settings["first_bias"] else " (first layer without a bias)"
 
 
-def _train(model: Any, settings: Mapping[str, Any]) -> None:
+def train_fit(model: Any, settings: Mapping[str, Any]) -> None:
     model.train(
         max_epochs=int(settings["max_epochs"]),
         lr=settings["lr"],
@@ -154,7 +154,7 @@ def _fit_best(make: Callable[[int], Any], settings: Mapping[str, Any], seed: int
 
     def fit(s: int) -> Any:
         model = make(s)
-        _train(model, settings)
+        train_fit(model, settings)
         return model
 
     return best_of_restarts(fit, seed, int(settings.get("n_restarts", 1)))
@@ -194,7 +194,7 @@ def _fit_mssvae_best(adata: AnnData, settings: Mapping[str, Any], seed: int, enc
             n_latent_specific=settings["n_latent_specific"],
             seed=sd,
             encode_study=encode_study,
-            **_model_kwargs(settings),
+            **sparsevae_kwargs(settings),
         ),
         settings,
         seed,
@@ -272,7 +272,7 @@ def fit_sparsevae_batch(data: MultiStudyData, adata: AnnData, settings: Mapping[
     t0 = time.perf_counter()
     SparseVAE.setup_anndata(adata, layer="counts", batch_key="study")
     model = _fit_best(
-        lambda sd: SparseVAE(adata, n_latent=n_latent, seed=sd, **_model_kwargs(settings)), settings, seed
+        lambda sd: SparseVAE(adata, n_latent=n_latent, seed=sd, **sparsevae_kwargs(settings)), settings, seed
     )
     fit_seconds = time.perf_counter() - t0
     block = EstimatedBlock(
@@ -304,7 +304,7 @@ def fit_sparsevae_per_study(
         t0 = time.perf_counter()
         SparseVAE.setup_anndata(sub, layer="counts")
         model = _fit_best(
-            lambda sd, sub=sub: SparseVAE(sub, n_latent=n_latent, seed=sd, **_model_kwargs(settings)),
+            lambda sd, sub=sub: SparseVAE(sub, n_latent=n_latent, seed=sd, **sparsevae_kwargs(settings)),
             settings,
             seed * 100 + m,
         )
@@ -431,7 +431,7 @@ def _write_summary(
         "lowest training objective is kept (`scsparse.model.select_best`; no true programme is used). "
         "`fit_seconds` covers all restarts.",
         f"- Methods (all: {settings['gene_likelihood'].upper()} likelihood, decoder of {settings['n_layers']} hidden "
-        f"layer(s) of {settings['n_hidden']}{_bias_words(settings)}, lambda0 = {settings['lambda0']:g}, "
+        f"layer(s) of {settings['n_hidden']}{bias_words(settings)}, lambda0 = {settings['lambda0']:g}, "
         f"lambda1 = {settings['lambda1']:g}, "
         f"b = n_genes, initial |W| = {settings['w_init']:g}, dropout {settings['dropout_rate']:g}, Adam lr "
         f"{settings['lr']:g}, batch {settings['batch_size']}, {settings['max_epochs']} epochs, EM after every step, "
@@ -486,12 +486,12 @@ def _support_panel(data: MultiStudyData, fit: MultiStudyFit) -> tuple[np.ndarray
 
     truth_cols, est_cols, labels = [], [], []
     for block in fit.blocks:
-        C = _block_correlation(data, block)
+        C = block_correlation(data, block)
         rows, cols = linear_sum_assignment(C, maximize=True)
         order = np.argsort(cols)
         sel = np.abs(block.W) * (block.pip >= 0.5)
         for r, c in zip(rows[order], cols[order], strict=True):
-            truth_cols.append(_true_support(data, block.candidates[c]))
+            truth_cols.append(true_support(data, block.candidates[c]))
             est_cols.append(sel[:, r])
             labels.append(block.candidates[c])
         for r in sorted(set(range(block.z.shape[1])) - set(rows.tolist())):

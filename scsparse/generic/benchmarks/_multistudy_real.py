@@ -16,14 +16,14 @@ from scsparse._text import markdown_rows
 
 from . import _report as report
 from ._common import check_positive_int, format_mean_sd, quiet_training_logs, torch_threads
-from ._multistudy import _bias_words
+from ._multistudy import bias_words
 from ._multistudy_real_checks import (
     PBMC_MARKERS,
-    _cellbench_check,
-    _cellbench_query_check,
-    _kang_check,
-    _pbmc_3batch_check,
+    cellbench_check,
+    cellbench_query_check,
+    kang_check,
     largest_confusion,
+    pbmc_3batch_check,
 )
 
 __all__ = ["REAL_RESULT_COLUMNS", "REAL_SETTINGS", "run_multistudy_real"]
@@ -196,7 +196,7 @@ def _write_real_summary(
             f"n_latent_specific={c['n_latent_specific']}, encode_study={c['encode_study']})`: control is the "
             "reference condition"
             f"{'' if (d0['factor_table']['study'] == 'control').any() else ' and gets no specific factor'}, NB, "
-            f"{c['n_hidden']} hidden units{_bias_words(c)}, lr {c['lr']:g}, "
+            f"{c['n_hidden']} hidden units{bias_words(c)}, lr {c['lr']:g}, "
             f"batch {c['batch_size']}, {c['max_epochs']} epochs, initial |W| = {c['w_init']:g}. "
             "(i) For every active stimulated-specific factor: the genes with p* > 0.5, at most the "
             f"{c['n_top_genes']} largest |W| per direction (up and down with the factor), tested for "
@@ -221,7 +221,7 @@ def _write_real_summary(
             "in >= 3 cells), study = `technology` (CEL-seq2, Drop-seq): "
             f"`MultiStudySparseVAE(n_latent_shared={c['n_latent_shared']}, "
             f"n_latent_specific={c['n_latent_specific']}, encode_study={c['encode_study']})`, NB, "
-            f"{c['n_hidden']} hidden units{_bias_words(c)}, "
+            f"{c['n_hidden']} hidden units{bias_words(c)}, "
             f"lr {c['lr']:g}, "
             f"batch {c['batch_size']}, {c['max_epochs']} epochs. `cellline_acc_celseq2_to_dropseq`: logistic "
             "regression on the shared factors trained on CEL-seq2 cells, accuracy on Drop-seq cells; "
@@ -252,7 +252,7 @@ def _write_real_summary(
             f"no annotation; the {d0['n_genes']} most variable genes, seurat_v3 per chemistry), study = chemistry, "
             f"fitted as `scsparse fit --study-key batch` does: `MultiStudySparseVAE(n_latent_shared="
             f"{c['n_latent_shared']}, n_latent_specific={c['n_latent_specific']})`, NB, {c['n_hidden']} hidden "
-            f"units{_bias_words(c)}, initial |W| = {c['w_init']:g}, lr {c['lr']:g}, batch {c['batch_size']}, "
+            f"units{bias_words(c)}, initial |W| = {c['w_init']:g}, lr {c['lr']:g}, batch {c['batch_size']}, "
             f"{c['max_epochs']} epochs; `study_*`: the study only, `study_and_batch_*`: the study column also as "
             f"`batch_key`. `*_same_batch_share`: mean fraction of each cell's {c['n_neighbors']} nearest neighbours "
             "(Euclidean, in the active shared factors) from its own chemistry (`random_same_batch_share`: perfectly "
@@ -406,13 +406,13 @@ def run_multistudy_real(
         for s in range(int(seeds)):
             for name in datasets:
                 if name == "kang":
-                    new, detail = _kang_check(s, cfgs[name], quick)
+                    new, detail = kang_check(s, cfgs[name], quick)
                 elif name == "cellbench_query":
-                    new, detail = _cellbench_query_check(s, cfgs[name])
+                    new, detail = cellbench_query_check(s, cfgs[name])
                 elif name == "pbmc_3batch":
-                    new, detail = _pbmc_3batch_check(s, cfgs[name])
+                    new, detail = pbmc_3batch_check(s, cfgs[name])
                 else:
-                    new, detail = _cellbench_check(s, cfgs[name])
+                    new, detail = cellbench_check(s, cfgs[name])
                 rows += new
                 details[name].append(detail)
                 if verbose:

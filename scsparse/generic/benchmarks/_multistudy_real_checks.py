@@ -13,7 +13,7 @@ import pandas as pd
 from scsparse.generic.metrics import neighbour_agreement, predict_labels, random_agreement
 
 from ._common import INTERFERON_TERMS, torch_threads, variable_genes
-from ._multistudy import _model_kwargs, _train
+from ._multistudy import sparsevae_kwargs, train_fit
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
@@ -45,9 +45,9 @@ def _fit_real(
         n_latent_specific=cfg["n_latent_specific"],
         seed=seed,
         encode_study=cfg["encode_study"],
-        **_model_kwargs(cfg),
+        **sparsevae_kwargs(cfg),
     )
-    _train(model, cfg)
+    train_fit(model, cfg)
     return model, time.perf_counter() - t0
 
 
@@ -227,7 +227,7 @@ def interferon_enrichment(adata: AnnData, model: Any, n_top: int, key: str = "ms
     return table.sort_values("p_adj", kind="stable").reset_index(drop=True) if len(table) else table
 
 
-def _kang_check(seed: int, cfg: Mapping[str, Any], quick: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def kang_check(seed: int, cfg: Mapping[str, Any], quick: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     from scsparse.data import kang_pbmc
 
     adata = kang_pbmc()
@@ -298,7 +298,7 @@ def _cellbench_adata(n_genes: int) -> AnnData:
     return variable_genes(cellbench("3cl"), n_genes, "technology")
 
 
-def _cellbench_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def cellbench_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     adata = _cellbench_adata(int(cfg["n_genes"]))
     model, secs = _fit_real(adata, "technology", cfg, seed)
     z_shared = model.get_latent_representation(kind="shared")
@@ -334,7 +334,7 @@ def _cellbench_plates_adata(n_genes: int) -> AnnData:
     return variable_genes(adata[adata.obs["demuxlet_cls"].astype(str) != "DBL"], n_genes, "batch")
 
 
-def _cellbench_query_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def cellbench_query_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Reference on two plates, the third added with ``load_query_data``, beside a joint fit of all three."""
     from scsparse.model import MultiStudySparseVAE
 
@@ -348,7 +348,7 @@ def _cellbench_query_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict
     mapped = MultiStudySparseVAE.load_query_data(
         query, reference, n_latent_specific=cfg["n_latent_specific"], seed=seed
     )
-    _train(mapped, cfg)
+    train_fit(mapped, cfg)
     secs += time.perf_counter() - t0
     z = np.zeros((adata.n_obs, cfg["n_latent_shared"]))
     z[~is_query] = reference.get_latent_representation(ref, kind="shared")
@@ -418,7 +418,7 @@ def _pbmc_3batch_adata(n_genes: int, n_cells: int | None) -> tuple[AnnData, np.n
     return variable_genes(adata, n_genes, "batch"), labels
 
 
-def _pbmc_3batch_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def pbmc_3batch_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The chemistries as studies, without and with the study as the batch covariate, beside PCA."""
     from scsparse.tl import factor_diagnostics
 

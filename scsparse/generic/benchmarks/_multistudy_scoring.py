@@ -68,14 +68,14 @@ def _true_factor(data: MultiStudyData, name: str, cells: np.ndarray) -> tuple[np
     return pos, data.Z_specific[study][rank, int(k)]
 
 
-def _true_support(data: MultiStudyData, name: str) -> np.ndarray:
+def true_support(data: MultiStudyData, name: str) -> np.ndarray:
     if name.startswith("shared_"):
         return data.W_shared_support[:, int(name.split("_")[-1])]
     study, k = name.rsplit("_", 1)
     return data.W_specific_support[study][:, int(k)]
 
 
-def _block_correlation(data: MultiStudyData, block: EstimatedBlock) -> np.ndarray:
+def block_correlation(data: MultiStudyData, block: EstimatedBlock) -> np.ndarray:
     """``|corr|`` of every estimated column with every candidate programme, on the cells where it is defined."""
     corr = np.zeros((block.z.shape[1], len(block.candidates)))
     for j, name in enumerate(block.candidates):
@@ -137,7 +137,7 @@ def score_multistudy(
     for block in fit.blocks:
         if block.z.shape[1] < len(block.candidates):
             raise ValueError("a block needs at least as many columns as candidate programmes")
-        C = _block_correlation(data, block)
+        C = block_correlation(data, block)
         S = estimated_support(block.W, pip=block.pip, w_threshold=w_threshold, pip_threshold=pip_threshold)
         # matched among the columns that select any gene when there are enough (see match_factors)
         match = assign_by_correlation(C, among=S.any(axis=0))
@@ -146,7 +146,7 @@ def score_multistudy(
         for c in range(block.z.shape[1]):
             if c in matched:
                 name = block.candidates[matched[c]]
-                T = _true_support(data, name)
+                T = true_support(data, name)
                 t = tally[kind_of(name)]
                 t["tp"] += int(np.sum(S[:, c] & T))
                 t["fp"] += int(np.sum(S[:, c] & ~T))

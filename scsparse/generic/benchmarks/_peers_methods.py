@@ -177,7 +177,7 @@ def _reset_peak() -> bool:
 
 
 @contextlib.contextmanager
-def _measured() -> Iterator[dict[str, float]]:
+def measured() -> Iterator[dict[str, float]]:
     """Wall time and peak resident-memory growth (MB) of the block, filled into the yielded dict after it."""
     out: dict[str, float] = {}
     reset = _reset_peak()
@@ -196,7 +196,7 @@ def _top_by_sign(weights: np.ndarray, n_top: int, sign: int) -> np.ndarray:
     return order[w[order] > 0]
 
 
-def _signed_programmes(
+def signed_programmes(
     loadings: np.ndarray, scores: np.ndarray, n_top: int, directions: tuple[int, ...] = (1, -1)
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Top genes of each column of genes x factors ``loadings`` by sign, with the matching cell activity."""
@@ -211,13 +211,13 @@ def _signed_programmes(
     return programmes, activity
 
 
-def _counts(adata: AnnData) -> np.ndarray:
+def counts_matrix(adata: AnnData) -> np.ndarray:
     x = adata.layers["counts"]
     return np.asarray(x.toarray() if sp.issparse(x) else x, dtype=np.float64)
 
 
 # ---------------------------------------------------------------------------------------------- SparseVAE
-def _sparsevae_model(
+def fit_sparsevae(
     adata: AnnData,
     budget: PeerBudget,
     seed: int,
@@ -241,7 +241,7 @@ def _sparsevae_model(
     return model
 
 
-def _sparsevae_read(model, adata: AnnData, method: str) -> PeerFit:
+def read_sparsevae(model, adata: AnnData, method: str) -> PeerFit:
     """The programmes of a trained SparseVAE or MultiStudySparseVAE (``scope``: the block of each programme)."""
     from scsparse.results import read_results
     from scsparse.tl import programme_genes
@@ -279,8 +279,8 @@ def _sparsevae_read(model, adata: AnnData, method: str) -> PeerFit:
 
 
 def _fit_sparsevae(adata, budget, seed, batch_key, first=None) -> PeerFit:
-    with _measured() as m:
-        fit = _sparsevae_read(_sparsevae_model(adata, budget, seed, batch_key), adata, "SparseVAE")
+    with measured() as m:
+        fit = read_sparsevae(fit_sparsevae(adata, budget, seed, batch_key), adata, "SparseVAE")
     fit.seconds, fit.peak_mb = m["seconds"], m["peak_mb"]
     return fit
 
@@ -290,15 +290,15 @@ def _fit_sparsevae_restarts(adata, budget, seed, batch_key, first: PeerFit | Non
 
     from ._common import RESTART_SEED_STEP
 
-    with _measured() as m:
+    with measured() as m:
         models = [first.model] if first is not None else []
         models += [
-            _sparsevae_model(adata.copy(), budget, seed, batch_key, init_seed=seed + r * RESTART_SEED_STEP)
+            fit_sparsevae(adata.copy(), budget, seed, batch_key, init_seed=seed + r * RESTART_SEED_STEP)
             for r in range(len(models), budget.restarts)
         ]
         best, table = select_best(models)
         selected = int(np.flatnonzero(table["selected"].to_numpy())[0])
-        fit = _sparsevae_read(best, adata.copy(), "SparseVAE (restarts)")
+        fit = read_sparsevae(best, adata.copy(), "SparseVAE (restarts)")
     fit.seconds = m["seconds"] + (first.seconds if first is not None else 0.0)
     fit.peak_mb = max(m["peak_mb"], first.peak_mb) if first is not None else m["peak_mb"]
     fit.extra["selected_restart"] = float(selected)
@@ -311,13 +311,13 @@ def _fit_sparsevae_consensus(adata, budget, seed, batch_key, first: PeerFit | No
 
     from ._common import RESTART_SEED_STEP
 
-    with _measured() as m:
+    with measured() as m:
         models = [first.model] if first is not None else []
         for r in range(len(models), budget.consensus_restarts):
             restart_seed = seed + r * RESTART_SEED_STEP  # its own initial weights and its own split
-            models.append(_sparsevae_model(adata.copy(), budget, restart_seed, batch_key))
+            models.append(fit_sparsevae(adata.copy(), budget, restart_seed, batch_key))
         model = consensus_of(models)
-        fit = _sparsevae_read(model, adata.copy(), "SparseVAE (consensus)")
+        fit = read_sparsevae(model, adata.copy(), "SparseVAE (consensus)")
     fit.seconds = m["seconds"] + (first.seconds if first is not None else 0.0)
     fit.peak_mb = max(m["peak_mb"], first.peak_mb) if first is not None else m["peak_mb"]
     fit.extra["restarts"] = float(budget.consensus_restarts)
@@ -328,13 +328,13 @@ def _fit_sparsevae_consensus(adata, budget, seed, batch_key, first: PeerFit | No
 def _fit_ldvae(adata, budget, seed, batch_key, first=None) -> PeerFit:
     import scvi
 
-    with _measured() as m:
+    with measured() as m:
         scvi.settings.seed = seed
         scvi.model.LinearSCVI.setup_anndata(adata, layer="counts", batch_key=batch_key)
         model = scvi.model.LinearSCVI(adata, n_latent=budget.n_factors)
         model.train(max_epochs=budget.max_epochs, enable_progress_bar=False)
         z = model.get_latent_representation()
-        programmes, activity = _signed_programmes(model.get_loadings().to_numpy(), z, budget.n_top)
+        programmes, activity = signed_programmes(model.get_loadings().to_numpy(), z, budget.n_top)
     return PeerFit("LDVAE", z, programmes, activity, budget.n_factors, m["seconds"], m["peak_mb"])
 
 
@@ -354,7 +354,7 @@ def _fit_drvi(adata, budget, seed, batch_key, first=None) -> PeerFit:
     import scvi
 
     drvi = _drvi_class()
-    with _measured() as m:
+    with measured() as m:
         scvi.settings.seed = seed
         drvi.setup_anndata(adata, layer="counts", batch_key=batch_key)
         model = drvi(adata, n_latent=budget.n_factors)
@@ -381,8 +381,8 @@ def _fit_drvi(adata, budget, seed, batch_key, first=None) -> PeerFit:
 def _fit_nmf(adata, budget, seed, batch_key, first=None) -> PeerFit:
     from sklearn.decomposition import NMF
 
-    with _measured() as m:
-        x = _counts(adata)
+    with measured() as m:
+        x = counts_matrix(adata)
         total = x.sum(1, keepdims=True)
         x = x / np.maximum(total, 1.0) * float(np.median(total))
         nmf = NMF(
@@ -397,7 +397,7 @@ def _fit_nmf(adata, budget, seed, batch_key, first=None) -> PeerFit:
             warnings.simplefilter("ignore")  # ConvergenceWarning at max_iter is reported by n_iter_
             usage = nmf.fit_transform(x)
         spectra = nmf.components_.T  # genes x K
-        programmes, activity = _signed_programmes(spectra, usage, budget.n_top, directions=(1,))
+        programmes, activity = signed_programmes(spectra, usage, budget.n_top, directions=(1,))
         kept = int(((spectra.max(0) > 0) & (usage.max(0) > 0)).sum())
     return PeerFit("NMF (KL)", usage, programmes, activity, kept, m["seconds"], m["peak_mb"])
 
@@ -411,9 +411,9 @@ def _fit_cnmf(adata, budget, seed, batch_key, first=None) -> PeerFit:
 
     k = budget.n_factors
     density = 0.5  # cNMF's default outlier filter
-    with _measured() as m, tempfile.TemporaryDirectory() as tmp:
+    with measured() as m, tempfile.TemporaryDirectory() as tmp:
         counts = ad.AnnData(
-            sp.csr_matrix(_counts(adata).astype(np.float32)),
+            sp.csr_matrix(counts_matrix(adata).astype(np.float32)),
             obs=pd.DataFrame(index=adata.obs_names),
             var=pd.DataFrame(index=adata.var_names),
         )
@@ -432,7 +432,7 @@ def _fit_cnmf(adata, budget, seed, batch_key, first=None) -> PeerFit:
             usage, spectra_scores, _, _ = obj.load_results(K=k, density_threshold=density)
         spectra = spectra_scores.reindex(adata.var_names).fillna(0.0).to_numpy(dtype=np.float64)  # genes x k
         usage = usage.loc[adata.obs_names].to_numpy(dtype=np.float64)
-        programmes, activity = _signed_programmes(spectra, usage, budget.n_top, directions=(1,))
+        programmes, activity = signed_programmes(spectra, usage, budget.n_top, directions=(1,))
     return PeerFit("cNMF", usage, programmes, activity, spectra.shape[1], m["seconds"], m["peak_mb"])
 
 
@@ -441,14 +441,14 @@ def _fit_pca(adata, budget, seed, batch_key, first=None) -> PeerFit:
 
     from scsparse._threads import torch_threads
 
-    with _measured() as m, torch_threads(None):
-        x = AnnData(sp.csr_matrix(_counts(adata)))
+    with measured() as m, torch_threads(None):
+        x = AnnData(sp.csr_matrix(counts_matrix(adata)))
         sc.pp.normalize_total(x, target_sum=1e4)
         sc.pp.log1p(x)
         sc.pp.scale(x, max_value=10)
         sc.tl.pca(x, n_comps=budget.n_factors, random_state=seed)
         z = np.asarray(x.obsm["X_pca"], dtype=np.float64)
-        programmes, activity = _signed_programmes(np.asarray(x.varm["PCs"]), z, budget.n_top)
+        programmes, activity = signed_programmes(np.asarray(x.varm["PCs"]), z, budget.n_top)
     return PeerFit("PCA", z, programmes, activity, budget.n_factors, m["seconds"], m["peak_mb"])
 
 

@@ -35,11 +35,11 @@ from ._peers_methods import (
     MethodUnavailable,
     PeerBudget,
     PeerFit,
-    _counts,
-    _measured,
-    _signed_programmes,
-    _sparsevae_model,
-    _sparsevae_read,
+    counts_matrix,
+    fit_sparsevae,
+    measured,
+    read_sparsevae,
+    signed_programmes,
 )
 
 __all__ = [
@@ -79,7 +79,7 @@ def _fit_multistudy(adata: AnnData, budget: PeerBudget, seed: int, study_key: st
     from scsparse.train import FitNotSettledWarning
 
     specific = max(1, min(MULTISTUDY_SPECIFIC, budget.n_factors // 4))
-    with _measured() as m:
+    with measured() as m:
         MultiStudySparseVAE.setup_anndata(adata, layer="counts", study_key=study_key)
         model = MultiStudySparseVAE(
             adata, n_latent_shared=budget.n_factors - specific, n_latent_specific=specific, seed=seed
@@ -87,7 +87,7 @@ def _fit_multistudy(adata: AnnData, budget: PeerBudget, seed: int, study_key: st
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FitNotSettledWarning)  # recorded in extra["settled"]
             model.train(max_epochs=budget.max_epochs, seed=seed, enable_progress_bar=False)
-        fit = _sparsevae_read(model, adata, "MultiStudySparseVAE")
+        fit = read_sparsevae(model, adata, "MultiStudySparseVAE")
         fit.transfer = model.get_latent_representation(kind="shared")
     fit.seconds, fit.peak_mb = m["seconds"], m["peak_mb"]
     fit.model = None
@@ -98,13 +98,13 @@ def _fit_per_study(adata: AnnData, budget: PeerBudget, seed: int, study_key: str
     studies = study_names(adata, study_key)
     labels = adata.obs[study_key].astype(str).to_numpy()
     programmes, activity, scope, kept, transfer = {}, {}, {}, 0, None
-    with _measured() as m:
+    with measured() as m:
         for s in studies:
             study = adata[labels == s]
-            expressed = np.flatnonzero(_counts(study).sum(0) > 0)  # a study's fit: its expressed genes
+            expressed = np.flatnonzero(counts_matrix(study).sum(0) > 0)  # a study's fit: its expressed genes
             cells = study[:, expressed].copy()
-            model = _sparsevae_model(cells, budget, seed, None)
-            fit = _sparsevae_read(model, cells, "SparseVAE (per study)")
+            model = fit_sparsevae(cells, budget, seed, None)
+            fit = read_sparsevae(model, cells, "SparseVAE (per study)")
             z_all = model.get_latent_representation(adata[:, expressed].copy())  # the study's factors of every cell
             names = list(model.factor_names)
             for name, genes in fit.programmes.items():
@@ -136,8 +136,8 @@ def _fit_mofa(adata: AnnData, budget: PeerBudget, seed: int, study_key: str) -> 
     studies = study_names(adata, study_key)
     labels = adata.obs[study_key].astype(str).to_numpy()
     order = np.concatenate([np.flatnonzero(labels == s) for s in studies])  # MOFA+ stacks the groups
-    with _measured() as m:
-        x = AnnData(sp.csr_matrix(_counts(adata)))
+    with measured() as m:
+        x = AnnData(sp.csr_matrix(counts_matrix(adata)))
         sc.pp.normalize_total(x, target_sum=1e4)
         sc.pp.log1p(x)
         logn = x.X.toarray()
@@ -163,7 +163,7 @@ def _fit_mofa(adata: AnnData, budget: PeerBudget, seed: int, study_key: str) -> 
         weights = np.asarray(expectations["W"][0], dtype=np.float64)  # genes x K
         r2 = np.vstack([np.asarray(g[0], dtype=np.float64) for g in ent.model.calculate_variance_explained()])
         kept = np.flatnonzero((r2 > MOFA_MIN_R2).any(axis=0))  # r2: groups x K
-        programmes, activity = _signed_programmes(weights[:, kept], z[:, kept], budget.n_top)
+        programmes, activity = signed_programmes(weights[:, kept], z[:, kept], budget.n_top)
         programmes = {f"{kept[int(k[:-1])]}{k[-1]}": v for k, v in programmes.items()}
         activity = {f"{kept[int(k[:-1])]}{k[-1]}": v for k, v in activity.items()}
         share = np.clip(r2, 0.0, None) / np.maximum(np.clip(r2, 0.0, None).sum(0), 1e-12)

@@ -61,13 +61,13 @@ _WRITE_ELEMENTS = 2**22  # values simulated per chunk while writing (about 32 MB
 
 
 # ---------------------------------------------------------------------- simulated counts on disk
-def _simulation_parameters(rng: np.random.Generator, n_genes: int, n_programmes: int) -> tuple[np.ndarray, np.ndarray]:
+def simulation_parameters(rng: np.random.Generator, n_genes: int, n_programmes: int) -> tuple[np.ndarray, np.ndarray]:
     """Gene means (log-normal, median 0.5, at least 0.1) and the programme each gene follows."""
     gene_mean = np.maximum(rng.lognormal(mean=np.log(0.5), sigma=1.0, size=n_genes), 0.1)
     return gene_mean, rng.integers(0, n_programmes, size=n_genes)
 
 
-def _simulate_rows(
+def simulate_rows(
     rng: np.random.Generator, start: int, stop: int, n_cells: int, gene_mean: np.ndarray, owner: np.ndarray
 ) -> np.ndarray:
     """Negative-binomial counts (gamma-Poisson, dispersion 2) for cells ``start..stop-1`` of a factor model."""
@@ -125,7 +125,7 @@ def write_simulated_h5ad(
         raise ValueError(f"Need at least one cell and one gene, got n_cells={n_cells}, n_genes={n_genes}.")
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
-    gene_mean, owner = _simulation_parameters(rng, n_genes, n_programmes)
+    gene_mean, owner = simulation_parameters(rng, n_genes, n_programmes)
     rows = max(1, _WRITE_ELEMENTS // n_genes)
     nnz = 0
     with h5py.File(path, "w") as f:
@@ -134,7 +134,7 @@ def write_simulated_h5ad(
         matrix = None
         for start in range(0, n_cells, rows):
             stop = min(start + rows, n_cells)
-            block = sp.csr_matrix(_simulate_rows(rng, start, stop, n_cells, gene_mean, owner))
+            block = sp.csr_matrix(simulate_rows(rng, start, stop, n_cells, gene_mean, owner))
             nnz += block.nnz
             if matrix is None:
                 ad.io.write_elem(f, "X", block)

@@ -72,11 +72,11 @@ def simulate_counts(n_cells: int, n_genes: int, n_programmes: int = 10, seed: in
     import anndata as ad
     import scipy.sparse as sp
 
-    from ._scale import _simulate_rows, _simulation_parameters
+    from ._scale import simulate_rows, simulation_parameters
 
     rng = np.random.default_rng(seed)
-    gene_mean, owner = _simulation_parameters(rng, n_genes, n_programmes)
-    x = sp.csr_matrix(_simulate_rows(rng, 0, n_cells, n_cells, gene_mean, owner))
+    gene_mean, owner = simulation_parameters(rng, n_genes, n_programmes)
+    x = sp.csr_matrix(simulate_rows(rng, 0, n_cells, n_cells, gene_mean, owner))
     adata = ad.AnnData(x.copy())
     adata.layers["counts"] = x
     adata.obs_names = [f"cell{i}" for i in range(n_cells)]

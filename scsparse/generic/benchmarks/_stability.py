@@ -44,7 +44,7 @@ from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_
 
 from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
 from ._peers_data import PEER_DATASETS, load_peer_dataset
-from ._peers_methods import PeerBudget, _measured, _sparsevae_model, _sparsevae_read
+from ._peers_methods import PeerBudget, fit_sparsevae, measured, read_sparsevae
 from ._peers_metrics import score_fit
 from ._report import (
     NOT_ASSESSED_QUICK,
@@ -252,16 +252,16 @@ def _fit(
     """Fit and score one run; returns the row, the programmes (gene names) and the active factors' loadings."""
     spec = PEER_DATASETS[dataset]
     init_seed, training_seed = variant.seeds(seed)
-    with _measured() as m:
+    with measured() as m:
         if variant.restarts > 1:
             model = _consensus_model(adata.copy(), budget, init_seed, spec.batch_key, variant)
         else:
             train_kwargs = {"callbacks": variant.callbacks()} if variant.callbacks is not None else None
-            model = _sparsevae_model(
+            model = fit_sparsevae(
                 adata.copy(), budget, training_seed, spec.batch_key, init_seed=init_seed, train_kwargs=train_kwargs,
                 **variant.model_kwargs,
             )  # fmt: skip
-        fit = _sparsevae_read(model, adata.copy(), "SparseVAE")
+        fit = read_sparsevae(model, adata.copy(), "SparseVAE")
     fit.seconds, fit.peak_mb = m["seconds"], m["peak_mb"]
     scores = score_fit(fit, adata, spec, seed)
     row.update({k: scores[k] for k in FIT_METRICS if k in scores})

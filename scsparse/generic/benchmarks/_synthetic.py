@@ -35,10 +35,10 @@ from ._synthetic_methods import (
     FitFn,
     MethodOutput,
     SyntheticSplit,
-    _make_split,
     fit_beta_vae,
+    make_split,
 )
-from ._synthetic_summary import _write_figure, _write_figure3, _write_summary
+from ._synthetic_summary import write_figure, write_figure3, write_summary
 
 __all__ = ["RESULT_COLUMNS", "active_units", "run_synthetic", "select_beta"]
 
@@ -177,7 +177,7 @@ def select_beta(
     check_positive_int("n_validation", n_validation)
     rows = []
     for i in range(int(n_validation)):
-        data, split = _make_split(n_obs, rho, VALIDATION_SEED + i)
+        data, split = make_split(n_obs, rho, VALIDATION_SEED + i)
         for beta in betas:
             res = fit_beta_vae(split, max_epochs, n_latent, beta=beta)
             dci = dci_disentanglement(res.z, data.Z, regressor="gbt", seed=DCI_SEED).disentanglement
@@ -353,7 +353,7 @@ def run_synthetic(
                     fit_fn = functools.partial(fit_beta_vae, beta=beta)
                 fits.append((name, fit_fn))
             for s in range(first_seed, first_seed + seeds):
-                data, split = _make_split(n_obs, r, s)
+                data, split = make_split(n_obs, r, s)
                 for name, fit_fn in fits:
                     res = fit_fn(split, epochs, n_latent)
                     scores = _score(data, split, res)
@@ -385,7 +385,7 @@ def run_synthetic(
         else pd.DataFrame(columns=["rho", "validation_seed", "beta", "dci", "heldout_nll", "chosen"])
     )
     selection.to_csv(out_dir / "beta_selection.csv", index=False)
-    _write_summary(
+    write_summary(
         out_dir,
         df,
         prov,
@@ -402,8 +402,8 @@ def run_synthetic(
         selection=selection,
         total_seconds=time.perf_counter() - start,
     )
-    _write_figure3(out_dir, df)
-    _write_figure(out_dir, df, heatmaps)
+    write_figure3(out_dir, df)
+    write_figure(out_dir, df, heatmaps)
     table = markdown_table(df, ["method", "rho"], ["n_active", "w_fscore", "dci", "heldout_mse"])
     files = ["results.csv", "beta_selection.csv", "summary.md", "figure3.png", "synthetic.png"]
     return report.finish_run(

@@ -195,7 +195,7 @@ def split_indices(n_obs: int, seed: int, test_fraction: float = TEST_FRACTION) -
     return split_rows(n_obs, seed, test_fraction, unit="cells", seed_offset=_SPLIT_SEED_OFFSET)
 
 
-def _make_split(n_obs: int, rho: float, seed: int) -> tuple[Any, SyntheticSplit]:
+def make_split(n_obs: int, rho: float, seed: int) -> tuple[Any, SyntheticSplit]:
     data = simulate_eq9(n_obs, rho, seed=seed)
     adata = data.to_anndata()
     train_idx, test_idx = split_indices(n_obs, seed)
@@ -257,8 +257,8 @@ def fit_sparsevae(
 
     Examples
     --------
-    >>> from scsparse.generic.benchmarks._synthetic_methods import _make_split, fit_sparsevae
-    >>> data, split = _make_split(200, rho=0.4, seed=0)
+    >>> from scsparse.generic.benchmarks._synthetic_methods import make_split, fit_sparsevae
+    >>> data, split = make_split(200, rho=0.4, seed=0)
     >>> fit_sparsevae(split, max_epochs=2).W.shape  # doctest: +SKIP
     (7, 5)
     """
@@ -405,8 +405,8 @@ def fit_beta_vae(split: SyntheticSplit, max_epochs: int, n_latent: int = 5, beta
 
     Examples
     --------
-    >>> from scsparse.generic.benchmarks._synthetic_methods import _make_split, fit_beta_vae
-    >>> data, split = _make_split(200, rho=0.4, seed=0)
+    >>> from scsparse.generic.benchmarks._synthetic_methods import make_split, fit_beta_vae
+    >>> data, split = make_split(200, rho=0.4, seed=0)
     >>> res = fit_beta_vae(split, max_epochs=2, beta=4.0)
     >>> res.z.shape, res.beta
     ((200, 5), 4.0)
@@ -434,8 +434,8 @@ def fit_vae(split: SyntheticSplit, max_epochs: int, n_latent: int = 5) -> Method
 
     Examples
     --------
-    >>> from scsparse.generic.benchmarks._synthetic_methods import _make_split, fit_vae
-    >>> data, split = _make_split(200, rho=0.0, seed=0)
+    >>> from scsparse.generic.benchmarks._synthetic_methods import make_split, fit_vae
+    >>> data, split = make_split(200, rho=0.0, seed=0)
     >>> fit_vae(split, max_epochs=2).W is None
     True
     """
@@ -454,8 +454,8 @@ def fit_vsc(split: SyntheticSplit, max_epochs: int, n_latent: int = 5) -> Method
 
     Examples
     --------
-    >>> from scsparse.generic.benchmarks._synthetic_methods import _make_split, fit_vsc
-    >>> data, split = _make_split(200, rho=0.0, seed=0)
+    >>> from scsparse.generic.benchmarks._synthetic_methods import make_split, fit_vsc
+    >>> data, split = make_split(200, rho=0.0, seed=0)
     >>> fit_vsc(split, max_epochs=2).z.shape
     (200, 5)
     """
@@ -486,8 +486,8 @@ def fit_oivae(split: SyntheticSplit, max_epochs: int, n_latent: int = 5) -> Meth
 
     Examples
     --------
-    >>> from scsparse.generic.benchmarks._synthetic_methods import _make_split, fit_oivae
-    >>> data, split = _make_split(200, rho=0.0, seed=0)
+    >>> from scsparse.generic.benchmarks._synthetic_methods import make_split, fit_oivae
+    >>> data, split = make_split(200, rho=0.0, seed=0)
     >>> fit_oivae(split, max_epochs=2).W.shape
     (7, 5)
     """

@@ -237,7 +237,7 @@ def _claims_section(df: pd.DataFrame, rhos: Sequence[float], *, quick: bool) -> 
     return lines
 
 
-def _write_summary(
+def write_summary(
     out_dir: Path,
     df: pd.DataFrame,
     prov: dict[str, Any],
@@ -442,7 +442,7 @@ def _box_strip(ax: Any, df: pd.DataFrame, metric: str, rhos: Sequence[float], me
     ax.set_xlabel("factor correlation rho")
 
 
-def _write_figure3(out_dir: Path, df: pd.DataFrame) -> Path:
+def write_figure3(out_dir: Path, df: pd.DataFrame) -> Path:
     """The paper's Figure 3: held-out MSE (a) and DCI (b) against rho for every method."""
     rhos = sorted(df["rho"].unique())
     methods = list(dict.fromkeys(df["method"]))
@@ -475,7 +475,7 @@ def _write_figure3(out_dir: Path, df: pd.DataFrame) -> Path:
     return report.save_figure(fig, out_dir / "figure3.png", dpi=120)
 
 
-def _write_figure(out_dir: Path, df: pd.DataFrame, heatmaps: dict[float, dict[str, Any]]) -> Path:
+def write_figure(out_dir: Path, df: pd.DataFrame, heatmaps: dict[float, dict[str, Any]]) -> Path:
     """Box/strip plots of DCI and F-score per rho, and heat maps of seed 0's W with p* annotations."""
     rhos = sorted(df["rho"].unique())
     methods = list(dict.fromkeys(df["method"]))

@@ -11,7 +11,7 @@ from scsparse.results import jaccard_matrix
 __all__ = ["batch_association", "matched_programme_agreement", "programme_redundancy"]
 
 
-def _indicator(programmes: Sequence[Sequence[int]], n_genes: int) -> np.ndarray:
+def programme_indicator(programmes: Sequence[Sequence[int]], n_genes: int) -> np.ndarray:
     """Genes x programmes boolean membership."""
     out = np.zeros((int(n_genes), len(programmes)), dtype=bool)
     for k, genes in enumerate(programmes):
@@ -22,7 +22,7 @@ def _indicator(programmes: Sequence[Sequence[int]], n_genes: int) -> np.ndarray:
     return out
 
 
-def _jaccard(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def jaccard_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Jaccard index between the columns of two boolean genes x programmes matrices (0 where both are empty)."""
     return jaccard_matrix(a, b)
 
@@ -52,8 +52,8 @@ def programme_redundancy(programmes: Sequence[Sequence[int]], n_genes: int) -> n
     """
     if len(programmes) < 2:
         return np.zeros(len(programmes))
-    x = _indicator(programmes, n_genes)
-    jac = _jaccard(x, x)
+    x = programme_indicator(programmes, n_genes)
+    jac = jaccard_between(x, x)
     np.fill_diagonal(jac, 0.0)
     return jac.max(1)
 
@@ -93,7 +93,7 @@ def matched_programme_agreement(
         return float("nan")
     if min(len(programmes_a), len(programmes_b)) == 0:
         return 0.0
-    jac = _jaccard(_indicator(programmes_a, n_genes), _indicator(programmes_b, n_genes))
+    jac = jaccard_between(programme_indicator(programmes_a, n_genes), programme_indicator(programmes_b, n_genes))
     rows, cols = linear_sum_assignment(-jac)
     return float(jac[rows, cols].sum() / n)
 

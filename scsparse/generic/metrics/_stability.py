@@ -19,7 +19,7 @@ import pandas as pd
 from scsparse.results import rank_biased_overlap
 
 from ._matching import factor_correlation
-from ._programmes import _indicator, _jaccard
+from ._programmes import jaccard_between, programme_indicator
 
 __all__ = [
     "AGREEMENT_MEASURES",
@@ -150,7 +150,7 @@ def programme_agreement(
     elif min(len(a.programmes), len(b.programmes)) == 0:
         out.update(jaccard=0.0, top_overlap=0.0, rbo=0.0)
     else:
-        jac = _jaccard(_indicator(a.programmes, n_genes), _indicator(b.programmes, n_genes))
+        jac = jaccard_between(programme_indicator(a.programmes, n_genes), programme_indicator(b.programmes, n_genes))
         rows, cols = _match(jac)
         out["jaccard"] = float(jac[rows, cols].sum() / n_prog)
         # cores are paired on their rankings: a long tail shared with another programme does not steal the pair

@@ -14,7 +14,7 @@ from scsparse._matrix import column_variances
 from scsparse.nn import calibrate_inverse_gamma, warn_no_active_factor
 
 from ._modules import SparseVAEArrayModule
-from ._vae import _LatentVariableModel
+from ._vae import LatentVariableArrayModel
 
 __all__ = ["ArraySparseVAE", "feature_variances"]
 
@@ -37,7 +37,7 @@ def _em_after_step(module: nn.Module, optimizer: torch.optim.Optimizer) -> None:
     module.em_update()
 
 
-class ArraySparseVAE(_LatentVariableModel):
+class ArraySparseVAE(LatentVariableArrayModel):
     """Sparse VAE (Moran et al. 2022) on a rows x features array.
 
     The same model as :class:`scsparse.model.SparseVAE`: ``z_i ~ N(0, I_K)``,

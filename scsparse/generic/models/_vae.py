@@ -14,7 +14,7 @@ from ._modules import ARRAY_LIKELIHOODS, DenseVAEModule, LatentVariableModule, c
 __all__ = ["VAE", "BetaVAE"]
 
 
-class _LatentVariableModel(TorchArrayModel):
+class LatentVariableArrayModel(TorchArrayModel):
     """What :class:`VAE` and :class:`~scsparse.generic.models.ArraySparseVAE` share: a
     :class:`~scsparse.generic.models.LatentVariableModule` (encoder, decoder, observation model) fitted on
     arrays checked against the likelihood, and a seeded importance-sampled held-out likelihood.
@@ -61,7 +61,7 @@ class _LatentVariableModel(TorchArrayModel):
             return super().heldout_nll(X, n_samples=n_samples)
 
 
-class VAE(_LatentVariableModel):
+class VAE(LatentVariableArrayModel):
     """Variational autoencoder with a dense decoder (Kingma & Welling 2014; beta-VAE: Higgins et al. 2017).
 
     Model: ``z_i ~ N(0, I_K)``, ``x_i ~ p(x | f_theta(z_i))`` with ``f_theta`` an MLP
