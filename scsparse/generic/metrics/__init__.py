@@ -13,6 +13,10 @@
   statistics of inferred codes (Fallah & Rozell, 2022);
 - :func:`neighbour_agreement`, :func:`random_agreement` — how often a point's nearest neighbours share its label
   (batch mixing, cell-type conservation);
+- :func:`label_disentanglement` (:func:`scaled_mutual_information`, :func:`same_process_neighbours`,
+  :func:`absolute_spearman`; :func:`latent_matching_score`, :func:`most_similar_averaging_score`,
+  :func:`most_similar_gap_score`) — DRVI's scores of one dimension per labelled process (LMS, MSAS, MSGS of SMI
+  and SPN);
 - :func:`predict_labels`, :func:`label_accuracy` — labels (e.g. cell types) predicted from factors by a
   logistic regression on held-out rows;
 - :func:`programme_redundancy`, :func:`matched_programme_agreement`, :func:`batch_association` — gene programmes
@@ -33,6 +37,17 @@ from ._codes import (
     posterior_collapse_rate,
 )
 from ._dci import DCIResult, dci_disentanglement, dci_from_importance
+from ._label_disentanglement import (
+    DISENTANGLEMENT_AGGREGATIONS,
+    DISENTANGLEMENT_SIMILARITIES,
+    absolute_spearman,
+    label_disentanglement,
+    latent_matching_score,
+    most_similar_averaging_score,
+    most_similar_gap_score,
+    same_process_neighbours,
+    scaled_mutual_information,
+)
 from ._labels import label_accuracy, predict_labels
 from ._matching import assign_by_correlation, factor_correlation, match_factors
 from ._neighbours import neighbour_agreement, random_agreement
@@ -63,6 +78,16 @@ __all__ = [
     "random_agreement",
     "support_confusion",
     "support_fscore",
+    # disentanglement against labels (DRVI's scores)
+    "DISENTANGLEMENT_AGGREGATIONS",
+    "DISENTANGLEMENT_SIMILARITIES",
+    "absolute_spearman",
+    "label_disentanglement",
+    "latent_matching_score",
+    "most_similar_averaging_score",
+    "most_similar_gap_score",
+    "same_process_neighbours",
+    "scaled_mutual_information",
     # programmes as gene lists
     "batch_association",
     "matched_programme_agreement",
