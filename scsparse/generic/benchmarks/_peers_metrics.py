@@ -21,6 +21,13 @@ Information
     ``accuracy`` — held-out accuracy of a logistic regression on every factor the method returns
     (:func:`scsparse.generic.metrics.label_accuracy`, 30% of cells held out): how much of the cell identity the
     representation keeps. Rewards dense representations; a sparse, interpretable model may trade some away.
+Disentanglement (an outside standard: DRVI's scores, :func:`scsparse.generic.metrics.label_disentanglement`)
+    ``lms_smi``, ``msas_smi``, ``msgs_smi``, ``lms_spn``, ``msas_spn``, ``msgs_spn`` — every factor the method
+    returns scored against each labelled cell type by scaled mutual information (SMI) and same-process neighbours
+    (SPN), aggregated by one-to-one matching (LMS: each type needs its own factor), the best factor per type
+    (MSAS) and the gap to the second best (MSGS: one factor per type, not several). Blind spot: cell types are
+    not the only processes in the data (condition, cell cycle), and a factor for a programme shared by several
+    types scores low although it is right.
 Batch leakage
     ``batch_leakage`` — mean share of each programme's activity explained by batch
     (:func:`scsparse.generic.metrics.batch_association`; lower is better). Blind spot: where batches differ in
@@ -56,22 +63,33 @@ from ._common import INTERFERON_TERMS
 from ._peers_data import MIN_TYPE_CELLS, PeerDataset, gene_set_library, study_names
 from ._peers_methods import PeerFit
 
-__all__ = ["HIGHER_IS_BETTER", "LOWER_IS_BETTER", "METRICS", "SIGNIFICANCE", "score_fit", "stability_scores"]
+__all__ = [
+    "DISENTANGLEMENT",
+    "HIGHER_IS_BETTER",
+    "LOWER_IS_BETTER",
+    "METRICS",
+    "SIGNIFICANCE",
+    "score_fit",
+    "stability_scores",
+]
 
 #: Adjusted p below which a programme counts as enriched for a gene set.
 SIGNIFICANCE = 0.01
 #: Gene sets with fewer or more genes among the data's genes are not tested.
 SET_SIZE = (5, 500)
 
+#: The disentanglement columns, ``<aggregation>_<similarity>`` of
+#: :func:`scsparse.generic.metrics.label_disentanglement`.
+DISENTANGLEMENT: tuple[str, ...] = tuple(f"{a}_{s}" for s in ("smi", "spn") for a in ("lms", "msas", "msgs"))
 #: Metric columns of ``results.csv``, in the order of the summary tables.
 METRICS: tuple[str, ...] = (
     "enriched_share", "distinct_terms", "best_fold", "interferon_recovered", "interferon_p", "markers_recovered",
     "median_genes", "redundancy", "factors_kept", "programmes", "shared_programmes", "accuracy",
-    "transfer_accuracy", "interferon_specific", "batch_leakage", "stability", "seconds", "peak_mb",
+    *DISENTANGLEMENT, "transfer_accuracy", "interferon_specific", "batch_leakage", "stability", "seconds", "peak_mb",
 )  # fmt: skip
 HIGHER_IS_BETTER = frozenset(
     {"enriched_share", "distinct_terms", "best_fold", "interferon_recovered", "markers_recovered", "accuracy"}
-    | {"transfer_accuracy", "interferon_specific", "stability"}
+    | {"transfer_accuracy", "interferon_specific", "stability", *DISENTANGLEMENT}
 )
 LOWER_IS_BETTER = frozenset({"interferon_p", "median_genes", "redundancy", "batch_leakage", "seconds", "peak_mb"})
 
@@ -164,7 +182,12 @@ def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dic
     seed
         Seed of the held-out split of the label classifier.
     """
-    from scsparse.generic.metrics import batch_association, label_accuracy, programme_redundancy
+    from scsparse.generic.metrics import (
+        batch_association,
+        label_accuracy,
+        label_disentanglement,
+        programme_redundancy,
+    )
 
     sizes = [idx.size for idx in fit.programmes.values()]
     row: dict[str, float] = dict.fromkeys(METRICS, math.nan)
@@ -181,6 +204,8 @@ def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dic
     labels = np.asarray(adata.obs[spec.label_key]).astype(str) if spec.label_key else None
     if labels is not None and fit.factors is not None:
         row["accuracy"] = label_accuracy(fit.factors, labels, seed=seed)["accuracy"]
+        scores = label_disentanglement(fit.factors, labels)
+        row.update({f"{name.split('-')[0].lower()}_{name.split('-')[1].lower()}": v for name, v in scores.items()})
     if spec.study_key:
         row["shared_programmes"] = float(sum(s == "shared" for s in fit.scope.values()))
         if labels is not None and fit.transfer is not None:
