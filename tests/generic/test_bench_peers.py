@@ -303,3 +303,39 @@ def test_resume_keeps_the_finished_fits_and_fits_the_rest(offline_data, tmp_path
     assert calls == [] and sorted(both["dataset"]) == ["kang", "pbmc3k"]
     with pytest.raises(ValueError, match="Resume with the settings of the earlier run"):
         run_peers(tmp_path, seeds=2, resume=True, max_epochs=7, **options)
+
+
+def test_summary_calls_differences_inside_the_seeds_spread_ties_and_skips_deterministic_stability():
+    from scsparse.generic.benchmarks._peers_metrics import METRICS
+    from scsparse.generic.benchmarks._peers_summary import _losses, _means, _spreads, _winners
+
+    rows = []
+    for seed, (ours, peer) in enumerate([(0.50, 0.56), (0.60, 0.58), (0.55, 0.60)]):  # means 0.55 vs 0.58
+        rows.append(
+            {"dataset": "d", "method": "SparseVAE", "seed": seed, "status": "ok", "redundancy": ours, "stability": 0.3}
+        )
+        rows.append(
+            {
+                "dataset": "d",
+                "method": "LDVAE",
+                "seed": seed,
+                "status": "ok",
+                "redundancy": peer,
+                "stability": 0.5 + 0.1 * seed,
+            }
+        )
+        rows.append(
+            {"dataset": "d", "method": "PCA", "seed": seed, "status": "ok", "redundancy": 0.9, "stability": 1.0}
+        )
+    df = pd.DataFrame(rows)
+    for m in METRICS:
+        df[m] = df.get(m, np.nan)
+    means, sds = _means(df), _spreads(df)
+    # redundancy 0.55 ± 0.05 vs 0.58 ± 0.02: inside the spread, a tie; without the spread SparseVAE would win alone
+    best = _winners(means, ["redundancy"], sds)[0]
+    assert "SparseVAE, LDVAE" in best
+    assert "SparseVAE (" in _winners(means, ["redundancy"])[0] and "LDVAE" not in _winners(means, ["redundancy"])[0]
+    # stability: PCA's 1.00 is not compared; LDVAE 0.6 ± 0.1 is ahead of SparseVAE's 0.3 beyond the spread
+    assert "PCA" not in _winners(means, ["stability"], sds)[0]
+    losses = _losses(means, ["stability", "redundancy"], sds)
+    assert len(losses) == 1 and losses[0].startswith("- stability") and "LDVAE" in losses[0] and "PCA" not in losses[0]

@@ -47,6 +47,7 @@ from anndata import AnnData
 from ._common import proc_status_mb
 
 __all__ = [
+    "DETERMINISTIC",
     "PEER_METHODS",
     "READING",
     "MethodUnavailable",
@@ -72,6 +73,12 @@ READING: dict[str, str] = {
     "cNMF": "top genes of each consensus programme's z-scored spectrum (gene_spectra_score)",
     "PCA": "top genes of each component's loadings, by sign",
 }
+
+
+#: Methods whose fit does not depend on the seed: their programmes agree between seeds by construction (PCA), so
+#: their stability is not a result and is not compared. NMF's ``nndsvda`` start depends on the seed only through a
+#: randomised SVD (stability 0.96-0.98 in the record): near, not by construction.
+DETERMINISTIC: frozenset[str] = frozenset({"PCA"})
 
 
 class MethodUnavailable(RuntimeError):

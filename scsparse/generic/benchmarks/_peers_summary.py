@@ -12,7 +12,7 @@ import pandas as pd
 
 from ._common import markdown_table
 from ._peers_data import PEER_DATASETS
-from ._peers_methods import READING, PeerBudget
+from ._peers_methods import DETERMINISTIC, READING, PeerBudget
 from ._peers_metrics import HIGHER_IS_BETTER, LOWER_IS_BETTER, METRICS, SIGNIFICANCE
 from ._peers_multistudy import MULTISTUDY_READING
 from ._report import NOT_ASSESSED_QUICK, new_figure, save_figure, summary_head, target_verdict
@@ -65,14 +65,35 @@ def _means(df: pd.DataFrame) -> pd.DataFrame:
     return means
 
 
-def _tied(a: float, b: float) -> bool:
-    """Equal up to the rounding of a mean over seeds (6/7 from two different sums of fractions)."""
-    return bool(np.isclose(a, b, rtol=1e-9, atol=0.0))
+def _spreads(df: pd.DataFrame) -> pd.DataFrame:
+    """Method x metric standard deviations over seeds (0 for one seed and for the p-values, compared as they are)."""
+    sds = _ok(df).groupby("method", sort=False)[list(METRICS)].std(ddof=1, numeric_only=True).fillna(0.0)
+    for m in P_VALUES:
+        sds[m] = 0.0
+    return sds
 
 
-def _better(a: float, b: float, *, higher: bool) -> bool:
-    """``a`` strictly better than ``b``, ties within rounding not counted."""
-    return (a > b if higher else a < b) and not _tied(a, b)
+def _tied(a: float, b: float, spread: float = 0.0) -> bool:
+    """A tie: a difference inside the seeds' spread (the larger sd of the two methods), or equal up to the
+    rounding of a mean over seeds (6/7 from two different sums of fractions).
+    """
+    return bool(np.isclose(a, b, rtol=1e-9, atol=0.0) or abs(a - b) <= spread)
+
+
+def _better(a: float, b: float, *, higher: bool, spread: float = 0.0) -> bool:
+    """``a`` better than ``b`` by more than the seeds' spread."""
+    return (a > b if higher else a < b) and not _tied(a, b, spread)
+
+
+def _pair_spread(sds: pd.DataFrame | None, metric: str, *methods: str) -> float:
+    if sds is None or metric not in sds:
+        return 0.0
+    return float(max((sds.loc[m, metric] for m in methods if m in sds.index), default=0.0))
+
+
+def _compared(methods, metric: str) -> list[str]:
+    """The methods a metric compares: a deterministic method's stability (1 by construction) is not a result."""
+    return [m for m in methods if not (metric == "stability" and m in DETERMINISTIC)]
 
 
 def _shown_metrics(df: pd.DataFrame) -> list[str]:
@@ -88,40 +109,45 @@ def _fmt(metric: str, value: float) -> str:
     return f"{value:.{_DIGITS.get(metric, 3)}f}"
 
 
-def _winners(means: pd.DataFrame, metrics: list[str]) -> list[str]:
+def _winners(means: pd.DataFrame, metrics: list[str], sds: pd.DataFrame | None = None) -> list[str]:
+    """The best method(s) of each metric: every method within the seeds' spread of the best one."""
     lines = []
     for m in metrics:
         if m not in HIGHER_IS_BETTER | LOWER_IS_BETTER:
             continue
-        col = means[m].dropna()
+        col = means.loc[_compared(means.index, m), m].dropna()
         if col.empty:
             continue
         best = col.max() if m in HIGHER_IS_BETTER else col.min()
-        who = ", ".join(p for p in col.index if _tied(col[p], best))
+        top = col.idxmax() if m in HIGHER_IS_BETTER else col.idxmin()
+        who = ", ".join(p for p in col.index if _tied(col[p], best, _pair_spread(sds, m, p, top)))
         sv = "; ".join(f"{s} {_fmt(m, means.loc[s, m])}" for s in OURS if s in means.index)
         lines.append(f"- **{m}** ({'higher' if m in HIGHER_IS_BETTER else 'lower'} is better): {who} "
                      f"({_fmt(m, best)}){'; ' + sv if sv else ''}")  # fmt: skip
     return lines
 
 
-def _losses(means: pd.DataFrame, metrics: list[str]) -> list[str]:
-    """Metrics where a peer beats every scsparse model of the data set, with the numbers."""
+def _losses(means: pd.DataFrame, metrics: list[str], sds: pd.DataFrame | None = None) -> list[str]:
+    """Metrics where a peer beats every scsparse model of the data set by more than the seeds' spread."""
     ours = [s for s in OURS if s in means.index]
-    peers = [m for m in means.index if m not in OURS]
-    if not ours or not peers:
+    if not ours:
         return []
     lines = []
     for m in metrics:
         if m not in HIGHER_IS_BETTER | LOWER_IS_BETTER:
             continue
+        peers = [p for p in _compared(means.index, m) if p not in OURS]
         sign = 1.0 if m in HIGHER_IS_BETTER else -1.0
-        our_best = max((sign * means.loc[s, m] for s in ours if means.loc[s, m] == means.loc[s, m]), default=None)
-        if our_best is None:
+        valued = [s for s in ours if means.loc[s, m] == means.loc[s, m]]
+        if not valued:
             continue
+        best_ours = max(valued, key=lambda s: sign * means.loc[s, m])
+        our_best = sign * means.loc[best_ours, m]
         beaten = [
             p
             for p in peers
-            if means.loc[p, m] == means.loc[p, m] and _better(sign * means.loc[p, m], our_best, higher=True)
+            if means.loc[p, m] == means.loc[p, m]
+            and _better(sign * means.loc[p, m], our_best, higher=True, spread=_pair_spread(sds, m, p, best_ours))
         ]
         if beaten:
             shown = ", ".join(f"{p} {_fmt(m, means.loc[p, m])}" for p in beaten)
@@ -130,11 +156,21 @@ def _losses(means: pd.DataFrame, metrics: list[str]) -> list[str]:
     return lines
 
 
-def _ahead(means: pd.DataFrame, ours: str, peers: list[str], metric: str, *, higher: bool) -> bool:
-    """``ours`` strictly better than every peer with a value (``False`` when ``ours`` has none)."""
+def _ahead(
+    means: pd.DataFrame, ours: str, peers: list[str], metric: str, *, higher: bool, sds: pd.DataFrame | None = None
+) -> bool:
+    """``ours`` better than every peer with a value by more than the seeds' spread (``False`` when ``ours`` has
+    none).
+    """
     mine = means.loc[ours, metric]
-    others = [means.loc[p, metric] for p in peers if means.loc[p, metric] == means.loc[p, metric]]
-    return bool(mine == mine and all(_better(mine, o, higher=higher) for o in others))
+    others = [p for p in peers if means.loc[p, metric] == means.loc[p, metric]]
+    return bool(
+        mine == mine
+        and all(
+            _better(mine, means.loc[p, metric], higher=higher, spread=_pair_spread(sds, metric, ours, p))
+            for p in others
+        )
+    )
 
 
 def _versus(means: pd.DataFrame, ours: str, peers: list[str], metric: str) -> str:
@@ -154,29 +190,30 @@ def peers_targets(df: pd.DataFrame, *, assessed: bool = True) -> list[tuple[str,
         frame = df[df["dataset"] == name]
         if _ok(frame).empty:
             continue
-        means = _means(frame)
+        means, sds = _means(frame), _spreads(frame)
         peers = [m for m in means.index if m not in SPARSEVAE]
         for ours in (s for s in SPARSEVAE if s in means.index):
             checks = [
                 (f"smallest programmes (median genes): {_versus(means, ours, peers, 'median_genes')}",
-                 _ahead(means, ours, peers, "median_genes", higher=False)),
+                 _ahead(means, ours, peers, "median_genes", higher=False, sds=sds)),
                 (f"least redundant programmes: {_versus(means, ours, peers, 'redundancy')}",
-                 _ahead(means, ours, peers, "redundancy", higher=False)),
+                 _ahead(means, ours, peers, "redundancy", higher=False, sds=sds)),
             ]  # fmt: skip
             if name == "kang":
                 ifn_ok = means.loc[ours, "interferon_recovered"] == 1.0 and _ahead(
-                    means, ours, peers, "interferon_p", higher=False
+                    means, ours, peers, "interferon_p", higher=False, sds=sds
                 )
                 checks.append(
                     (f"interferon programme, strongest adj. p: {_versus(means, ours, peers, 'interferon_p')}", ifn_ok)
                 )
             markers = means.loc[ours, "markers_recovered"]
             if markers == markers:
-                others = [means.loc[p, "markers_recovered"] for p in peers]
                 checks.append(
                     (f"cell-type marker programmes recovered (ties count): "
                      f"{_versus(means, ours, peers, 'markers_recovered')}",
-                     all(not _better(o, markers, higher=True) for o in others if o == o))
+                     all(not _better(means.loc[p, "markers_recovered"], markers, higher=True,
+                                     spread=_pair_spread(sds, "markers_recovered", p, ours))
+                         for p in peers if means.loc[p, "markers_recovered"] == means.loc[p, "markers_recovered"]))
                 )  # fmt: skip
             best_acc = means["accuracy"].max()
             acc = means.loc[ours, "accuracy"]
@@ -241,7 +278,7 @@ def peers_summary(
             continue
         spec = PEER_DATASETS[name]
         metrics = _shown_metrics(frame)
-        means = _means(frame)
+        means, sds = _means(frame), _spreads(frame)
         lines += [
             "",
             f"## {spec.title}",
@@ -260,12 +297,14 @@ def peers_summary(
                 formats=dict.fromkeys(P_VALUES, _format_p),
             ),
             "",
-            "Best per metric (scsparse's values after the winner):",
+            "Best per metric (scsparse's values after the winner; methods within the seeds' spread (the larger sd "
+            "of the two) of the best one tie with it; the stability of a deterministic method "
+            f"({', '.join(sorted(DETERMINISTIC))}: 1 by construction) is not compared):",
             "",
-            *_winners(means, metrics),
+            *_winners(means, metrics, sds),
         ]
-        losses = _losses(means, metrics)
-        lines += ["", "Where a peer is ahead of scsparse:", ""]
+        losses = _losses(means, metrics, sds)
+        lines += ["", "Where a peer is ahead of scsparse by more than the seeds' spread:", ""]
         lines += losses or ["- nowhere"]
     targets = peers_targets(df, assessed=not quick)
     if targets:
