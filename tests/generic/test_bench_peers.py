@@ -339,3 +339,29 @@ def test_summary_calls_differences_inside_the_seeds_spread_ties_and_skips_determ
     assert "PCA" not in _winners(means, ["stability"], sds)[0]
     losses = _losses(means, ["stability", "redundancy"], sds)
     assert len(losses) == 1 and losses[0].startswith("- stability") and "LDVAE" in losses[0] and "PCA" not in losses[0]
+
+
+def test_equal_size_reading_cuts_every_method_by_its_own_ranking():
+    from scsparse.generic.benchmarks._peers_methods import EQUAL_SIZES, PeerFit, _extended_ranking
+
+    # a SparseVAE programme of 3 genes (p* > 0.5, by |w|) extended by the other genes of its direction, by p*
+    pip = np.array([0.9, 0.8, 0.95, 0.4, 0.45, 0.3, 0.49, 0.1])
+    w = np.array([0.5, 0.9, 0.1, 0.2, 0.01, 0.3, 0.2, 0.0])
+    same_direction = np.array([True, True, True, True, False, True, True, True])
+    ranking = _extended_ranking(np.array([1, 0, 2]), pip, w, same_direction)
+    assert ranking.tolist() == [1, 0, 2, 6, 3, 5, 7]  # gene 4 goes the other way
+    long = _extended_ranking(np.arange(80), np.ones(80), np.ones(80), np.ones(80, dtype=bool))
+    assert long.tolist() == list(range(max(EQUAL_SIZES)))
+
+    fit = PeerFit(
+        "SparseVAE",
+        None,
+        {"0+": np.array([1, 0, 2]), "1+": np.arange(60)},
+        {},
+        2,
+        rankings={"0+": ranking},
+    )
+    cut = fit.cut(5)
+    assert cut["0+"].tolist() == [1, 0, 2, 6, 3] and cut["1+"].tolist() == [0, 1, 2, 3, 4]
+    assert fit.cut(20)["0+"].size == 7  # a ranking shorter than n keeps what it has
+    assert fit.programmes["0+"].tolist() == [1, 0, 2]  # the own reading is untouched

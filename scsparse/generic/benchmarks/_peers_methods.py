@@ -48,6 +48,7 @@ from ._common import proc_status_mb
 
 __all__ = [
     "DETERMINISTIC",
+    "EQUAL_SIZES",
     "PEER_METHODS",
     "READING",
     "MethodUnavailable",
@@ -79,6 +80,10 @@ READING: dict[str, str] = {
 #: their stability is not a result and is not compared. NMF's ``nndsvda`` start depends on the seed only through a
 #: randomised SVD (stability 0.96-0.98 in the record): near, not by construction.
 DETERMINISTIC: frozenset[str] = frozenset({"PCA"})
+
+
+#: Programme sizes of the equal-size reading: every method's programmes cut to the same number of genes.
+EQUAL_SIZES: tuple[int, ...] = (20, 50)
 
 
 class MethodUnavailable(RuntimeError):
@@ -142,6 +147,10 @@ class PeerFit:
         The fitted model, for the SparseVAE fits (restart 0 of the restarts of the same seed).
     scope
         Multi-study methods: programme name -> ``"shared"`` or the study it belongs to (empty for the others).
+    rankings
+        Programme name -> its genes in the method's own order, beyond the method's own cut where the reading has
+        one (SparseVAE: the genes with ``p* > 0.5`` by ``|w|``, then the other genes of the direction by ``p*``),
+        up to ``max(EQUAL_SIZES)`` genes: what the equal-size reading cuts. Empty: the programmes themselves.
     transfer
         Multi-study methods: the cells x factors representation common to all studies, on which a classifier
         trained on one study's cells is tested on the others' (``None``: the method has none).
@@ -157,7 +166,14 @@ class PeerFit:
     extra: dict[str, Any] = field(default_factory=dict)
     model: Any = field(default=None, repr=False)
     scope: dict[str, str] = field(default_factory=dict)
+    rankings: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     transfer: np.ndarray | None = field(default=None, repr=False)
+
+    def cut(self, n_genes: int) -> dict[str, np.ndarray]:
+        """Every programme cut to its ``n_genes`` strongest genes by the method's own ranking (the equal-size
+        reading; a programme whose ranking is shorter keeps all it has).
+        """
+        return {name: self.rankings.get(name, genes)[:n_genes] for name, genes in self.programmes.items()}
 
 
 # ---------------------------------------------------------------------------------------------- measurement
@@ -251,24 +267,28 @@ def fit_sparsevae(
 def read_sparsevae(model, adata: AnnData, method: str) -> PeerFit:
     """The programmes of a trained SparseVAE or MultiStudySparseVAE (``scope``: the block of each programme)."""
     from scsparse.results import read_results
-    from scsparse.tl import programme_genes
+    from scsparse.tl import factor_gene_correlation, programme_genes
 
     key = "peers"
     model.write_results(adata, key_added=key, overwrite=True)
     res = read_results(adata, key)
     z = np.asarray(res.Z, dtype=np.float64)
     index = {g: j for j, g in enumerate(adata.var_names)}
-    programmes, activity, scope = {}, {}, {}
+    programmes, activity, scope, rankings = {}, {}, {}, {}
     study: dict[str, str] = {}  # factor -> its study ("all": shared), for a multi-study fit
     if res.studies:
         factors = model.factor_table()
         study = dict(zip(factors["factor"], factors["study"].astype(str), strict=True))
     table = programme_genes(adata, key=key) if res.active_factors else []  # no active factor: no programme
+    corr = factor_gene_correlation(adata, key=key) if len(table) else None
     for row in table.itertuples() if len(table) else ():
         sign = 1.0 if row.direction == "positive" else -1.0
         name = f"{row.factor}{'+' if sign > 0 else '-'}"
+        k = res.factor_names.index(row.factor)
         programmes[name] = np.asarray([index[g] for g in row.genes], dtype=np.int64)
-        activity[name] = sign * z[:, res.factor_names.index(row.factor)]
+        activity[name] = sign * z[:, k]
+        same_direction = sign * corr[row.factor].to_numpy() > 0
+        rankings[name] = _extended_ranking(programmes[name], res.pip[:, k], res.W[:, k], same_direction)
         if res.studies:
             scope[name] = "shared" if study[row.factor] == "all" else study[row.factor]
     stopping = model.history.get("stopping")
@@ -282,7 +302,21 @@ def read_sparsevae(model, adata: AnnData, method: str) -> PeerFit:
         extra={"settled": settled, "epochs": float(len(model.history["elbo_train"]))},
         model=model,
         scope=scope,
+        rankings=rankings,
     )
+
+
+def _extended_ranking(programme: np.ndarray, pip: np.ndarray, w: np.ndarray, same_direction: np.ndarray) -> np.ndarray:
+    """A SparseVAE programme (genes with ``p* > 0.5``, by ``|w|``) followed by the other genes of its direction
+    by decreasing ``p*`` (then ``|w|``), up to ``max(EQUAL_SIZES)`` genes.
+    """
+    size = max(EQUAL_SIZES)
+    if programme.size >= size:
+        return programme[:size]
+    rest = np.flatnonzero(same_direction)
+    rest = rest[~np.isin(rest, programme)]
+    rest = rest[np.lexsort((-np.abs(w[rest]), -pip[rest]))]
+    return np.concatenate([programme, rest[: size - programme.size]]).astype(np.int64)
 
 
 def _fit_sparsevae(adata, budget, seed, batch_key, first=None) -> PeerFit:

@@ -51,6 +51,7 @@ Cost
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -61,14 +62,16 @@ from anndata import AnnData
 
 from ._common import INTERFERON_TERMS
 from ._peers_data import MIN_TYPE_CELLS, PeerDataset, gene_set_library, study_names
-from ._peers_methods import PeerFit
+from ._peers_methods import EQUAL_SIZES, PeerFit
 
 __all__ = [
     "DISENTANGLEMENT",
+    "EQUAL_SIZE_METRICS",
     "HIGHER_IS_BETTER",
     "LOWER_IS_BETTER",
     "METRICS",
     "SIGNIFICANCE",
+    "SIZE_DEPENDENT",
     "score_fit",
     "stability_scores",
 ]
@@ -81,17 +84,32 @@ SET_SIZE = (5, 500)
 #: The disentanglement columns, ``<aggregation>_<similarity>`` of
 #: :func:`scsparse.generic.metrics.label_disentanglement`.
 DISENTANGLEMENT: tuple[str, ...] = tuple(f"{a}_{s}" for s in ("smi", "spn") for a in ("lms", "msas", "msgs"))
+#: The metrics that depend on the size of the programmes (their list sizes and how many there are).
+SIZE_DEPENDENT: tuple[str, ...] = (
+    "enriched_share", "distinct_terms", "best_fold", "interferon_recovered", "interferon_p", "markers_recovered",
+    "redundancy",
+)  # fmt: skip
+#: The equal-size reading: each size-dependent metric with every programme cut to ``n`` genes, ``<metric>_at<n>``.
+EQUAL_SIZE_METRICS: tuple[str, ...] = tuple(f"{m}_at{n}" for n in EQUAL_SIZES for m in SIZE_DEPENDENT)
 #: Metric columns of ``results.csv``, in the order of the summary tables.
 METRICS: tuple[str, ...] = (
     "enriched_share", "distinct_terms", "best_fold", "interferon_recovered", "interferon_p", "markers_recovered",
     "median_genes", "redundancy", "factors_kept", "programmes", "shared_programmes", "accuracy",
     *DISENTANGLEMENT, "transfer_accuracy", "interferon_specific", "batch_leakage", "stability", "seconds", "peak_mb",
+    *EQUAL_SIZE_METRICS,
 )  # fmt: skip
+_HIGHER = {"enriched_share", "distinct_terms", "best_fold", "interferon_recovered", "markers_recovered"}
+_LOWER = {"interferon_p", "redundancy"}
 HIGHER_IS_BETTER = frozenset(
-    {"enriched_share", "distinct_terms", "best_fold", "interferon_recovered", "markers_recovered", "accuracy"}
-    | {"transfer_accuracy", "interferon_specific", "stability", *DISENTANGLEMENT}
+    _HIGHER
+    | {"accuracy", "transfer_accuracy", "interferon_specific", "stability", *DISENTANGLEMENT}
+    | {f"{m}_at{n}" for m in _HIGHER for n in EQUAL_SIZES}
 )
-LOWER_IS_BETTER = frozenset({"interferon_p", "median_genes", "redundancy", "batch_leakage", "seconds", "peak_mb"})
+LOWER_IS_BETTER = frozenset(
+    _LOWER
+    | {"median_genes", "batch_leakage", "seconds", "peak_mb"}
+    | {f"{m}_at{n}" for m in _LOWER for n in EQUAL_SIZES}
+)
 
 
 def _gene_sets(spec: PeerDataset) -> dict[str, list[str]]:
@@ -182,12 +200,7 @@ def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dic
     seed
         Seed of the held-out split of the label classifier.
     """
-    from scsparse.generic.metrics import (
-        batch_association,
-        label_accuracy,
-        label_disentanglement,
-        programme_redundancy,
-    )
+    from scsparse.generic.metrics import batch_association, label_accuracy, label_disentanglement
 
     sizes = [idx.size for idx in fit.programmes.values()]
     row: dict[str, float] = dict.fromkeys(METRICS, math.nan)
@@ -195,9 +208,6 @@ def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dic
         factors_kept=float(fit.n_kept),
         programmes=float(len(sizes)),
         median_genes=float(np.median(sizes)) if sizes else math.nan,
-        redundancy=float(programme_redundancy(list(fit.programmes.values()), adata.n_vars).mean())
-        if sizes
-        else math.nan,
         seconds=fit.seconds,
         peak_mb=fit.peak_mb,
     )
@@ -214,6 +224,21 @@ def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dic
     if spec.batch_key and leaky:
         scores = np.column_stack([fit.activity[n] for n in leaky])
         row["batch_leakage"] = float(batch_association(scores, np.asarray(adata.obs[spec.batch_key])).mean())
+    row.update(_programme_scores(fit, adata, spec, labels))
+    for n in EQUAL_SIZES:  # the equal-size reading: the same metrics with every programme cut to n genes
+        sized = _programme_scores(dataclasses.replace(fit, programmes=fit.cut(n)), adata, spec, labels)
+        row.update({f"{m}_at{n}": sized[m] for m in SIZE_DEPENDENT})
+    return row
+
+
+def _programme_scores(fit: PeerFit, adata: AnnData, spec: PeerDataset, labels: np.ndarray | None) -> dict[str, float]:
+    """The metrics of the programmes' gene lists: redundancy, enrichment, the known programmes."""
+    from scsparse.generic.metrics import programme_redundancy
+
+    sizes = [idx.size for idx in fit.programmes.values()]
+    row: dict[str, float] = dict.fromkeys((*SIZE_DEPENDENT, "interferon_specific"), math.nan)
+    if sizes:
+        row["redundancy"] = float(programme_redundancy(list(fit.programmes.values()), adata.n_vars).mean())
     if spec.libraries:
         if not sizes:
             row.update(enriched_share=0.0, distinct_terms=0.0, interferon_recovered=0.0, interferon_p=1.0)

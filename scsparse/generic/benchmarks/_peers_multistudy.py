@@ -97,7 +97,7 @@ def _fit_multistudy(adata: AnnData, budget: PeerBudget, seed: int, study_key: st
 def _fit_per_study(adata: AnnData, budget: PeerBudget, seed: int, study_key: str) -> PeerFit:
     studies = study_names(adata, study_key)
     labels = adata.obs[study_key].astype(str).to_numpy()
-    programmes, activity, scope, kept, transfer = {}, {}, {}, 0, None
+    programmes, activity, scope, rankings, kept, transfer = {}, {}, {}, {}, 0, None
     with measured() as m:
         for s in studies:
             study = adata[labels == s]
@@ -110,6 +110,7 @@ def _fit_per_study(adata: AnnData, budget: PeerBudget, seed: int, study_key: str
             for name, genes in fit.programmes.items():
                 factor, sign = name[:-1], 1.0 if name.endswith("+") else -1.0
                 programmes[f"{s}:{name}"] = expressed[genes]
+                rankings[f"{s}:{name}"] = expressed[fit.rankings.get(name, genes)]
                 activity[f"{s}:{name}"] = sign * np.asarray(z_all[:, names.index(factor)], dtype=np.float64)
                 scope[f"{s}:{name}"] = s
             kept += fit.n_kept
@@ -117,7 +118,7 @@ def _fit_per_study(adata: AnnData, budget: PeerBudget, seed: int, study_key: str
                 transfer = np.asarray(z_all, dtype=np.float64)
     return PeerFit(
         "SparseVAE (per study)", None, programmes, activity, kept, m["seconds"], m["peak_mb"], scope=scope,
-        transfer=transfer,
+        rankings=rankings, transfer=transfer,
     )  # fmt: skip
 
 

@@ -12,8 +12,15 @@ import pandas as pd
 
 from ._common import markdown_table
 from ._peers_data import PEER_DATASETS
-from ._peers_methods import DETERMINISTIC, READING, PeerBudget
-from ._peers_metrics import HIGHER_IS_BETTER, LOWER_IS_BETTER, METRICS, SIGNIFICANCE
+from ._peers_methods import DETERMINISTIC, EQUAL_SIZES, READING, PeerBudget
+from ._peers_metrics import (
+    DISENTANGLEMENT,
+    EQUAL_SIZE_METRICS,
+    HIGHER_IS_BETTER,
+    LOWER_IS_BETTER,
+    METRICS,
+    SIGNIFICANCE,
+)
 from ._peers_multistudy import MULTISTUDY_READING
 from ._report import NOT_ASSESSED_QUICK, new_figure, save_figure, summary_head, target_verdict
 
@@ -32,9 +39,10 @@ FIGURE_METRICS = (
     "transfer_accuracy", "stability", "batch_leakage", "seconds",
 )  # fmt: skip
 #: Metrics that are p-values: summarised over seeds by their geometric mean, shown in scientific notation.
-P_VALUES = ("interferon_p",)
+P_VALUES = ("interferon_p", *(f"interferon_p_at{n}" for n in EQUAL_SIZES))
 _SMALLEST_P = 1e-300
 _DIGITS = {"distinct_terms": 1, "factors_kept": 1, "programmes": 1, "median_genes": 1, "seconds": 0, "peak_mb": 0}
+_DIGITS.update({f"distinct_terms_at{n}": 1 for n in EQUAL_SIZES})
 
 
 def _ok(df: pd.DataFrame) -> pd.DataFrame:
@@ -96,9 +104,26 @@ def _compared(methods, metric: str) -> list[str]:
     return [m for m in methods if not (metric == "stability" and m in DETERMINISTIC)]
 
 
-def _shown_metrics(df: pd.DataFrame) -> list[str]:
+def _shown_metrics(df: pd.DataFrame, among: tuple[str, ...] = METRICS) -> list[str]:
     ok = _ok(df)
-    return [m for m in METRICS if pd.to_numeric(ok[m], errors="coerce").notna().any()]
+    return [m for m in among if m in ok and pd.to_numeric(ok[m], errors="coerce").notna().any()]
+
+
+#: The tables of a data set: the methods' own readings, DRVI's disentanglement scores, the equal-size reading.
+_TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("", tuple(m for m in METRICS if m not in DISENTANGLEMENT and m not in EQUAL_SIZE_METRICS)),
+    (
+        "Disentanglement against the cell types (DRVI's scores: one-to-one matching LMS, best factor MSAS, gap to "
+        "the second best MSGS; of scaled mutual information SMI and same-process neighbours SPN):",
+        DISENTANGLEMENT,
+    ),
+    (
+        "Equal-size reading: every programme cut to the same number of genes (`_at<n>`) by its method's own ranking "
+        "(SparseVAE: the genes with p* > 0.5 by |w|, then the other genes of the direction by p*), so that the "
+        "metrics that depend on list size compare like with like:",
+        EQUAL_SIZE_METRICS,
+    ),
+)
 
 
 def _fmt(metric: str, value: float) -> str:
@@ -287,15 +312,23 @@ def peers_summary(
             f"{', '.join(spec.libraries) or 'none (Ensembl ids, no symbol table offline)'}; labels: "
             f"{spec.label_key or 'none'}; batches: {spec.batch_key or 'none'}. Mean ± sd over seeds; p-values: "
             "geometric mean over seeds and their range.",
-            "",
-            markdown_table(
-                ok,
-                ["method"],
-                metrics,
-                digits={m: _DIGITS.get(m, 3) for m in metrics},
-                labels={m: f"{m} (geometric mean; range)" for m in P_VALUES},
-                formats=dict.fromkeys(P_VALUES, _format_p),
-            ),
+        ]
+        for caption, among in _TABLES:
+            shown = _shown_metrics(frame, among)
+            if not shown:
+                continue
+            lines += [""] + ([caption, ""] if caption else [])
+            lines.append(
+                markdown_table(
+                    ok,
+                    ["method"],
+                    shown,
+                    digits={m: _DIGITS.get(m, 3) for m in shown},
+                    labels={m: f"{m} (geometric mean; range)" for m in P_VALUES},
+                    formats=dict.fromkeys(P_VALUES, _format_p),
+                )
+            )
+        lines += [
             "",
             "Best per metric (scsparse's values after the winner; methods within the seeds' spread (the larger sd "
             "of the two) of the best one tie with it; the stability of a deterministic method "
