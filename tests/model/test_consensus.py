@@ -155,6 +155,11 @@ def test_report_and_plot_read_the_consensus(consensus_fit, tmp_path):
     model.write_results(adata, key_added="cons", overwrite=True)
     text = scsparse.tl.fit_report(adata, key="cons")
     assert "### How reproducible each programme is" in text and "Consensus of 2 restarts" in text
+    table = model.consensus_
+    every = table[table["kept"] & (table["reproducibility"] == 1.0)]["factor"].tolist()
+    line = next(line for line in text.splitlines() if line.startswith("- recovered by every restart"))
+    assert f"{len(every)} of the {int(table['kept'].sum())} kept" in line
+    assert all(f in line for f in every)
     scsparse.pl.reproducibility(adata, key="cons", save=tmp_path / "r.png", show=False)
     assert (tmp_path / "r.png").stat().st_size > 0
     single = SparseVAE(adata, n_latent=4, n_hidden=16, seed=0)
