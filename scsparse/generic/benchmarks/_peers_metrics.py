@@ -215,7 +215,7 @@ def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dic
     if labels is not None and fit.factors is not None:
         row["accuracy"] = label_accuracy(fit.factors, labels, seed=seed)["accuracy"]
         scores = label_disentanglement(fit.factors, labels)
-        row.update({f"{name.split('-')[0].lower()}_{name.split('-')[1].lower()}": v for name, v in scores.items()})
+        row.update({name.replace("-", "_").lower(): v for name, v in scores.items()})  # "LMS-SMI" -> "lms_smi"
     if spec.study_key:
         row["shared_programmes"] = float(sum(s == "shared" for s in fit.scope.values()))
         if labels is not None and fit.transfer is not None:
@@ -224,15 +224,18 @@ def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dic
     if spec.batch_key and leaky:
         scores = np.column_stack([fit.activity[n] for n in leaky])
         row["batch_leakage"] = float(batch_association(scores, np.asarray(adata.obs[spec.batch_key])).mean())
-    row.update(_programme_scores(fit, adata, spec, labels))
+    sets = _gene_sets(spec)  # once for the own reading and every equal-size one
+    row.update(_programme_scores(fit, adata, spec, labels, sets))
     for n in EQUAL_SIZES:  # the equal-size reading: the same metrics with every programme cut to n genes
-        sized = _programme_scores(dataclasses.replace(fit, programmes=fit.cut(n)), adata, spec, labels)
+        sized = _programme_scores(dataclasses.replace(fit, programmes=fit.cut(n)), adata, spec, labels, sets)
         row.update({f"{m}_at{n}": sized[m] for m in SIZE_DEPENDENT})
     return row
 
 
-def _programme_scores(fit: PeerFit, adata: AnnData, spec: PeerDataset, labels: np.ndarray | None) -> dict[str, float]:
-    """The metrics of the programmes' gene lists: redundancy, enrichment, the known programmes."""
+def _programme_scores(
+    fit: PeerFit, adata: AnnData, spec: PeerDataset, labels: np.ndarray | None, sets: Mapping[str, list[str]]
+) -> dict[str, float]:
+    """The metrics of the programmes' gene lists: redundancy, enrichment (against ``sets``), the known programmes."""
     from scsparse.generic.metrics import programme_redundancy
 
     sizes = [idx.size for idx in fit.programmes.values()]
@@ -248,7 +251,7 @@ def _programme_scores(fit: PeerFit, adata: AnnData, spec: PeerDataset, labels: n
             elif spec.study_key:
                 row["interferon_specific"] = 0.0
             return row
-        table = _enrichment(fit, adata, _gene_sets(spec))
+        table = _enrichment(fit, adata, sets)
         sig = table[table["p_adj"] < SIGNIFICANCE]
         row["enriched_share"] = sig["programme"].nunique() / len(sizes)
         row["distinct_terms"] = float(sig["term"].nunique())
