@@ -28,11 +28,7 @@ from scsparse.nn import (
     train_only_,
 )
 
-#: :class:`~scsparse.nn.MaskedDecoder` arguments of :class:`SparseVAEModule` that differ from the decoder's
-#: own defaults (``decoder_kwargs`` overrides them).
-DECODER_DEFAULTS: dict[str, object] = {"first_bias": True}
-
-__all__ = ["COUNT_LIKELIHOODS", "DECODER_DEFAULTS", "GENE_LIKELIHOODS", "SparseVAEModule"]
+__all__ = ["COUNT_LIKELIHOODS", "GENE_LIKELIHOODS", "SparseVAEModule"]
 
 
 class SparseVAEModule(BaseMinifiedModeModuleClass):
@@ -81,10 +77,11 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         multi-study model).
     decoder_kwargs
         Passed to :class:`~scsparse.nn.MaskedDecoder` (``chunk_size``, ``memory_budget_mb``, ``activation``,
-        ``w_init`` ...). The decoder's first layer has a bias shared by all genes unless ``first_bias=False``
-        is given, which gives the paper's network (kept by :mod:`scsparse.generic`). Without the bias a gene
-        driven by one factor is, at one hidden layer, a two-slope function with its kink fixed at ``z_k = 0``,
-        and fits on real data keep near-constant factors with hundreds of genes as the missing offset
+        ``w_init`` ...). The decoder's first layer has a bias shared by all genes (the decoder's default)
+        unless ``first_bias=False`` is given, which gives the paper's network (kept by :mod:`scsparse.generic`).
+        Without the bias a gene driven by one factor is, at one hidden layer, a two-slope function with its kink
+        fixed at ``z_k = 0``, and fits on real data keep near-constant factors with hundreds of genes as the missing
+        offset
         (:doc:`/user-guide/settings`). With the bias the first-layer columns have norm 1/2 (``first_norm``),
         which keeps ``|w_jk|`` on the scale of the unbiased network, the one the prior's rates are set for.
         :class:`~scsparse.module.MultiStudySparseVAEModule` turns the bias off by default.
@@ -151,7 +148,7 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
             n_heads=2 if gene_likelihood == "zinb" else 1,  # mean (and zero-inflation) logits
             n_cat_list=covariate_cats,
             n_continuous=self.n_continuous_cov,
-            **{**DECODER_DEFAULTS, **(decoder_kwargs or {})},
+            **(decoder_kwargs or {}),
         )
         self.prior = SpikeSlabLasso(n_input, n_latent, lambda0=lambda0, lambda1=lambda1, a=a, b=b)
         self.observation = ObservationModel(gene_likelihood, n_input)

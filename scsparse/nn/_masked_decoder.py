@@ -127,9 +127,10 @@ class MaskedDecoder(nn.Module):
         ReLU, a feature driven by one factor is a two-slope linear function of that factor with its kink at
         ``z_k = 0``; with it the kinks sit at ``-b_h / (A_hk w_jk)``, so the response can bend and saturate
         where the data say. Without the bias a fit can keep a nearly constant factor with hundreds of genes
-        to serve as the missing offset (:doc:`/user-guide/settings`). Off by default here (the
-        paper's network, used by :mod:`scsparse.generic`); :class:`scsparse.module.SparseVAEModule` turns it
-        on, the multi-study module does not.
+        to serve as the missing offset (:doc:`/user-guide/settings`). On by default, as
+        :class:`scsparse.module.SparseVAEModule` uses it; the papers' network has no bias, and the models
+        that follow the papers' protocols (the multi-study module, the array models of :mod:`scsparse.generic`)
+        turn it off.
     first_norm
         Norm of the first-layer columns under ``normalize_weights``. ``None``: 1 without ``first_bias``, 1/2
         with it, so that ``|w_jk|`` measures the same effect in both networks. Without the bias a ReLU unit
@@ -173,7 +174,7 @@ class MaskedDecoder(nn.Module):
         checkpoint_chunks: bool = True,
         fused: bool | None = None,
         normalize_weights: bool = True,
-        first_bias: bool = False,
+        first_bias: bool = True,
         first_norm: float | None = None,
     ) -> None:
         super().__init__()

@@ -180,7 +180,7 @@ def test_first_bias_moves_the_kink_of_a_single_factor_response():
         dec.head_weight.fill_(1.0)
     z = torch.tensor([[-2.0], [0.0], [0.5], [1.0], [3.0]])
     torch.testing.assert_close(dec(z)[0, :, 0], torch.tensor([0.0, 0.0, 0.0, 0.0, 2.0]))
-    no_bias = MaskedDecoder(**kw)
+    no_bias = MaskedDecoder(**kw, first_bias=False)
     assert no_bias.first_bias is None and "first_bias" not in dict(no_bias.named_parameters())
     with torch.no_grad():
         no_bias.first.fill_(1.0)

@@ -318,12 +318,11 @@ def _flops_rows(
     """Achieved decoder FLOP/s of a training step against plain matmuls timed in the same run."""
     import torch
 
-    from scsparse.module import DECODER_DEFAULTS
     from scsparse.nn import MaskedDecoder
 
     torch.manual_seed(0)
     # the decoder SparseVAE builds (its first-layer bias adds no matmul FLOPs)
-    dec = MaskedDecoder(n_latent, n_genes, n_hidden=n_hidden, **DECODER_DEFAULTS).to(device)
+    dec = MaskedDecoder(n_latent, n_genes, n_hidden=n_hidden).to(device)
     dec.train()
     z = torch.randn(batch_size, n_latent, device=device)
 
@@ -333,7 +332,7 @@ def _flops_rows(
         _sync(device)
 
     t_step = _time_call(step, repeats)
-    autograd = MaskedDecoder(n_latent, n_genes, n_hidden=n_hidden, fused=False, **DECODER_DEFAULTS).to(device)
+    autograd = MaskedDecoder(n_latent, n_genes, n_hidden=n_hidden, fused=False).to(device)
     autograd.load_state_dict(dec.state_dict())
 
     def autograd_step() -> None:

@@ -264,10 +264,9 @@ def _fit_scvi_model(model: Any, train_kwargs: dict[str, Any], x_test: np.ndarray
 
 def _package_decoder_words() -> str:
     """How the package's default decoder (which the counts setting fits) treats its first layer."""
-    from scsparse.module import DECODER_DEFAULTS
     from scsparse.nn import MaskedDecoder
 
-    probe = MaskedDecoder(n_latent=1, n_output=1, n_hidden=1, **DECODER_DEFAULTS)
+    probe = MaskedDecoder(n_latent=1, n_output=1, n_hidden=1)
     if probe.first_bias is None:
         return "first layer without a bias"
     return f"first layer with a bias, its columns of norm {probe.first_norm:g}"

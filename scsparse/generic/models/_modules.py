@@ -225,7 +225,8 @@ class SparseVAEArrayModule(LatentVariableModule):
     sigma_prior_nu, sigma_prior_xi
         Inverse-gamma prior ``sigma_j^2 ~ InvGamma(nu / 2, nu * xi / 2)`` (``"normal"`` only).
     decoder_kwargs
-        Passed to :class:`~scsparse.nn.MaskedDecoder`.
+        Passed to :class:`~scsparse.nn.MaskedDecoder`; the first layer has no bias (the paper's network) unless
+        ``first_bias=True`` is given.
 
     Examples
     --------
@@ -261,7 +262,7 @@ class SparseVAEArrayModule(LatentVariableModule):
             n_hidden=n_hidden,
             n_layers=n_layers,
             n_heads=self.observation.n_heads,
-            **(decoder_kwargs or {}),
+            **{"first_bias": False, **(decoder_kwargs or {})},  # the paper's network: no first-layer bias
         )
         self.prior = SpikeSlabLasso(n_features, n_latent, lambda0=lambda0, lambda1=lambda1, a=a, b=b)
         self.sigma_prior_nu, self.sigma_prior_xi = float(sigma_prior_nu), float(sigma_prior_xi)
