@@ -51,11 +51,13 @@ $(STAMP): pyproject.toml $(LOCK)
 
 install: $(STAMP)
 
-# Lint, the test suite and every benchmark with its small settings.
+# Lint, the test suite and every benchmark with its small settings. The tests run on TEST_WORKERS processes
+# (pytest-xdist; each test trains on one torch thread, so "auto", one per CPU core, keeps every core busy).
+TEST_WORKERS ?= auto
 define run_checks
 	$(1)/ruff check scsparse tests
 	$(1)/ruff format --check scsparse tests
-	$(1)/python -m pytest -q
+	$(1)/python -m pytest -q -n $(TEST_WORKERS)
 	$(1)/scsparse bench all --quick --out bench_out/quick-py$(PY_VERSION) $(BENCH_DATA_FLAG)
 endef
 
