@@ -81,8 +81,7 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         unless ``first_bias=False`` is given, which gives the paper's network (kept by :mod:`scsparse.generic`).
         Without the bias a gene driven by one factor is, at one hidden layer, a two-slope function with its kink
         fixed at ``z_k = 0``, and fits on real data keep near-constant factors with hundreds of genes as the missing
-        offset
-        (:doc:`/user-guide/settings`). With the bias the first-layer columns have norm 1/2 (``first_norm``),
+        offset (:doc:`/user-guide/settings`). With the bias the first-layer columns have norm 1/2 (``first_norm``),
         which keeps ``|w_jk|`` on the scale of the unbiased network, the one the prior's rates are set for.
         :class:`~scsparse.module.MultiStudySparseVAEModule` turns the bias off by default.
     latent_prior
