@@ -52,13 +52,15 @@ $(STAMP): pyproject.toml $(LOCK)
 install: $(STAMP)
 
 # Lint, the test suite and every benchmark with its small settings. The tests run on TEST_WORKERS processes
-# (pytest-xdist; each test trains on one torch thread, so "auto", one per CPU core, keeps every core busy).
+# (pytest-xdist; each test trains on one torch thread, so "auto", one per CPU core, keeps every core busy), the
+# quick benchmarks BENCH_JOBS at a time (one per core by default; each trains on one thread).
 TEST_WORKERS ?= auto
+BENCH_JOBS ?= $(shell $(PY) -c 'import os; print(os.cpu_count() or 1)')
 define run_checks
 	$(1)/ruff check scsparse tests
 	$(1)/ruff format --check scsparse tests
 	$(1)/python -m pytest -q -n $(TEST_WORKERS)
-	$(1)/scsparse bench all --quick --out bench_out/quick-py$(PY_VERSION) $(BENCH_DATA_FLAG)
+	$(1)/scsparse bench all --quick --jobs $(BENCH_JOBS) --out bench_out/quick-py$(PY_VERSION) $(BENCH_DATA_FLAG)
 endef
 
 test: $(STAMP)
@@ -87,7 +89,7 @@ lock: $(STAMP)
 	done
 
 bench-quick: $(STAMP)
-	$(BIN)/scsparse bench all --quick --out bench_out/quick $(BENCH_DATA_FLAG)
+	$(BIN)/scsparse bench all --quick --jobs $(BENCH_JOBS) --out bench_out/quick $(BENCH_DATA_FLAG)
 
 bench: $(STAMP)
 	$(BIN)/scsparse bench all --out bench_out/full

@@ -270,6 +270,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 seeds=args.seeds,
                 max_epochs=args.max_epochs,
                 skip_missing_data=args.skip_missing_data,
+                jobs=args.jobs,
                 **options,
             )
         except RuntimeError as exc:
@@ -282,6 +283,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         return 0
     if args.skip_missing_data:
         raise CLIError("--skip-missing-data only applies to 'scsparse bench all'.")
+    if args.jobs != 1:
+        raise CLIError("--jobs only applies to 'scsparse bench all'.")
     fn = benchmarks.BENCHMARKS[args.name]
     for key, value in options.items():
         if value is not None and key not in inspect.signature(fn).parameters:
@@ -597,6 +600,14 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         "--skip-missing-data",
         action="store_true",
         help="with 'all': record a benchmark whose data is not in the local cache as 'not run' instead of failing",
+    )
+    bench.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="with 'all': run N benchmarks side by side, each in its own process (default: 1); their timings are "
+        "then not records",
     )
     bench.add_argument(
         "--max-epochs", type=_positive_int, default=None, metavar="N", help="training epochs (default: the benchmark's)"

@@ -57,7 +57,13 @@ class SparseVAETrainingPlan(TrainingPlan):
             self.n_obs_training = int(n_obs_training)
 
     def compute_and_log_metrics(self, loss_output: LossOutput, metrics: dict, mode: str) -> None:
-        """Log the ELBO terms as scvi-tools does, then the module's scalar extra metrics as plain tensors.
+        """Add the minibatch to the ELBO metrics, and log the module's scalar extra metrics as plain tensors.
+
+        The ELBO metrics (``elbo_<mode>``, ``reconstruction_loss_<mode>``, ``kl_local_<mode>``,
+        ``kl_global_<mode>``) are the same objects and values as scvi-tools', updated every step and logged
+        once, at the end of the epoch (:meth:`_log_epoch_metrics`): logging a metric object every step made
+        Lightning move the whole metric to its device every step, a quarter of a small model's step time.
+        With ``on_step=True`` they are logged every step, as in scvi-tools.
 
         Parameters
         ----------
@@ -69,10 +75,19 @@ class SparseVAETrainingPlan(TrainingPlan):
             ``"train"`` or ``"validation"``; suffix of the logged names (``<key>_<mode>``).
         """
         extra = dict(loss_output.extra_metrics or {})
-        if extra:
-            loss_output = copy.copy(loss_output)
-            loss_output.extra_metrics = {}
-        super().compute_and_log_metrics(loss_output, metrics, mode)
+        if self.on_step:
+            if extra:
+                loss_output = copy.copy(loss_output)
+                loss_output.extra_metrics = {}
+            super().compute_and_log_metrics(loss_output, metrics, mode)
+        else:
+            with torch.inference_mode():
+                metrics[f"elbo_{mode}"].update(
+                    reconstruction_loss=loss_output.reconstruction_loss_sum,
+                    kl_local=loss_output.kl_local_sum,
+                    kl_global=loss_output.kl_global_sum,
+                    n_obs_minibatch=loss_output.n_obs_minibatch,
+                )
         for key, value in extra.items():
             if isinstance(value, torch.Tensor):
                 if value.dim() != 0:  # per-cell outputs (scib autotune's z, batch, labels) are not logged
@@ -86,6 +101,11 @@ class SparseVAETrainingPlan(TrainingPlan):
                 batch_size=loss_output.n_obs_minibatch,
                 sync_dist=self.use_sync_dist,
             )
+
+    def _log_epoch_metrics(self, metrics: dict) -> None:
+        """Log the ELBO metrics the epoch's steps updated (Lightning computes and resets them)."""
+        if not self.on_step and self.on_epoch:
+            self.log_dict(metrics, on_step=False, on_epoch=True, sync_dist=self.use_sync_dist)
 
     def _slab(self) -> torch.Tensor:
         """The entries of the mask in the slab, ``p* > 0.5``."""
@@ -107,6 +127,7 @@ class SparseVAETrainingPlan(TrainingPlan):
         state makes validating every epoch, as :class:`~scsparse.train.SettledStopping` does, leave the training
         trajectory of a seed unchanged.
         """
+        self._log_epoch_metrics(self.val_metrics)
         super().on_validation_epoch_end()
         state = getattr(self, "_rng_after_step", None)
         if state is not None:
@@ -122,7 +143,8 @@ class SparseVAETrainingPlan(TrainingPlan):
         self._rng_after_step = self._rng_state()
 
     def on_train_epoch_end(self) -> None:
-        """Run the per-epoch EM update if asked for, and log how many factors are active."""
+        """Run the per-epoch EM update if asked for, and log the ELBO and how many factors are active."""
+        self._log_epoch_metrics(self.train_metrics)
         if self.em_every == "epoch":
             with torch.no_grad():
                 self.module.em_update()

@@ -311,6 +311,7 @@ def test_bench_all_dispatch(monkeypatch, tmp_path, capsys):
             "seeds": None,
             "max_epochs": None,
             "skip_missing_data": False,
+            "jobs": 1,
             "rho": None,
             "device": None,
             "n_threads": None,
@@ -322,6 +323,10 @@ def test_bench_all_dispatch(monkeypatch, tmp_path, capsys):
     assert "2 benchmark(s)" in capsys.readouterr().out
     assert main(["bench", "all", "--quick", "--skip-missing-data", "--out", str(tmp_path)]) == 0
     assert calls["all"][1]["skip_missing_data"] is True
+    assert main(["bench", "all", "--quick", "--jobs", "2", "--out", str(tmp_path)]) == 0
+    assert calls["all"][1]["jobs"] == 2
+    assert main(["bench", "synthetic", "--jobs", "2"]) == 2
+    assert "only applies to 'scsparse bench all'" in capsys.readouterr().err
     capsys.readouterr()
     monkeypatch.setattr(
         benchmarks,

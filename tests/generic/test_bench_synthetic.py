@@ -314,6 +314,39 @@ def test_run_all_indexes_and_reports_failures(monkeypatch, tmp_path):
     assert benchmarks.run_all(tmp_path / "again", names=["ok"], seeds=3)["rows"].tolist() == [3]
 
 
+def _pid_benchmark(out, *, seeds=2, quick=False, max_epochs=None):
+    """A benchmark that records the process it ran in (module level, so a spawned worker can import it)."""
+    import os
+    from pathlib import Path
+
+    Path(out).mkdir(parents=True, exist_ok=True)
+    (Path(out) / "pid.txt").write_text(str(os.getpid()))
+    return pd.DataFrame({"seed": range(seeds)})
+
+
+def _diverging_benchmark(out, *, seeds=2, quick=False, max_epochs=None):
+    raise FloatingPointError("diverged")
+
+
+def test_run_all_runs_benchmarks_side_by_side_in_processes_of_their_own(monkeypatch, tmp_path):
+    import os
+
+    from scsparse.generic import benchmarks
+
+    registry = {"first": _pid_benchmark, "broken": _diverging_benchmark, "last": _pid_benchmark}
+    monkeypatch.setattr(benchmarks, "BENCHMARKS", registry)
+    with pytest.raises(RuntimeError, match="1 benchmark\\(s\\) failed: broken"):
+        benchmarks.run_all(tmp_path, seeds=3, jobs=2)
+    index = pd.read_csv(tmp_path / "index.csv")
+    assert list(index["benchmark"]) == ["first", "broken", "last"]
+    assert list(index["rows"]) == [3, 0, 3]
+    assert "FloatingPointError: diverged" in index.loc[1, "status"]
+    pids = {int((tmp_path / name / "pid.txt").read_text()) for name in ("first", "last")}
+    assert os.getpid() not in pids
+    with pytest.raises(ValueError, match="jobs must be a positive integer"):
+        benchmarks.run_all(tmp_path, jobs=0)
+
+
 def test_run_all_skips_benchmarks_without_data_only_when_asked(monkeypatch, tmp_path):
     from scsparse.data import DataNotAvailableError
     from scsparse.generic import benchmarks

@@ -40,10 +40,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import multiprocessing
 import os
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +57,10 @@ from ._report import make_output_dir, write_summary
 
 __all__ = ["BENCHMARKS", "run", "run_all"]
 
-#: Benchmark name -> ``"module:function"`` inside this package (imported lazily).
+#: Benchmark name -> ``"module:function"`` inside this package (imported lazily). ``run_all`` runs them in this
+#: order; the peers comparison, the longest, comes first so that benchmarks run side by side finish together.
 _REGISTRY: dict[str, str] = {
+    "peers": "_peers:run_peers",
     "synthetic": "_synthetic:run_synthetic",
     "multistudy": "_multistudy:run_multistudy",
     "multistudy_real": "_multistudy_real:run_multistudy_real",
@@ -70,7 +74,6 @@ _REGISTRY: dict[str, str] = {
     "smiley": "_smiley:run_smiley",
     "fmnist": "_fmnist:run_fmnist",
     "zeisel": "_zeisel:run_zeisel",
-    "peers": "_peers:run_peers",
     "stability": "_stability:run_stability",
 }
 
@@ -162,6 +165,35 @@ def run(
     return fn(out, **kwargs)
 
 
+def _run_one(
+    name: str,
+    fn: Callable[..., pd.DataFrame],
+    out: Path,
+    kwargs: Mapping[str, Any],
+    skip_missing_data: bool,
+) -> tuple[dict[str, Any], str | None]:
+    """Run one benchmark of :func:`run_all`: its index row and, when it failed, the traceback."""
+    start = time.perf_counter()
+    failure = None
+    try:
+        df = fn(out, **_bench_kwargs(name, fn, kwargs))
+        status, n_rows = "ok", len(df)
+    except Exception as exc:  # noqa: BLE001 - every benchmark runs; failures are reported together
+        if skip_missing_data and isinstance(exc, DataNotAvailableError):
+            status, n_rows = f"not run: data not available ({exc})", 0
+        else:
+            status, n_rows = f"failed: {type(exc).__name__}: {exc}", 0
+            failure = traceback.format_exc()
+    row = {
+        "benchmark": name,
+        "status": status,
+        "rows": n_rows,
+        "seconds": round(time.perf_counter() - start, 1),
+        "out": str(out),
+    }
+    return row, failure
+
+
 def run_all(
     out: str | os.PathLike[str],
     *,
@@ -170,6 +202,7 @@ def run_all(
     max_epochs: int | None = None,
     names: Sequence[str] | None = None,
     skip_missing_data: bool = False,
+    jobs: int = 1,
     **options: Any,
 ) -> pd.DataFrame:
     """Run every benchmark (or ``names``) into ``out/NAME`` and write an index ``out/summary.md``.
@@ -191,6 +224,11 @@ def run_all(
         A benchmark whose data is not in the local cache (:class:`scsparse.data.DataNotAvailableError`) is
         recorded as ``"not run: data not available (...)"`` instead of failing the run (for a machine without
         the offline data copy). Off by default, so that a broken data path cannot pass unnoticed.
+    jobs
+        Benchmarks run side by side, each in a process of its own (default 1: one after another in this
+        process). With ``jobs > 1`` the benchmarks share the CPU cores, so their wall times (and the timings
+        of ``"speed"``) are not records, and their printed lines interleave. The index keeps the registry
+        order whatever the order of finishing.
     **options
         Passed to the benchmarks that take them (others ignore them).
 
@@ -204,38 +242,32 @@ def run_all(
     Examples
     --------
     >>> from scsparse.generic.benchmarks import run_all
-    >>> index = run_all("bench_out", quick=True)  # doctest: +SKIP
+    >>> index = run_all("bench_out", quick=True, jobs=2)  # doctest: +SKIP
     """
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer (benchmarks run side by side), got {jobs!r}")
     root = make_output_dir(out)
     selected = list(names) if names is not None else list(BENCHMARKS)
     unknown = [n for n in selected if n not in BENCHMARKS]
     if unknown:
         raise ValueError(f"Unknown benchmark(s) {unknown}; available: {', '.join(sorted(BENCHMARKS))}")
-    rows: list[dict[str, Any]] = []
-    failures: dict[str, str] = {}
+    tasks = []
     for name in selected:
         fn = BENCHMARKS[name]
         params = inspect.signature(fn).parameters
         extra = {k: v for k, v in options.items() if k in params}
-        start = time.perf_counter()
-        try:
-            df = run(name, out=root / name, seeds=seeds, quick=quick, max_epochs=max_epochs, **extra)
-            status, n_rows = "ok", len(df)
-        except Exception as exc:  # noqa: BLE001 - every benchmark runs; failures are reported together
-            if skip_missing_data and isinstance(exc, DataNotAvailableError):
-                status, n_rows = f"not run: data not available ({exc})", 0
-            else:
-                status, n_rows = f"failed: {type(exc).__name__}: {exc}", 0
-                failures[name] = traceback.format_exc()
-        rows.append(
-            {
-                "benchmark": name,
-                "status": status,
-                "rows": n_rows,
-                "seconds": round(time.perf_counter() - start, 1),
-                "out": str(root / name),
-            }
-        )
+        kwargs = {"seeds": seeds, "quick": quick, "max_epochs": max_epochs, **extra}
+        tasks.append((name, fn, root / name, kwargs, skip_missing_data))
+    if jobs == 1 or len(tasks) < 2:
+        results = [_run_one(*task) for task in tasks]
+    else:
+        # spawn: a fresh interpreter per worker, so no torch or BLAS thread pool is inherited through fork
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
+            futures = [pool.submit(_run_one, *task) for task in tasks]
+            results = [future.result() for future in futures]
+    rows = [row for row, _ in results]
+    failures = {row["benchmark"]: failure for row, failure in results if failure is not None}
     index = pd.DataFrame(rows)
     lines = [
         "# scsparse benchmarks",
