@@ -19,6 +19,7 @@ from scsparse.generic.benchmarks._peers_methods import (
     PeerBudget,
     PeerFit,
     _top_by_sign,
+    drvi_selected_genes,
     fit_peer,
     signed_programmes,
 )
@@ -109,6 +110,40 @@ def test_matrix_methods_find_the_planted_blocks(method):
     assert min(found) >= 8
     assert fit.seconds > 0 and set(fit.activity) == set(fit.programmes)
     assert "_scvi_uuid" not in adata.uns and not adata.obsm  # the caller's AnnData is left alone
+
+
+def test_drvi_rule_keeps_strong_or_specific_effects_of_at_least_e_fold():
+    # genes (columns): a gene one direction drives alone; one two directions drive alike; one driven weakly; one
+    # where a weak direction is still specific (it moves the gene when the other is at its maximum)
+    mx = np.array([[4.0, 2.0, 0.9, 3.0], [0.2, 1.8, 0.0, 1.2]])
+    mn = np.array([[3.0, 0.5, 0.5, 2.0], [0.0, 0.4, 0.0, 0.5]])
+    assert drvi_selected_genes(mx, mn).tolist() == [[True, True, False, True], [False, True, False, True]]
+    mn_unspecific = mn.copy()
+    mn_unspecific[1, 3] = 0.1  # below a tenth of the gene's largest specific effect, and 1.2 < 3.0 / 2
+    assert not drvi_selected_genes(mx, mn_unspecific)[1, 3]
+    with pytest.raises(ValueError, match="one shape"):
+        drvi_selected_genes(mx, mn[:, :2])
+
+
+def test_drvi_at_its_defaults_reads_programmes_by_its_own_rule():
+    pytest.importorskip("scvi.external", reason="scvi-tools")
+    from scsparse.generic.benchmarks._peers_methods import MethodUnavailable, _drvi_default_n_latent
+
+    try:
+        n_latent = _drvi_default_n_latent()
+    except MethodUnavailable as exc:
+        pytest.skip(str(exc))
+    adata = _labelled_counts()
+    fit = fit_peer("DRVI (defaults)", adata, PeerBudget(n_factors=3, max_epochs=60, n_top=10), seed=0)
+    assert fit.extra["n_latent"] == n_latent and fit.factors.shape == (adata.n_obs, n_latent)
+    assert 1 <= fit.n_kept <= n_latent
+    sizes = {len(genes) for genes in fit.programmes.values()}
+    assert sizes != {10}  # the rule decides each programme's size, not the budget's top 10
+    blocks = [set(range(10 * k, 10 * k + 10)) for k in range(3)]
+    found = [max(len(set(p.tolist()) & b) for p in fit.programmes.values()) for b in blocks]
+    assert min(found) >= 5
+    for name in fit.programmes:  # the equal-size reading cuts DRVI's ranking by its score, not the selection
+        assert fit.cut(5)[name].tolist() == fit.rankings[name][:5].tolist()
 
 
 def test_fit_peer_rejects_unknown_methods():
@@ -248,7 +283,7 @@ def test_registered_and_rejects_unknown_names(tmp_path):
 
 def test_quick_run_on_kang(offline_data, tmp_path):
     df = run_peers(
-        tmp_path, quick=True, seeds=2, datasets="kang",
+        tmp_path, quick=True, seeds=2, datasets="kang", max_epochs=40,
         methods="SparseVAE,SparseVAE (restarts),SparseVAE (consensus),NMF (KL)", verbose=False,
     )  # fmt: skip
     assert list(df.columns) == RESULT_COLUMNS and len(df) == 8

@@ -14,7 +14,11 @@ kept. How each method's programmes are read (:data:`READING`):
 - **LDVAE** (``scvi.model.LinearSCVI``) — the top genes of each factor's linear decoder loadings
   (``get_loadings()``), positive and negative separately.
 - **DRVI** (``scvi.external.DRVI``, scvi-tools >= 1.5) — its interpretability scores (``OOD_combined``, by
-  direction) after ``set_latent_dimension_stats``; directions it flags as vanished are dropped.
+  direction) after ``set_latent_dimension_stats``; directions it flags as vanished are dropped. "DRVI" has the
+  common budget (``K`` factors, the top ``n_top`` genes); "DRVI (defaults)" is DRVI as its authors recommend: its
+  own default number of latent dimensions (32 in scvi-tools 1.5, read from the installed signature), so that its
+  mechanism for switching dimensions off has spare ones, and its programmes chosen by its own gene-selection rule
+  (:func:`drvi_selected_genes`) instead of a fixed size.
 - **NMF (KL)** — scikit-learn's NMF with the Kullback-Leibler loss on library-size-normalised counts; the top
   genes of each component.
 - **cNMF** — consensus NMF (PyPI ``cnmf``) over many NMF replicates; the top genes of each programme's
@@ -29,6 +33,7 @@ scvi-tools 1.5, which needs Python 3.12; cNMF is in the ``peers`` extra).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import math
 import tempfile
@@ -48,6 +53,7 @@ from ._common import proc_status_mb
 
 __all__ = [
     "DETERMINISTIC",
+    "drvi_selected_genes",
     "EQUAL_SIZES",
     "PEER_METHODS",
     "READING",
@@ -59,7 +65,8 @@ __all__ = [
 
 #: The methods, in the order they run and are shown.
 PEER_METHODS: tuple[str, ...] = (
-    "SparseVAE", "SparseVAE (restarts)", "SparseVAE (consensus)", "LDVAE", "DRVI", "NMF (KL)", "cNMF", "PCA",
+    "SparseVAE", "SparseVAE (restarts)", "SparseVAE (consensus)", "LDVAE", "DRVI", "DRVI (defaults)", "NMF (KL)",
+    "cNMF", "PCA",
 )  # fmt: skip
 
 #: How each method's programmes are read (stated in the summary).
@@ -70,6 +77,8 @@ READING: dict[str, str] = {
     "half of them recover, genes with consensus p* > 0.5",
     "LDVAE": "top genes of each factor's decoder loadings (get_loadings), by sign",
     "DRVI": "top genes of the OOD_combined interpretability scores by direction; vanished directions dropped",
+    "DRVI (defaults)": "DRVI's default number of latent dimensions; the genes its own selection rule keeps "
+    "(drvi_selected_genes), by OOD_combined; vanished directions dropped",
     "NMF (KL)": "top genes of each component (components_)",
     "cNMF": "top genes of each consensus programme's z-scored spectrum (gene_spectra_score)",
     "PCA": "top genes of each component's loadings, by sign",
@@ -391,31 +400,97 @@ def _drvi_class():
     return DRVI
 
 
-def _fit_drvi(adata, budget, seed, batch_key, first=None) -> PeerFit:
+def drvi_selected_genes(max_possible: np.ndarray, min_possible: np.ndarray) -> np.ndarray:
+    """DRVI's own rule for the genes a latent direction drives, on its out-of-distribution effect scores.
+
+    The rule of DRVI's interpretation utilities (``calculate_differential_vars``; Moinfar et al., DRVI): a gene
+    belongs to a direction when the direction can change it at least e-fold (``max_possible >= 1``, a natural-log
+    fold change) and either that change is more than half the largest any direction makes on the gene, or its
+    specific change (``min_possible``, the other dimensions held at their maximum) is more than a tenth of the
+    gene's largest specific change. scvi-tools keeps the extremes of the traversal rather than every step, so the
+    rule is applied to those.
+
+    Parameters
+    ----------
+    max_possible, min_possible
+        ``(n_directions, n_genes)`` effect scores of every latent direction (``OOD_max_possible_*`` and
+        ``OOD_min_possible_*`` of :meth:`scvi.external.DRVI.calculate_interpretability_scores`, positive and
+        negative directions stacked).
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean ``(n_directions, n_genes)``: the genes of each direction.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> mx = np.array([[3.0, 0.5], [1.2, 2.0]])
+    >>> mn = np.array([[2.0, 0.1], [0.1, 1.0]])
+    >>> drvi_selected_genes(mx, mn).tolist()  # gene 0 in direction 1: weak, not specific; gene 1 in 0: < e-fold
+    [[True, False], [False, True]]
+    """
+    mx = np.asarray(max_possible, dtype=np.float64)
+    mn = np.asarray(min_possible, dtype=np.float64)
+    if mx.shape != mn.shape or mx.ndim != 2:
+        raise ValueError(f"expected two (n_directions, n_genes) arrays of one shape, got {mx.shape} and {mn.shape}")
+    strong = mx > mx.max(axis=0, keepdims=True) / 2
+    specific = mn > mn.max(axis=0, keepdims=True) / 10
+    return (mx >= 1.0) & (strong | specific)
+
+
+def _drvi_default_n_latent() -> int:
+    drvi = _drvi_class()
+    return int(inspect.signature(drvi.__init__).parameters["n_latent"].default)
+
+
+def _fit_drvi_model(adata, n_latent, budget, seed, batch_key, own_rule: bool) -> PeerFit:
     import scvi
 
     drvi = _drvi_class()
+    n_rank = max(EQUAL_SIZES)
     with measured() as m:
         scvi.settings.seed = seed
         drvi.setup_anndata(adata, layer="counts", batch_key=batch_key)
-        model = drvi(adata, n_latent=budget.n_factors)
+        model = drvi(adata, n_latent=n_latent)
         model.train(max_epochs=budget.max_epochs, enable_progress_bar=False)
         z = model.get_latent_representation()
         embed = AnnData(np.asarray(z, dtype=np.float32))
         model.set_latent_dimension_stats(embed, adata=adata)
         model.calculate_interpretability_scores(embed, methods="OOD", seed=seed)
-        programmes, activity = {}, {}
-        for sign, suffix in ((1, "positive"), (-1, "negative")):
-            scores = np.asarray(embed.varm[f"OOD_combined_{suffix}"], dtype=np.float64)  # factors x genes
+        suffixes = ("positive", "negative")
+        combined = np.stack([np.asarray(embed.varm[f"OOD_combined_{s}"], dtype=np.float64) for s in suffixes])
+        if own_rule:
+            selected = drvi_selected_genes(
+                np.concatenate([np.asarray(embed.varm[f"OOD_max_possible_{s}"]) for s in suffixes]),
+                np.concatenate([np.asarray(embed.varm[f"OOD_min_possible_{s}"]) for s in suffixes]),
+            ).reshape(combined.shape)
+        programmes, activity, rankings = {}, {}, {}
+        for i, (sign, suffix) in enumerate(((1, "positive"), (-1, "negative"))):
             vanished = embed.var[f"vanished_{suffix}_direction"].to_numpy(dtype=bool)
             for k in np.flatnonzero(~vanished):
-                genes = _top_by_sign(scores[k], budget.n_top, 1)
+                ranked = _top_by_sign(combined[i, k], n_rank, 1)
+                if own_rule:  # DRVI's reading: the selected genes with a positive score, strongest first
+                    chosen = np.flatnonzero(selected[i, k] & (combined[i, k] > 0))
+                    genes = chosen[np.argsort(-combined[i, k, chosen], kind="stable")]
+                else:
+                    genes = _top_by_sign(combined[i, k], budget.n_top, 1)
                 if genes.size:
                     name = f"{k}{'+' if sign > 0 else '-'}"
                     programmes[name] = genes
+                    rankings[name] = ranked[:n_rank]
                     activity[name] = sign * np.asarray(z[:, k], dtype=np.float64)
         kept = int((~embed.var["vanished"].to_numpy(dtype=bool)).sum())
-    return PeerFit("DRVI", z, programmes, activity, kept, m["seconds"], m["peak_mb"])
+    extra = {"n_latent": n_latent}
+    return PeerFit("DRVI", z, programmes, activity, kept, m["seconds"], m["peak_mb"], extra=extra, rankings=rankings)
+
+
+def _fit_drvi(adata, budget, seed, batch_key, first=None) -> PeerFit:
+    return _fit_drvi_model(adata, budget.n_factors, budget, seed, batch_key, own_rule=False)
+
+
+def _fit_drvi_defaults(adata, budget, seed, batch_key, first=None) -> PeerFit:
+    return _fit_drvi_model(adata, _drvi_default_n_latent(), budget, seed, batch_key, own_rule=True)
 
 
 # ---------------------------------------------------------------------------------------------- matrix factorisations
@@ -499,6 +574,7 @@ _FITTERS = {
     "SparseVAE (consensus)": _fit_sparsevae_consensus,
     "LDVAE": _fit_ldvae,
     "DRVI": _fit_drvi,
+    "DRVI (defaults)": _fit_drvi_defaults,
     "NMF (KL)": _fit_nmf,
     "cNMF": _fit_cnmf,
     "PCA": _fit_pca,

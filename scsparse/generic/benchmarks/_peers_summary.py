@@ -276,7 +276,8 @@ def peers_summary(
     lines += [
         "## What ran",
         "",
-        f"Every method on the same cells and genes, with at most K = {budget.n_factors} factors, seeds "
+        f"Every method on the same cells and genes, with at most K = {budget.n_factors} factors (DRVI (defaults) "
+        "excepted: DRVI's own default number of latent dimensions), seeds "
         f"0..{int(df['seed'].max()) if len(df) else 0}, {budget.max_epochs} epochs for the neural methods "
         f"(SparseVAE stops earlier once its fit has settled), top {budget.n_top} genes per programme where a "
         f"method's programmes are the top of a weight vector, {budget.restarts} restarts for SparseVAE (restarts), "
