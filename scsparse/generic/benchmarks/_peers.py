@@ -50,7 +50,7 @@ RESULT_COLUMNS: list[str] = [
 
 #: Settings of a full run and of ``quick`` (300 cells, 300 genes).
 _FULL = PeerBudget(
-    n_factors=20, max_epochs=400, n_top=50, restarts=3, consensus_restarts=5, cnmf_iterations=50, mofa_iterations=1000
+    n_factors=20, max_epochs=400, n_top=50, restarts=3, consensus_restarts=5, cnmf_iterations=100, mofa_iterations=1000
 )
 _QUICK = PeerBudget(
     n_factors=5, max_epochs=100, n_top=50, restarts=2, consensus_restarts=2, cnmf_iterations=10, mofa_iterations=100

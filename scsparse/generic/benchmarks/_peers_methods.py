@@ -116,7 +116,7 @@ class PeerBudget:
     consensus_restarts
         Fits of SparseVAE in its consensus.
     cnmf_iterations
-        NMF replicates of cNMF's consensus.
+        NMF replicates of cNMF's consensus (cNMF's own default, 100).
     mofa_iterations
         Most iterations of MOFA+ (it stops earlier once converged, mofapy2's "fast" mode).
     """
@@ -126,7 +126,7 @@ class PeerBudget:
     n_top: int = 50
     restarts: int = 3
     consensus_restarts: int = 5
-    cnmf_iterations: int = 50
+    cnmf_iterations: int = 100
     mofa_iterations: int = 1000
 
 
