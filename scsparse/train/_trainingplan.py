@@ -61,8 +61,8 @@ class SparseVAETrainingPlan(TrainingPlan):
 
         The ELBO metrics (``elbo_<mode>``, ``reconstruction_loss_<mode>``, ``kl_local_<mode>``,
         ``kl_global_<mode>``) are the same objects and values as scvi-tools', updated every step and logged
-        once, at the end of the epoch (:meth:`_log_epoch_metrics`): logging a metric object every step made
-        Lightning move the whole metric to its device every step, a quarter of a small model's step time.
+        once, at the end of the epoch (:meth:`_log_epoch_metrics`): logging a metric object every step makes
+        Lightning move the whole metric to its device every step, an overhead that weighs on small models.
         With ``on_step=True`` they are logged every step, as in scvi-tools.
 
         Parameters
