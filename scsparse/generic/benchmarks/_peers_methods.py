@@ -469,12 +469,12 @@ def _fit_drvi_model(adata, n_latent, budget, seed, batch_key, own_rule: bool) ->
         for i, (sign, suffix) in enumerate(((1, "positive"), (-1, "negative"))):
             vanished = embed.var[f"vanished_{suffix}_direction"].to_numpy(dtype=bool)
             for k in np.flatnonzero(~vanished):
-                ranked = _top_by_sign(combined[i, k], n_rank, 1)
+                ranked = _top_by_sign(combined[i, k], max(n_rank, budget.n_top), 1)
                 if own_rule:  # DRVI's reading: the selected genes with a positive score, strongest first
                     chosen = np.flatnonzero(selected[i, k] & (combined[i, k] > 0))
                     genes = chosen[np.argsort(-combined[i, k, chosen], kind="stable")]
                 else:
-                    genes = _top_by_sign(combined[i, k], budget.n_top, 1)
+                    genes = ranked[: budget.n_top]
                 if genes.size:
                     name = f"{k}{'+' if sign > 0 else '-'}"
                     programmes[name] = genes
