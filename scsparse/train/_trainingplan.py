@@ -80,7 +80,7 @@ class SparseVAETrainingPlan(TrainingPlan):
                 loss_output = copy.copy(loss_output)
                 loss_output.extra_metrics = {}
             super().compute_and_log_metrics(loss_output, metrics, mode)
-        else:
+        elif self.on_epoch:  # updated here, logged (and so reset) at the epoch's end
             with torch.inference_mode():
                 metrics[f"elbo_{mode}"].update(
                     reconstruction_loss=loss_output.reconstruction_loss_sum,
