@@ -62,7 +62,7 @@ def test_mofa_groups_scope_the_programme_of_one_study_to_it():
 def test_per_study_fits_use_each_study_genes_and_map_back():
     adata = _two_studies(n_per_type=100)
     fit = fit_multistudy_peer(
-        "SparseVAE (per study)", adata, PeerBudget(n_factors=3, max_epochs=300), seed=0, study_key="study"
+        "SparseVAE (per study)", adata, PeerBudget(n_factors=3, max_epochs=200), seed=0, study_key="study"
     )
     assert fit.factors is None and fit.transfer.shape[0] == adata.n_obs
     assert fit.programmes and all(name.split(":")[0] in ("a", "b") for name in fit.programmes)

@@ -553,7 +553,7 @@ def _write_figure(out_dir: Path, df: pd.DataFrame, panel: tuple[np.ndarray, np.n
 def run_multistudy(
     out: str | os.PathLike[str],
     *,
-    seeds: int = 5,
+    seeds: int | None = None,
     quick: bool = False,
     max_epochs: int | None = None,
     methods: Sequence[tuple[str, MultiStudyFitFn]] | None = None,
@@ -572,7 +572,7 @@ def run_multistudy(
     out
         Output folder; receives ``results.csv``, ``summary.md`` and ``multistudy.png``.
     seeds
-        Number of seeds (datasets): ``0 .. seeds - 1``.
+        Number of seeds (datasets): ``0 .. seeds - 1`` (default 5; quick: 2).
     quick
         A smoke run (:data:`QUICK_MULTISTUDY_SETTINGS`: 120 cells per study, 90 genes, programmes of 8 genes,
         minibatches of 64, 30 epochs; about 15 s per seed on one CPU thread).
@@ -600,6 +600,7 @@ def run_multistudy(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("multistudy", out="bench_ms", seeds=5)  # doctest: +SKIP
     """
+    seeds = (2 if quick else 5) if seeds is None else seeds
     check_positive_int("seeds", seeds)
     check_positive_int("max_epochs", max_epochs, optional=True)
     seeds = int(seeds)

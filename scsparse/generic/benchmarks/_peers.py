@@ -48,12 +48,13 @@ RESULT_COLUMNS: list[str] = [
     "settled", "epochs",
 ]  # fmt: skip
 
-#: Settings of a full run and of ``quick`` (300 cells, 300 genes).
+#: Settings of a full run and of ``quick`` (300 cells, 300 genes, 40 epochs: a smoke run of every data set and
+#: method, whose numbers are not read).
 _FULL = PeerBudget(
     n_factors=20, max_epochs=400, n_top=50, restarts=3, consensus_restarts=5, cnmf_iterations=100, mofa_iterations=1000
 )
 _QUICK = PeerBudget(
-    n_factors=5, max_epochs=100, n_top=50, restarts=2, consensus_restarts=2, cnmf_iterations=10, mofa_iterations=100
+    n_factors=5, max_epochs=40, n_top=50, restarts=2, consensus_restarts=2, cnmf_iterations=10, mofa_iterations=100
 )
 
 
@@ -242,7 +243,7 @@ def run_peers(
     seeds
         Seeds ``0 .. seeds - 1`` per data set and method (default 3; quick: 1). Stability needs at least 2.
     quick
-        A smoke run: 300 cells and 300 genes per data set, ``K = 5``, 100 epochs, 2 restarts, 10 cNMF replicates,
+        A smoke run: 300 cells and 300 genes per data set, ``K = 5``, 40 epochs, 2 restarts, 10 cNMF replicates,
         100 MOFA+ iterations.
     max_epochs
         Epoch budget of the neural methods (default 400; SparseVAE may stop earlier once settled).
