@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
-from scsparse.generic.benchmarks._fmnist import RESULT_COLUMNS, active_fraction, heldout_elbo, run_fmnist
+from scsparse.generic.benchmarks._fmnist import RESULT_COLUMNS, run_fmnist
+from scsparse.generic.benchmarks._vae_scores import active_fraction, heldout_elbo
 from scsparse.generic.models import VAE, VSC
 
 

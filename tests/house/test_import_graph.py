@@ -241,3 +241,35 @@ def test_no_module_reaches_into_another_modules_private_names():
                 if private and f"{origin}.{alias.name}" not in modules:
                     offending.append(f"{module}: from {origin} import {alias.name}")
     assert offending == []
+
+
+#: Benchmarks that still build on another benchmark's modules: ``bench stability`` refits on the data sets of
+#: ``bench peers`` and reads and scores its fits as ``bench peers`` does; ``bench semisynthetic`` fits and scores
+#: the methods of ``bench text`` on other documents. Nothing may be added here.
+_BENCHMARKS_BUILT_ON: frozenset[tuple[str, str]] = frozenset({("stability", "peers"), ("semisynthetic", "text")})
+
+
+def _benchmark_of(module: str, names: list[str]) -> str | None:
+    """The registered benchmark whose modules include ``module`` (``_NAME`` and ``_NAME_*``), else ``None``."""
+    stem = module.rpartition(".")[2]
+    owners = [n for n in names if stem == f"_{n}" or stem.startswith(f"_{n}_")]
+    return max(owners, key=len) if owners else None
+
+
+def test_a_benchmark_imports_no_other_benchmark():
+    """A benchmark's modules import their own and the shared floor (fits, scores, reports), never another
+    benchmark's; the shared modules import no benchmark's."""
+    from scsparse.generic.benchmarks import BENCHMARKS
+
+    names = list(BENCHMARKS)
+    prefix = "scsparse.generic.benchmarks."
+    crossings = set()
+    for module, targets in _imports().items():
+        if not module.startswith(prefix):
+            continue
+        mine = _benchmark_of(module, names)
+        for target in targets:
+            theirs = _benchmark_of(target, names) if target.startswith(prefix) else None
+            if theirs is not None and theirs != mine:
+                crossings.add((mine or module, theirs))
+    assert crossings == set(_BENCHMARKS_BUILT_ON)

@@ -29,6 +29,7 @@ from ._common import (
     quiet_training_logs,
     torch_threads,
 )
+from ._fits import bias_words, paper_model_kwargs, train_fixed_epochs
 from ._multistudy_scoring import (
     EstimatedBlock,
     MultiStudyFit,
@@ -119,42 +120,12 @@ TARGET_FSCORE = 0.8
 MultiStudyFitFn = Callable[[MultiStudyData, "AnnData", Mapping[str, Any], int], MultiStudyFit]
 
 
-def sparsevae_kwargs(settings: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "gene_likelihood": settings["gene_likelihood"],
-        "n_hidden": settings["n_hidden"],
-        "n_layers": settings["n_layers"],
-        "lambda0": settings["lambda0"],
-        "lambda1": settings["lambda1"],
-        "dropout_rate": settings["dropout_rate"],
-        "decoder_kwargs": {"w_init": settings["w_init"], "first_bias": settings["first_bias"]},
-    }
-
-
-def bias_words(settings: Mapping[str, Any]) -> str:
-    """How the summaries name the decoder's first layer."""
-    return " (first layer with a bias)" if settings["first_bias"] else " (first layer without a bias)"
-
-
-def train_fit(model: Any, settings: Mapping[str, Any]) -> None:
-    model.train(
-        max_epochs=int(settings["max_epochs"]),
-        lr=settings["lr"],
-        batch_size=settings["batch_size"],
-        train_size=1.0,
-        em_every=settings.get("em_every", "step"),
-        stop_when_settled=False,  # the benchmark's protocol: a fixed number of epochs
-        enable_progress_bar=False,
-    )
-    model.module.eval()
-
-
 def _fit_best(make: Callable[[int], Any], settings: Mapping[str, Any], seed: int) -> Any:
     """Best of ``settings["n_restarts"]`` trained fits of ``make(seed)`` (:func:`._common.best_of_restarts`)."""
 
     def fit(s: int) -> Any:
         model = make(s)
-        train_fit(model, settings)
+        train_fixed_epochs(model, settings)
         return model
 
     return best_of_restarts(fit, seed, int(settings.get("n_restarts", 1)))
@@ -194,7 +165,7 @@ def _fit_mssvae_best(adata: AnnData, settings: Mapping[str, Any], seed: int, enc
             n_latent_specific=settings["n_latent_specific"],
             seed=sd,
             encode_study=encode_study,
-            **sparsevae_kwargs(settings),
+            **paper_model_kwargs(settings),
         ),
         settings,
         seed,
@@ -272,7 +243,7 @@ def fit_sparsevae_batch(data: MultiStudyData, adata: AnnData, settings: Mapping[
     t0 = time.perf_counter()
     SparseVAE.setup_anndata(adata, layer="counts", batch_key="study")
     model = _fit_best(
-        lambda sd: SparseVAE(adata, n_latent=n_latent, seed=sd, **sparsevae_kwargs(settings)), settings, seed
+        lambda sd: SparseVAE(adata, n_latent=n_latent, seed=sd, **paper_model_kwargs(settings)), settings, seed
     )
     fit_seconds = time.perf_counter() - t0
     block = EstimatedBlock(
@@ -304,7 +275,7 @@ def fit_sparsevae_per_study(
         t0 = time.perf_counter()
         SparseVAE.setup_anndata(sub, layer="counts")
         model = _fit_best(
-            lambda sd, sub=sub: SparseVAE(sub, n_latent=n_latent, seed=sd, **sparsevae_kwargs(settings)),
+            lambda sd, sub=sub: SparseVAE(sub, n_latent=n_latent, seed=sd, **paper_model_kwargs(settings)),
             settings,
             seed * 100 + m,
         )

@@ -16,7 +16,7 @@ from scsparse._text import markdown_rows
 
 from . import _report as report
 from ._common import check_positive_int, format_mean_sd, quiet_training_logs, torch_threads
-from ._multistudy import bias_words
+from ._fits import bias_words
 from ._multistudy_real_checks import (
     PBMC_MARKERS,
     cellbench_check,

@@ -10,15 +10,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from scsparse.generic.metrics import neighbour_agreement, predict_labels, random_agreement
+from scsparse.generic.metrics import neighbour_agreement, random_agreement
 
+from ._cell_scores import interferon_enrichment, transfer_accuracy, transfer_predictions
 from ._common import INTERFERON_TERMS, torch_threads, variable_genes
-from ._multistudy import sparsevae_kwargs, train_fit
+from ._fits import paper_model_kwargs, train_fixed_epochs
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
 
-__all__ = ["confusion_table", "largest_confusion", "transfer_accuracy", "transfer_predictions"]
+__all__ = ["confusion_table", "largest_confusion"]
 
 #: Marker genes of the PBMC types used to label the unannotated PBMC chemistries (:func:`marker_labels`).
 PBMC_MARKERS: dict[str, tuple[str, ...]] = {
@@ -45,47 +46,10 @@ def _fit_real(
         n_latent_specific=cfg["n_latent_specific"],
         seed=seed,
         encode_study=cfg["encode_study"],
-        **sparsevae_kwargs(cfg),
+        **paper_model_kwargs(cfg),
     )
-    train_fit(model, cfg)
+    train_fixed_epochs(model, cfg)
     return model, time.perf_counter() - t0
-
-
-def transfer_predictions(z: np.ndarray, labels: np.ndarray, train: np.ndarray, test: np.ndarray) -> np.ndarray:
-    """Labels of the test cells predicted by a multinomial logistic regression on standardised factors.
-
-    The classifier of :func:`transfer_accuracy`: :func:`scsparse.generic.metrics.predict_labels` (at most 2,000
-    solver iterations) fitted on the training cells.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> z = np.array([[0.0], [0.1], [1.0], [1.1], [0.05], [1.05]])
-    >>> labels = np.array(["a", "a", "b", "b", "a", "b"])
-    >>> transfer_predictions(z, labels, np.arange(4), np.arange(4, 6)).tolist()
-    ['a', 'b']
-    """
-    return predict_labels(z[train], labels[train], z[test], max_iter=2000)
-
-
-def transfer_accuracy(z: np.ndarray, labels: np.ndarray, train: np.ndarray, test: np.ndarray) -> float:
-    """Held-out accuracy of a multinomial logistic regression on standardised factors.
-
-    Parameters
-    ----------
-    z
-        Factors, ``(n_cells, K)``.
-    labels
-        Cell labels, ``(n_cells,)``.
-    train, test
-        Boolean masks (or indices) of the training and test cells.
-
-    Returns
-    -------
-    float
-        Fraction of the test cells whose label is predicted correctly (:func:`transfer_predictions`).
-    """
-    return float(np.mean(transfer_predictions(z, labels, train, test) == labels[test]))
 
 
 def lognormalised_genes(adata: AnnData) -> np.ndarray:
@@ -195,36 +159,6 @@ def _metric_rows(dataset: str, seed: int, fit_seconds: float, values: Mapping[st
         {"dataset": dataset, "seed": seed, "metric": metric, "value": value, "fit_seconds": fit_seconds}
         for metric, value in values.items()
     ]
-
-
-def interferon_enrichment(adata: AnnData, model: Any, n_top: int, key: str = "ms") -> pd.DataFrame:
-    """MSigDB Hallmark over-representation of every active factor of a fitted multi-study model.
-
-    Writes the model's results into ``adata`` under ``key`` and runs :func:`scsparse.tl.enrich` (ORA,
-    ``n_top`` genes by ``|w|`` among ``p* > 0.5`` per direction, background the model's genes).
-
-    Parameters
-    ----------
-    adata
-        The AnnData the model was trained on.
-    model
-        A fitted :class:`~scsparse.model.MultiStudySparseVAE`.
-    n_top
-        Genes per factor and direction.
-    key
-        Key the results are written under (replaced if present).
-
-    Returns
-    -------
-    pandas.DataFrame
-        The table of :func:`scsparse.tl.enrich`, sorted by ``p_adj``.
-    """
-    from scsparse import tl
-
-    model.write_results(adata, key_added=key, overwrite=True)
-    tl.enrich(adata, "hallmark_human", key=key, n_top=n_top, factors=model.active_factors())
-    table = adata.uns[f"{key}_enrichment"]
-    return table.sort_values("p_adj", kind="stable").reset_index(drop=True) if len(table) else table
 
 
 def kang_check(seed: int, cfg: Mapping[str, Any], quick: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -348,7 +282,7 @@ def cellbench_query_check(seed: int, cfg: Mapping[str, Any]) -> tuple[list[dict[
     mapped = MultiStudySparseVAE.load_query_data(
         query, reference, n_latent_specific=cfg["n_latent_specific"], seed=seed
     )
-    train_fit(mapped, cfg)
+    train_fixed_epochs(mapped, cfg)
     secs += time.perf_counter() - t0
     z = np.zeros((adata.n_obs, cfg["n_latent_shared"]))
     z[~is_query] = reference.get_latent_representation(ref, kind="shared")

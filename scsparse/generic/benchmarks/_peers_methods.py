@@ -37,9 +37,7 @@ import inspect
 import io
 import math
 import tempfile
-import time
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +47,7 @@ import pandas as pd
 import scipy.sparse as sp
 from anndata import AnnData
 
-from ._common import proc_status_mb
+from ._fits import fit_sparsevae, measured
 
 __all__ = [
     "DETERMINISTIC",
@@ -185,41 +183,6 @@ class PeerFit:
         return {name: self.rankings.get(name, genes)[:n_genes] for name, genes in self.programmes.items()}
 
 
-# ---------------------------------------------------------------------------------------------- measurement
-def _release_freed_memory() -> None:
-    """Collect garbage and hand freed heap pages back to the system (glibc), so that memory an earlier fit freed
-    but the allocator kept does not hide the next fit's growth.
-    """
-    import ctypes
-    import gc
-
-    gc.collect()
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-def _reset_peak() -> bool:
-    """Reset this process's resident-memory high-water mark (Linux ``clear_refs``); ``False`` where it cannot."""
-    _release_freed_memory()
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        return False
-    return True
-
-
-@contextlib.contextmanager
-def measured() -> Iterator[dict[str, float]]:
-    """Wall time and peak resident-memory growth (MB) of the block, filled into the yielded dict after it."""
-    out: dict[str, float] = {}
-    reset = _reset_peak()
-    before = proc_status_mb("VmRSS")
-    start = time.perf_counter()
-    yield out
-    out["seconds"] = time.perf_counter() - start
-    out["peak_mb"] = max(proc_status_mb("VmHWM") - before, 0.0) if reset else math.nan
-
-
 # ---------------------------------------------------------------------------------------------- reading helpers
 def _top_by_sign(weights: np.ndarray, n_top: int, sign: int) -> np.ndarray:
     """Indices of the ``n_top`` largest ``sign * weights`` that are > 0, strongest first."""
@@ -249,30 +212,6 @@ def counts_matrix(adata: AnnData) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- SparseVAE
-def fit_sparsevae(
-    adata: AnnData,
-    budget: PeerBudget,
-    seed: int,
-    batch_key: str | None,
-    init_seed: int | None = None,
-    train_kwargs: dict[str, Any] | None = None,
-    **model_kwargs: Any,
-):
-    """A trained SparseVAE; ``init_seed`` draws the initial weights (default ``seed``), ``seed`` the split and
-    minibatches, so restarts of one seed train on the same cells (as :func:`scsparse.model.select_best` needs).
-    ``model_kwargs`` go to the model and ``train_kwargs`` to ``train()`` beyond their defaults.
-    """
-    from scsparse.model import SparseVAE
-    from scsparse.train import FitNotSettledWarning
-
-    SparseVAE.setup_anndata(adata, layer="counts", batch_key=batch_key)
-    model = SparseVAE(adata, n_latent=budget.n_factors, seed=seed if init_seed is None else init_seed, **model_kwargs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitNotSettledWarning)  # recorded in extra["settled"]
-        model.train(max_epochs=budget.max_epochs, seed=seed, enable_progress_bar=False, **(train_kwargs or {}))
-    return model
-
-
 def read_sparsevae(model, adata: AnnData, method: str) -> PeerFit:
     """The programmes of a trained SparseVAE or MultiStudySparseVAE (``scope``: the block of each programme)."""
     from scsparse.results import read_results
@@ -330,7 +269,8 @@ def _extended_ranking(programme: np.ndarray, pip: np.ndarray, w: np.ndarray, sam
 
 def _fit_sparsevae(adata, budget, seed, batch_key, first=None) -> PeerFit:
     with measured() as m:
-        fit = read_sparsevae(fit_sparsevae(adata, budget, seed, batch_key), adata, "SparseVAE")
+        model = fit_sparsevae(adata, budget.n_factors, budget.max_epochs, seed, batch_key)
+        fit = read_sparsevae(model, adata, "SparseVAE")
     fit.seconds, fit.peak_mb = m["seconds"], m["peak_mb"]
     return fit
 
@@ -343,7 +283,14 @@ def _fit_sparsevae_restarts(adata, budget, seed, batch_key, first: PeerFit | Non
     with measured() as m:
         models = [first.model] if first is not None else []
         models += [
-            fit_sparsevae(adata.copy(), budget, seed, batch_key, init_seed=seed + r * RESTART_SEED_STEP)
+            fit_sparsevae(
+                adata.copy(),
+                budget.n_factors,
+                budget.max_epochs,
+                seed,
+                batch_key,
+                init_seed=seed + r * RESTART_SEED_STEP,
+            )  # fmt: skip
             for r in range(len(models), budget.restarts)
         ]
         best, table = select_best(models)
@@ -365,7 +312,7 @@ def _fit_sparsevae_consensus(adata, budget, seed, batch_key, first: PeerFit | No
         models = [first.model] if first is not None else []
         for r in range(len(models), budget.consensus_restarts):
             restart_seed = seed + r * RESTART_SEED_STEP  # its own initial weights and its own split
-            models.append(fit_sparsevae(adata.copy(), budget, restart_seed, batch_key))
+            models.append(fit_sparsevae(adata.copy(), budget.n_factors, budget.max_epochs, restart_seed, batch_key))
         model = consensus_of(models)
         fit = read_sparsevae(model, adata.copy(), "SparseVAE (consensus)")
     fit.seconds = m["seconds"] + (first.seconds if first is not None else 0.0)

@@ -180,7 +180,7 @@ def _interferon(fit: PeerFit, table: pd.DataFrame, adata: AnnData, spec: PeerDat
 
 def _transfer_accuracy(fit: PeerFit, adata: AnnData, spec: PeerDataset, labels: np.ndarray) -> float:
     """Trained on the first study's cells (sorted), tested on the others', on ``fit.transfer``."""
-    from ._multistudy_real_checks import transfer_accuracy
+    from ._cell_scores import transfer_accuracy
 
     reference = adata.obs[spec.study_key].astype(str).to_numpy() == study_names(adata, spec.study_key)[0]
     return transfer_accuracy(np.asarray(fit.transfer), labels, reference, ~reference)

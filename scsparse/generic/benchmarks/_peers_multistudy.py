@@ -30,14 +30,13 @@ import numpy as np
 import scipy.sparse as sp
 from anndata import AnnData
 
+from ._fits import fit_sparsevae, measured
 from ._peers_data import study_names
 from ._peers_methods import (
     MethodUnavailable,
     PeerBudget,
     PeerFit,
     counts_matrix,
-    fit_sparsevae,
-    measured,
     read_sparsevae,
     signed_programmes,
 )
@@ -103,7 +102,7 @@ def _fit_per_study(adata: AnnData, budget: PeerBudget, seed: int, study_key: str
             study = adata[labels == s]
             expressed = np.flatnonzero(counts_matrix(study).sum(0) > 0)  # a study's fit: its expressed genes
             cells = study[:, expressed].copy()
-            model = fit_sparsevae(cells, budget, seed, None)
+            model = fit_sparsevae(cells, budget.n_factors, budget.max_epochs, seed, None)
             fit = read_sparsevae(model, cells, "SparseVAE (per study)")
             z_all = model.get_latent_representation(adata[:, expressed].copy())  # the study's factors of every cell
             names = list(model.factor_names)

@@ -20,7 +20,7 @@ from scsparse.generic.models import VAE, VSC
 
 from . import _report as report
 from ._common import check_positive_int, markdown_table, run_settings, torch_threads
-from ._fmnist import active_fraction, heldout_elbo
+from ._vae_scores import active_fraction, heldout_elbo
 
 __all__ = ["RESULT_COLUMNS", "SMILEY_SETTINGS", "attribute_correlation", "run_smiley"]
 

@@ -43,8 +43,9 @@ from lightning.pytorch import Callback
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_agreement
 
 from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
+from ._fits import fit_sparsevae, measured
 from ._peers_data import PEER_DATASETS, load_peer_dataset
-from ._peers_methods import PeerBudget, fit_sparsevae, measured, read_sparsevae
+from ._peers_methods import PeerBudget, read_sparsevae
 from ._peers_metrics import score_fit
 from ._report import (
     NOT_ASSESSED_QUICK,
@@ -258,8 +259,8 @@ def _fit(
         else:
             train_kwargs = {"callbacks": variant.callbacks()} if variant.callbacks is not None else None
             model = fit_sparsevae(
-                adata.copy(), budget, training_seed, spec.batch_key, init_seed=init_seed, train_kwargs=train_kwargs,
-                **variant.model_kwargs,
+                adata.copy(), budget.n_factors, budget.max_epochs, training_seed, spec.batch_key, init_seed=init_seed,
+                train_kwargs=train_kwargs, **variant.model_kwargs,
             )  # fmt: skip
         fit = read_sparsevae(model, adata.copy(), "SparseVAE")
     fit.seconds, fit.peak_mb = m["seconds"], m["peak_mb"]

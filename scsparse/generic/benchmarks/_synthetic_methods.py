@@ -15,6 +15,7 @@ from scsparse.data import simulate_eq9
 from scsparse.generic.datasets import split_rows
 
 from ._common import PAPER_HIDDEN_LAYERS, best_of_restarts
+from ._fits import paper_model_kwargs, train_fixed_epochs
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
@@ -269,33 +270,13 @@ def fit_sparsevae(
     SparseVAE.setup_anndata(adata_train)
 
     def fit(seed: int) -> SparseVAE:
-        model = SparseVAE(
-            adata_train,
-            n_latent=n_latent,
-            n_hidden=s["n_hidden"],
-            n_layers=s["n_layers"],
-            gene_likelihood=s["gene_likelihood"],
-            lambda0=s["lambda0"],
-            lambda1=s["lambda1"],
-            dropout_rate=s["dropout_rate"],
-            latent_prior=latent_prior,
-            seed=seed,
-            decoder_kwargs={"first_bias": s["first_bias"]},
-        )
-        model.train(
-            max_epochs=max_epochs,
-            lr=s["lr"],
-            batch_size=s["batch_size"],
-            train_size=1.0,
-            stop_when_settled=False,  # the paper's protocol: a fixed number of epochs
-            enable_progress_bar=False,
-        )
+        model = SparseVAE(adata_train, n_latent=n_latent, latent_prior=latent_prior, seed=seed, **paper_model_kwargs(s))
+        train_fixed_epochs(model, {**s, "max_epochs": max_epochs})
         return model
 
     t0 = time.perf_counter()
     model = best_of_restarts(fit, split.seed, s["n_restarts"] if n_restarts is None else n_restarts)
     fit_seconds = time.perf_counter() - t0
-    model.module.eval()
     # New AnnData objects get the training set-up transferred by scvi-tools (_validate_anndata).
     adata_all = split.adata_all.copy()
     adata_test = split.adata_test.copy()

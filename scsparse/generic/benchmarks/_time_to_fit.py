@@ -11,7 +11,7 @@ On each data set the same cells are fitted three times, one after the other in o
 Each row gives the wall time of ``train()`` and the epochs trained, and beside them the fit's quality: the number of
 active factors, the held-out negative log-likelihood per cell (importance-sampled, on the cells SparseVAE held
 out, for all three fits) and, on Kang, the smallest adjusted p of the Hallmark interferon sets over the active
-factors (:func:`._multistudy_real_checks.interferon_enrichment`).
+factors (:func:`._cell_scores.interferon_enrichment`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ._cell_scores import interferon_enrichment
 from ._common import INTERFERON_TERMS, quick_subsample, variable_genes
-from ._multistudy_real_checks import interferon_enrichment
 
 __all__ = ["TIME_TO_FIT_DATASETS", "time_to_fit_rows", "time_to_fit_summary", "time_to_fit_targets"]
 

@@ -1,0 +1,137 @@
+"""How the benchmarks fit scsparse's models, and how they measure a fit.
+
+Every benchmark that trains a :class:`~scsparse.model.SparseVAE` or :class:`~scsparse.model.MultiStudySparseVAE`
+trains it by one of two protocols, each written once here:
+
+- **as a user fits** (:func:`fit_sparsevae`): ``train(max_epochs, seed=...)`` with the model's defaults, the
+  train/validation split and the stop once the fit has settled (``bench peers``, ``bench stability``);
+- **the papers' fixed epochs** (:func:`paper_model_kwargs`, :func:`train_fixed_epochs`): the settings dict of a
+  benchmark that follows a paper (``lr``, ``batch_size``, ``max_epochs``, the network and the prior), every cell
+  in training, no stop (``bench multistudy``, ``bench multistudy_real``, ``bench synthetic``).
+
+:func:`measured` gives the wall time and the peak resident-memory growth of a block (one fit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import math
+import time
+import warnings
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._common import proc_status_mb
+
+if TYPE_CHECKING:  # pragma: no cover
+    from anndata import AnnData
+
+__all__ = ["bias_words", "fit_sparsevae", "measured", "paper_model_kwargs", "train_fixed_epochs"]
+
+
+# ---------------------------------------------------------------------------------------------- as a user fits
+def fit_sparsevae(
+    adata: AnnData,
+    n_latent: int,
+    max_epochs: int,
+    seed: int,
+    batch_key: str | None,
+    init_seed: int | None = None,
+    train_kwargs: Mapping[str, Any] | None = None,
+    **model_kwargs: Any,
+):
+    """A SparseVAE trained as a user trains it: the model's defaults, its split and its settled stop.
+
+    ``init_seed`` draws the initial weights (default ``seed``), ``seed`` the split and the minibatches, so restarts
+    of one seed train on the same cells (as :func:`scsparse.model.select_best` needs). ``model_kwargs`` go to the
+    model and ``train_kwargs`` to ``train()`` beyond their defaults. A fit that reaches ``max_epochs`` before it
+    settles is kept without a warning (the caller reads ``model.history["stopping"]``).
+    """
+    from scsparse.model import SparseVAE
+    from scsparse.train import FitNotSettledWarning
+
+    SparseVAE.setup_anndata(adata, layer="counts", batch_key=batch_key)
+    model = SparseVAE(adata, n_latent=n_latent, seed=seed if init_seed is None else init_seed, **model_kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitNotSettledWarning)
+        model.train(max_epochs=max_epochs, seed=seed, enable_progress_bar=False, **(train_kwargs or {}))
+    return model
+
+
+# ---------------------------------------------------------------------------------------------- the papers' protocol
+def paper_model_kwargs(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The model's keyword arguments from a benchmark's settings: likelihood, network, prior and decoder.
+
+    ``settings`` holds ``gene_likelihood``, ``n_hidden``, ``n_layers``, ``lambda0``, ``lambda1``, ``dropout_rate``
+    and ``first_bias``, and ``w_init`` where the benchmark sets the decoder's initial loadings.
+    """
+    decoder = {"first_bias": settings["first_bias"]}
+    if "w_init" in settings:
+        decoder = {"w_init": settings["w_init"], **decoder}
+    return {
+        "gene_likelihood": settings["gene_likelihood"],
+        "n_hidden": settings["n_hidden"],
+        "n_layers": settings["n_layers"],
+        "lambda0": settings["lambda0"],
+        "lambda1": settings["lambda1"],
+        "dropout_rate": settings["dropout_rate"],
+        "decoder_kwargs": decoder,
+    }
+
+
+def bias_words(settings: Mapping[str, Any]) -> str:
+    """How the summaries name the decoder's first layer."""
+    return " (first layer with a bias)" if settings["first_bias"] else " (first layer without a bias)"
+
+
+def train_fixed_epochs(model: Any, settings: Mapping[str, Any]) -> None:
+    """Train for ``settings["max_epochs"]`` epochs on every cell (no validation split, no stop), then set eval mode.
+
+    ``settings`` holds ``max_epochs``, ``lr`` and ``batch_size``, and ``em_every`` where the benchmark sets when the
+    mask's EM update runs (default ``"step"``, the model's).
+    """
+    model.train(
+        max_epochs=int(settings["max_epochs"]),
+        lr=settings["lr"],
+        batch_size=settings["batch_size"],
+        train_size=1.0,
+        em_every=settings.get("em_every", "step"),
+        stop_when_settled=False,  # the papers' protocol: a fixed number of epochs
+        enable_progress_bar=False,
+    )
+    model.module.eval()
+
+
+# ---------------------------------------------------------------------------------------------- measurement
+def _release_freed_memory() -> None:
+    """Collect garbage and hand freed heap pages back to the system (glibc), so that memory an earlier fit freed
+    but the allocator kept does not hide the next fit's growth.
+    """
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _reset_peak() -> bool:
+    """Reset this process's resident-memory high-water mark (Linux ``clear_refs``); ``False`` where it cannot."""
+    _release_freed_memory()
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def measured() -> Iterator[dict[str, float]]:
+    """Wall time and peak resident-memory growth (MB) of the block, filled into the yielded dict after it."""
+    out: dict[str, float] = {}
+    reset = _reset_peak()
+    before = proc_status_mb("VmRSS")
+    start = time.perf_counter()
+    yield out
+    out["seconds"] = time.perf_counter() - start
+    out["peak_mb"] = max(proc_status_mb("VmHWM") - before, 0.0) if reset else math.nan
