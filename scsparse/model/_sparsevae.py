@@ -884,14 +884,17 @@ class SparseVAE(
 
         Defaults to the cells held out from training (``model.validation_indices``) when neither
         ``adata`` nor ``indices`` is given. This is a true likelihood (all normalising constants kept),
-        comparable across models with the same likelihood.
+        comparable across models with the same likelihood. The importance samples are drawn from the model's
+        seed, so the same model and cells give the same value every time, and the global random generators are
+        left as they were.
         """
         check_integer("n_mc_samples", n_mc_samples, fix="Importance samples per cell (default 100).")
         if adata is None and indices is None:
             indices = self.validation_indices
             if indices is None or len(indices) == 0:
                 raise InvalidInputError("No held-out cells: train with train_size < 1 or pass indices=.")
-        return -float(self.get_marginal_ll(adata=adata, indices=indices, n_mc_samples=n_mc_samples))
+        with seeded(self.seed):
+            return -float(self.get_marginal_ll(adata=adata, indices=indices, n_mc_samples=n_mc_samples))
 
     # ------------------------------------------------------------------ save / load
     @classmethod

@@ -35,6 +35,16 @@ def test_each_likelihood_trains_and_gives_finite_results(likelihood, counts_fact
         np.testing.assert_allclose(expr.sum(1), 1.0, rtol=1e-4)
 
 
+def test_heldout_nll_is_the_same_every_time_and_leaves_the_global_generators_alone(counts_factory):
+    model = fit(counts_factory(n_obs=120, n_vars=30))
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    first = model.get_heldout_nll(n_mc_samples=5)
+    assert torch.equal(torch.get_rng_state(), before)
+    torch.rand(7)  # whatever the global generator has drawn meanwhile
+    assert model.get_heldout_nll(n_mc_samples=5) == first
+
+
 def test_normalized_expression_of_some_genes_and_in_one_batch(counts_factory):
     plain = fit(counts_factory(n_obs=120, n_vars=30))
     full = plain.get_normalized_expression(library_size=1e4)
