@@ -14,14 +14,8 @@ from scipy.special import gammaln
 
 from scsparse.generic.benchmarks import BENCHMARKS, run
 from scsparse.generic.benchmarks._common import beaten_by, verdict_best
-from scsparse.generic.benchmarks._text import (
-    METHOD_NAMES,
-    RESULT_COLUMNS,
-    build_models,
-    nmf_marginal_nll,
-    run_text,
-    top_words,
-)
+from scsparse.generic.benchmarks._documents import METHOD_NAMES, build_models, nmf_marginal_nll
+from scsparse.generic.benchmarks._text import RESULT_COLUMNS, run_text, top_words
 from scsparse.generic.datasets import split_rows
 from scsparse.generic.models import NMF, ArraySparseVAE
 

@@ -244,9 +244,8 @@ def test_no_module_reaches_into_another_modules_private_names():
 
 
 #: Benchmarks that still build on another benchmark's modules: ``bench stability`` refits on the data sets of
-#: ``bench peers`` and reads and scores its fits as ``bench peers`` does; ``bench semisynthetic`` fits and scores
-#: the methods of ``bench text`` on other documents. Nothing may be added here.
-_BENCHMARKS_BUILT_ON: frozenset[tuple[str, str]] = frozenset({("stability", "peers"), ("semisynthetic", "text")})
+#: ``bench peers`` and reads and scores its fits as ``bench peers`` does. Nothing may be added here.
+_BENCHMARKS_BUILT_ON: frozenset[tuple[str, str]] = frozenset({("stability", "peers")})
 
 
 def _benchmark_of(module: str, names: list[str]) -> str | None:

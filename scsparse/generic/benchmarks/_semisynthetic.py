@@ -51,7 +51,7 @@ from ._common import (
     unigram_lines,
     verdict_best,
 )
-from ._text import METHOD_NAMES, NLL_DEFINITION, resolve_run, score_methods
+from ._documents import METHOD_NAMES, NLL_DEFINITION, resolve_run, score_methods
 
 __all__ = [
     "PAPER_SEMISYNTHETIC_NLL",
@@ -413,7 +413,7 @@ def run_semisynthetic(
     verbose
         Print progress.
     methods
-        Subset of :data:`~scsparse.generic.benchmarks._text.METHOD_NAMES` (default: all six).
+        Subset of :data:`~scsparse.generic.benchmarks._documents.METHOD_NAMES` (default: all six).
     shift_levels
         Level name -> ``sigma`` (default :data:`SHIFT_LEVELS`).
     lambda1
