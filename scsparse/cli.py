@@ -245,6 +245,19 @@ def _benchmark_names() -> list[str] | None:
     return sorted(BENCHMARKS)
 
 
+def _cell_counts(text: str | None) -> list[int] | None:
+    """``--cells 2000,10000`` as a list of positive integers (``None`` when not given)."""
+    if text is None:
+        return None
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise CLIError(f"--cells takes positive whole numbers separated by commas (e.g. 2000,10000), got {text!r}.")
+    return counts
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     try:
         from scsparse.generic import benchmarks
@@ -260,6 +273,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         "n_threads": args.n_threads,
         "datasets": args.datasets,
         "methods": args.methods,
+        "cells": _cell_counts(args.cells),
         "resume": True if args.resume else None,
     }
     if args.name == "all":
@@ -586,7 +600,14 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         "--methods",
         default=None,
         metavar="A,B",
-        help="methods (peers) or variants (stability) to run, comma-separated (default: all)",
+        help="methods (peers), variants (stability) or scenarios (programme_size) to run, comma-separated "
+        "(default: all)",
+    )
+    bench.add_argument(
+        "--cells",
+        default=None,
+        metavar="N,N",
+        help="numbers of cells, comma-separated, for benchmarks that take them (programme_size; default: theirs)",
     )
     bench.add_argument(
         "--resume",

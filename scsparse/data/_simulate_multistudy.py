@@ -51,13 +51,15 @@ class MultiStudyData:
         of the study's cells); they are not defined (inactive) in the other studies.
     W_shared
         True amplitudes ``a_jk`` of the shared programmes on the genes' log-rates, ``(n_genes, K_S)``;
-        zero where the programme does not drive the gene.
+        zero where the programme does not drive the gene (with ``background_sd > 0``: the small background
+        effects there).
     W_specific
         ``{study: (n_genes, K_m)}``: the same for each study's specific programmes.
     W_shared_support
-        ``W_shared != 0``, boolean ``(n_genes, K_S)``.
+        The genes each shared programme drives (its planted amplitudes), boolean ``(n_genes, K_S)``: ``W_shared
+        != 0`` without a background.
     W_specific_support
-        ``{study: W_specific[study] != 0}``, boolean ``(n_genes, K_m)``.
+        The same for each study's specific programmes, ``{study: (n_genes, K_m)}``.
     base
         Baseline log-rate of every gene (before the library size), ``(n_genes,)``.
     library
@@ -230,6 +232,7 @@ def simulate_multistudy(
     amplitude: tuple[float, float] = (0.8, 1.3),
     likelihood: Literal["nb", "poisson"] = "nb",
     theta: float = 10.0,
+    background_sd: float = 0.0,
     seed: int | None = 0,
 ) -> MultiStudyData:
     """Simulate counts of several studies from a sparse nonlinear model with shared and specific programmes.
@@ -264,6 +267,11 @@ def simulate_multistudy(
         ``"nb"`` (negative binomial with inverse dispersion ``theta``) or ``"poisson"``.
     theta
         Inverse dispersion of the negative binomial.
+    background_sd
+        Standard deviation of small effects that every programme has on every gene besides its planted ones (a
+        dense background of small effects, ``N(0, background_sd^2)`` added to every amplitude; 0: none). The
+        supports stay the planted genes. Drawn from a generator of their own, so data with and without the
+        background share everything else (factors, baselines, libraries, planted amplitudes).
     seed
         Seed of :func:`numpy.random.default_rng`; the same arguments and seed give the same data.
 
@@ -286,7 +294,8 @@ def simulate_multistudy(
     3. Gene baselines ``base_j ~ N(0, 0.5^2)``, shifted so ``sum_j exp(base_j) = 1`` (proportions).
     4. Cells: the shared factors ``z_i ~ N(0, I_{K_S})`` for every cell; the specific factors
        ``zeta_i ~ N(0, I_{K_m})`` for the cells of study ``m`` only; library ``l_i = library_size * exp(e_i -
-       0.045)``, ``e_i ~ N(0, 0.3^2)``.
+       0.045)``, ``e_i ~ N(0, 0.3^2)``. With ``background_sd > 0``, every ``a_jp`` then gets ``+ N(0,
+       background_sd^2)`` from ``numpy.random.default_rng([seed, 1])``.
     5. ``log mu_ij = log l_i + base_j + sum_{shared k} a_jk h_k(z_ik) + sum_{specific k of m(i)} a_jk
        h_k(zeta_ik)``.
     6. ``x_ij ~ NB(mean mu_ij, inverse dispersion theta)`` (Gamma-Poisson) or ``Poisson(mu_ij)``.
@@ -330,6 +339,8 @@ def simulate_multistudy(
         raise ValueError(f"likelihood must be 'nb' or 'poisson', got {likelihood!r}")
     if not (theta > 0 and np.isfinite(theta)):
         raise ValueError(f"theta must be positive and finite, got {theta}")
+    if not (background_sd >= 0 and np.isfinite(background_sd)):
+        raise ValueError(f"background_sd must be >= 0 and finite, got {background_sd}")
     if not (library_size > 0 and np.isfinite(library_size)):
         raise ValueError(f"library_size must be positive and finite, got {library_size}")
     lo, hi = (float(a) for a in amplitude)
@@ -344,6 +355,7 @@ def simulate_multistudy(
     A = np.zeros((n_genes, n_programmes))
     for p, genes in enumerate(blocks):
         A[genes, p] = rng.choice([-1.0, 1.0], size=genes.size) * rng.uniform(lo, hi, size=genes.size)
+    support = A != 0
     base = rng.normal(0.0, 0.5, size=n_genes)
     base = base - np.log(np.exp(base).sum())
 
@@ -355,6 +367,9 @@ def simulate_multistudy(
     for m, s in enumerate(studies):
         Z_specific[s] = rng.standard_normal((sizes[m], n_specific))
     library = library_size * np.exp(rng.normal(0.0, 0.3, size=n_cells) - 0.045)
+    if background_sd > 0:
+        background = np.random.default_rng(None if seed is None else [int(seed), 1])
+        A = A + background.normal(0.0, background_sd, size=A.shape)
 
     effects = np.zeros((n_cells, n_genes))
     for k in range(n_shared):
@@ -386,6 +401,7 @@ def simulate_multistudy(
         "amplitude": [lo, hi],
         "likelihood": likelihood,
         "theta": float(theta),
+        "background_sd": float(background_sd),
         "seed": None if seed is None else int(seed),
     }
     return MultiStudyData(
@@ -396,8 +412,11 @@ def simulate_multistudy(
         Z_specific=Z_specific,
         W_shared=W_shared,
         W_specific=W_specific,
-        W_shared_support=W_shared != 0,
-        W_specific_support={s: w != 0 for s, w in W_specific.items()},
+        W_shared_support=support[:, :n_shared].copy(),
+        W_specific_support={
+            s: support[:, n_shared + m * n_specific : n_shared + (m + 1) * n_specific].copy()
+            for m, s in enumerate(studies)
+        },
         base=base,
         library=library,
         log_rate=log_rate,

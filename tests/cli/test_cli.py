@@ -273,9 +273,14 @@ def test_bench_dispatch(monkeypatch, tmp_path, capsys):
         "n_threads": None,
         "datasets": None,
         "methods": None,
+        "cells": None,
         "resume": None,
     }
     assert "2 result row(s)" in capsys.readouterr().out
+    assert main(["bench", "programme_size", "--cells", "2000,10000", "--out", str(tmp_path)]) == 0
+    assert calls["programme_size"]["cells"] == [2000, 10000]
+    assert main(["bench", "programme_size", "--cells", "2000,lots"]) == 2
+    assert "--cells takes positive whole numbers" in capsys.readouterr().err
     assert main(["bench", "peers", "--datasets", "kang,pbmc3k", "--methods", "PCA", "--out", str(tmp_path)]) == 0
     assert calls["peers"]["datasets"] == "kang,pbmc3k" and calls["peers"]["methods"] == "PCA"
     assert calls["peers"]["resume"] is None
@@ -317,6 +322,7 @@ def test_bench_all_dispatch(monkeypatch, tmp_path, capsys):
             "n_threads": None,
             "datasets": None,
             "methods": None,
+            "cells": None,
             "resume": None,
         },
     )

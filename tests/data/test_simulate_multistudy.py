@@ -95,6 +95,18 @@ def test_deterministic_per_seed():
     assert not np.array_equal(a.counts, c.counts)
 
 
+def test_a_background_of_small_effects_changes_only_the_amplitudes():
+    plain = simulate_multistudy(n_cells_per_study=50, seed=7)
+    dense = simulate_multistudy(n_cells_per_study=50, seed=7, background_sd=0.05)
+    np.testing.assert_array_equal(dense.Z_shared, plain.Z_shared)
+    np.testing.assert_array_equal(dense.library, plain.library)
+    np.testing.assert_array_equal(dense.W_support, plain.W_support)  # the supports stay the planted genes
+    assert (dense.W_shared != 0).all() and not (plain.W_shared != 0).all()
+    extra = (dense.W_shared - plain.W_shared)[~plain.W_shared_support]
+    assert 0.03 < extra.std() < 0.07 and abs(extra.mean()) < 0.02
+    assert dense.settings["background_sd"] == 0.05 and plain.settings["background_sd"] == 0.0
+
+
 def test_poisson_and_options():
     d = simulate_multistudy(
         n_studies=2,
@@ -121,6 +133,7 @@ def test_poisson_and_options():
         {"overlap": 10},  # fewer than 2 anchors
         {"likelihood": "zinb"},
         {"theta": 0.0},
+        {"background_sd": -0.1},
         {"n_cells_per_study": {"study0": 10}},
         {"n_shared": 0, "n_specific": 0},
     ],

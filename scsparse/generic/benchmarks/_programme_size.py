@@ -1,0 +1,381 @@
+"""Programme size against the number of cells: whether SparseVAE's programmes stay sparse as the data grow.
+
+The spike-and-slab prior on ``W`` is one term of the objective, the likelihood of every cell the rest; the more
+cells, the smaller the gain in likelihood a gene needs to enter a programme. Whether programmes then grow because
+the data reveal real small effects (right) or because the mask loses its sparsity (wrong for a programme tool) is
+what this benchmark measures, on planted simulations with known supports
+(:func:`scsparse.data.simulate_multistudy`, one study's worth of programmes: ``n_specific=0``), fitted as a user
+fits (:func:`._fits.fit_sparsevae`: defaults, the settled stop), at growing numbers of cells:
+
+- ``planted`` — each programme drives its own genes and nothing else: a programme that grows past its planted
+  genes has lost sparsity;
+- ``background`` — the same programmes plus a dense background of small effects of every programme on every gene
+  (``background_sd``, :data:`PROGRAMME_SIZE_SETTINGS`): real signal a large enough data set can see, though not a
+  programme anyone would read.
+
+Each fit is scored against the planted supports (:func:`support_scores`): the programmes' sizes, their
+precision and recall (each planted programme paired one to one with an active factor on the Jaccard index), the
+share of slab entries on genes no programme drives, and the precision of each factor's 10 strongest genes by
+``|w|`` (a reading whose size does not grow with the number of cells).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
+from ._fits import fit_sparsevae, measured
+from ._report import (
+    NOT_ASSESSED_QUICK,
+    make_output_dir,
+    new_figure,
+    provenance,
+    run_options,
+    save_figure,
+    summary_head,
+    target_verdict,
+    write_results,
+    write_summary,
+    wrote_line,
+)
+
+__all__ = [
+    "PROGRAMME_SIZE_SETTINGS",
+    "QUICK_PROGRAMME_SIZE_SETTINGS",
+    "RESULT_COLUMNS",
+    "SCENARIOS",
+    "run_programme_size",
+    "support_scores",
+]
+
+#: Scenario -> its description in the summary.
+SCENARIOS: dict[str, str] = {
+    "planted": "each programme drives its planted genes only",
+    "background": "the planted programmes plus small effects of every programme on every gene",
+}
+
+#: Settings of a full run: 200 genes, 5 programmes of 20 genes (2 shared by neighbours), K = 10.
+PROGRAMME_SIZE_SETTINGS: dict[str, Any] = {
+    "cells": (2_000, 10_000, 50_000, 100_000),
+    "n_genes": 200,
+    "n_programmes": 5,
+    "genes_per_programme": 20,
+    "overlap": 2,
+    "background_sd": 0.1,
+    "n_latent": 10,
+    "max_epochs": 400,
+    "n_top": 10,
+}
+
+#: Settings of ``quick=True``: a smoke run of the whole pipeline; its numbers are not read.
+QUICK_PROGRAMME_SIZE_SETTINGS: dict[str, Any] = {
+    **PROGRAMME_SIZE_SETTINGS,
+    "cells": (300, 600),
+    "n_genes": 60,
+    "n_programmes": 3,
+    "genes_per_programme": 8,
+    "overlap": 1,
+    "n_latent": 5,
+    "max_epochs": 20,
+}
+
+SCORE_COLUMNS: list[str] = [
+    "n_active", "median_size", "max_size", "precision", "recall", "jaccard", "slab_outside", "top_precision",
+]  # fmt: skip
+RESULT_COLUMNS: list[str] = [
+    "scenario", "n_cells", "seed", "n_genes", *SCORE_COLUMNS, "epochs", "settled", "seconds", "peak_mb",
+]  # fmt: skip
+_LABELS = {
+    "n_cells": "cells",
+    "n_active": "active factors",
+    "median_size": "median programme",
+    "max_size": "largest programme",
+    "precision": "precision",
+    "recall": "recall",
+    "jaccard": "Jaccard",
+    "slab_outside": "slab on undriven genes",
+    "top_precision": "top-10 precision",
+}
+
+
+def support_scores(pip: np.ndarray, loadings: np.ndarray, truth: np.ndarray, n_top: int = 10) -> dict[str, float]:
+    """Score a fit's programmes (``p* > 0.5`` of each active factor) against planted supports.
+
+    Each planted programme (a column of ``truth``) is paired one to one with an active factor on the Jaccard
+    index of their gene sets (Hungarian assignment); a planted programme left without a factor scores 0.
+
+    Parameters
+    ----------
+    pip
+        Inclusion probabilities, genes x factors.
+    loadings
+        ``W``, genes x factors (ranks each factor's genes by ``|w|``).
+    truth
+        Planted supports, genes x programmes (boolean).
+    n_top
+        Strongest genes per factor for ``top_precision``.
+
+    Returns
+    -------
+    dict
+        ``n_active``; ``median_size`` and ``max_size`` (genes per active factor); ``precision`` (mean over the
+        paired factors of the share of their genes in the planted programme), ``recall`` and ``jaccard`` (means
+        over the planted programmes); ``slab_outside`` (share of the active factors' slab entries on genes that no
+        programme drives); ``top_precision`` (mean over the paired factors of the share of their ``n_top``
+        strongest genes by ``|w|`` in the planted programme).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> truth = np.zeros((6, 2), bool); truth[:3, 0] = truth[3:, 1] = True
+    >>> pip = np.zeros((6, 3)); pip[:4, 2] = 0.9; pip[3:, 0] = 0.9
+    >>> s = support_scores(pip, pip, truth, n_top=2)
+    >>> s["n_active"], s["precision"], s["recall"]
+    (2.0, 0.875, 1.0)
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    slab = np.asarray(pip) > 0.5
+    truth = np.asarray(truth, dtype=bool)
+    active = np.flatnonzero(slab.any(0))
+    sizes = slab[:, active].sum(0)
+    scores = {
+        "n_active": float(active.size),
+        "median_size": float(np.median(sizes)) if sizes.size else 0.0,
+        "max_size": float(sizes.max()) if sizes.size else 0.0,
+        "precision": np.nan,
+        "recall": 0.0,
+        "jaccard": 0.0,
+        "slab_outside": float(slab[~truth.any(1)][:, active].sum() / sizes.sum()) if sizes.sum() else np.nan,
+        "top_precision": np.nan,
+    }
+    if not active.size:
+        return scores
+    inter = truth.T.astype(float) @ slab[:, active].astype(float)  # planted x active
+    union = truth.sum(0)[:, None] + sizes[None, :] - inter
+    jaccard = inter / np.maximum(union, 1)
+    rows, cols = linear_sum_assignment(jaccard, maximize=True)
+    precision, top = [], []
+    for p, c in zip(rows, cols, strict=True):
+        k = active[c]
+        precision.append(inter[p, c] / sizes[c])
+        strongest = np.argsort(-np.abs(np.asarray(loadings)[:, k]), kind="stable")[:n_top]
+        top.append(truth[strongest, p].mean())
+    n_planted = truth.shape[1]
+    scores["precision"] = float(np.mean(precision))
+    scores["recall"] = float(sum(inter[p, c] / truth[:, p].sum() for p, c in zip(rows, cols, strict=True)) / n_planted)
+    scores["jaccard"] = float(jaccard[rows, cols].sum() / n_planted)
+    scores["top_precision"] = float(np.mean(top))
+    return scores
+
+
+def _simulate(settings: Mapping[str, Any], scenario: str, n_cells: int, seed: int):
+    from scsparse.data import simulate_multistudy
+
+    return simulate_multistudy(
+        n_studies=2,  # the simulator's studies, here two halves of one population (no specific programme)
+        n_cells_per_study={"study0": n_cells // 2, "study1": n_cells - n_cells // 2},
+        n_genes=settings["n_genes"],
+        n_shared=settings["n_programmes"],
+        n_specific=0,
+        genes_per_programme=settings["genes_per_programme"],
+        overlap=settings["overlap"],
+        background_sd=settings["background_sd"] if scenario == "background" else 0.0,
+        seed=seed,
+    )
+
+
+def _fit_one(settings: Mapping[str, Any], scenario: str, n_cells: int, seed: int) -> dict[str, Any]:
+    data = _simulate(settings, scenario, n_cells, seed)
+    adata = data.to_anndata()
+    with measured() as m:
+        model = fit_sparsevae(adata, settings["n_latent"], settings["max_epochs"], seed, None)
+    pip = np.asarray(model.get_inclusion_probabilities(), dtype=np.float64)
+    loadings = np.asarray(model.get_loadings(), dtype=np.float64)
+    stopping = model.history.get("stopping")
+    return {
+        "scenario": scenario,
+        "n_cells": n_cells,
+        "seed": seed,
+        "n_genes": adata.n_vars,
+        **support_scores(pip, loadings, data.W_shared_support, settings["n_top"]),
+        "epochs": float(len(model.history["elbo_train"])),
+        "settled": float(stopping is not None and stopping["stopping"].iloc[-1] == "settled"),
+        "seconds": m["seconds"],
+        "peak_mb": m["peak_mb"],
+    }
+
+
+def _targets(df: pd.DataFrame, quick: bool) -> list[str]:
+    """The issue's target: the planted supports' precision at the most cells at least that at the fewest."""
+    lines = ["## Target", ""]
+    planted = df[df["scenario"] == "planted"]
+    if planted["n_cells"].nunique() < 2:
+        return [*lines, "- precision against the number of cells: needs two sizes of the planted scenario.", ""]
+    by = planted.groupby("n_cells")["precision"]
+    small, large = int(planted["n_cells"].min()), int(planted["n_cells"].max())
+    mean, sd = by.mean(), by.std().fillna(0.0)
+    ok = mean[large] >= mean[small] - max(sd[small], sd[large])  # inside the seeds' spread: a tie
+    verdict = target_verdict(bool(ok), assessed=not quick, unassessed=NOT_ASSESSED_QUICK)
+    lines.append(
+        f"- planted supports' precision at {large:,} cells at least that at {small:,} cells (within the seeds' "
+        f"spread): {mean[large]:.3f} against {mean[small]:.3f}, {verdict}"
+    )
+    return [*lines, ""]
+
+
+def _summary(df: pd.DataFrame, prov: dict[str, Any], settings: Mapping[str, Any], quick: bool, seconds: float):
+    lines = summary_head(
+        "# Programme size against the number of cells", prov, total_seconds=seconds, mode="quick" if quick else "full"
+    )
+    lines += [
+        "## Data and fits",
+        "",
+        f"Simulated counts (`scsparse.data.simulate_multistudy`, negative binomial, library size about 2,000): "
+        f"{settings['n_genes']} genes, {settings['n_programmes']} programmes of {settings['genes_per_programme']} "
+        f"genes ({settings['overlap']} shared by neighbouring programmes), amplitudes 0.8-1.3 on the log rate. "
+        f"Scenarios:",
+        "",
+    ]
+    lines += [f"- **{name}**: {text}." for name, text in SCENARIOS.items() if name in set(df["scenario"])]
+    if "background" in set(df["scenario"]):
+        lines.append(f"  Background effects: N(0, {settings['background_sd']:g}^2) on every amplitude.")
+    lines += [
+        "",
+        f"SparseVAE as a user fits it: `SparseVAE(adata, n_latent={settings['n_latent']}, seed=s)`, "
+        f"`train(max_epochs={settings['max_epochs']}, seed=s)` (defaults: the validation split, the settled stop). "
+        f"Programmes: `p* > 0.5` of each active factor; each planted programme paired one to one with an active "
+        f"factor on the Jaccard index. Mean ± sd over seeds:",
+        "",
+    ]
+    shown = [c for c in SCORE_COLUMNS if df[c].notna().any()] + ["epochs"]
+    digits = {c: 1 if c in ("n_active", "median_size", "max_size") else 0 if c == "epochs" else 2 for c in shown}
+    lines.append(markdown_table(df, ["scenario", "n_cells"], shown, digits=digits, labels=_LABELS))
+    lines += [
+        "",
+        f"Precision: share of a paired factor's genes in its planted programme; recall: share of the planted "
+        f"genes the paired factor holds; slab on undriven genes: share of all slab entries on genes no programme "
+        f"drives; top-10 precision: share of each paired factor's {settings['n_top']} strongest genes by `|w|` in "
+        f"its planted programme.",
+        "",
+    ]
+    return [*lines, *_targets(df, quick)]
+
+
+def _figure(df: pd.DataFrame, out_dir: Path) -> Path:
+    from matplotlib.ticker import NullLocator
+
+    fig = new_figure((9.0, 3.4))
+    axes = fig.subplots(1, 3)
+    for scenario, part in df.groupby("scenario", sort=False):
+        means = part.groupby("n_cells")[["median_size", "precision", "top_precision"]].mean()
+        for ax, column in zip(axes, means.columns, strict=True):
+            ax.plot(means.index, means[column], marker="o", label=scenario)
+    sizes = sorted(df["n_cells"].unique())
+    for ax, title in zip(axes, ("median programme (genes)", "precision", "top-10 precision"), strict=True):
+        ax.set_xscale("log")
+        ax.set_xticks(sizes, [f"{n:,}" for n in sizes], minor=False)
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel("cells")
+        ax.set_title(title)
+    axes[1].set_ylim(0, 1.05)
+    axes[2].set_ylim(0, 1.05)
+    axes[0].legend(frameon=False)
+    return save_figure(fig, out_dir / "programme_size.png")
+
+
+def run_programme_size(
+    out: str | Path,
+    *,
+    seeds: int | None = None,
+    quick: bool = False,
+    max_epochs: int | None = None,
+    methods: str | Sequence[str] | None = None,
+    cells: Sequence[int] | None = None,
+    n_threads: int | None = 1,
+    verbose: bool = True,
+) -> pd.DataFrame:
+    """Fit SparseVAE to planted simulations of growing size and score its programmes against the truth.
+
+    Parameters
+    ----------
+    out
+        Output folder: ``results.csv`` (one row per scenario, number of cells and seed, written after every fit),
+        ``summary.md`` and ``programme_size.png``.
+    seeds
+        Seeds ``0 .. seeds - 1`` (data and fit) per scenario and size (default 2; quick: 1).
+    quick
+        A smoke run (:data:`QUICK_PROGRAMME_SIZE_SETTINGS`: 300 and 600 cells, 60 genes, 20 epochs).
+    max_epochs
+        Epoch budget (default 400; a fit stops earlier once settled).
+    methods
+        Scenarios of :data:`SCENARIOS` (comma-separated or a list; default both).
+    cells
+        Numbers of cells (default 2,000, 10,000, 50,000 and 100,000). On one CPU thread a fit of the planted
+        scenario took about 70 s at 2,000 cells and 7 min at 10,000; the background scenario's fits settle later.
+    n_threads
+        CPU threads for torch and the BLAS pools (``None``: the libraries' defaults).
+    verbose
+        Print one line per fit.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per scenario, number of cells and seed (:data:`RESULT_COLUMNS`).
+
+    Examples
+    --------
+    >>> from scsparse.generic.benchmarks import run
+    >>> df = run("programme_size", out="bench_size", cells=[2000, 10000])  # doctest: +SKIP
+    """
+    from threadpoolctl import threadpool_limits
+
+    from scsparse._threads import torch_threads
+
+    seeds = (1 if quick else 2) if seeds is None else seeds
+    check_positive_int("seeds", seeds)
+    check_positive_int("max_epochs", max_epochs, optional=True)
+    settings = dict(QUICK_PROGRAMME_SIZE_SETTINGS if quick else PROGRAMME_SIZE_SETTINGS)
+    if max_epochs is not None:
+        settings["max_epochs"] = int(max_epochs)
+    if cells is not None:
+        sizes = [int(n) for n in cells]
+        for n in sizes:
+            check_positive_int("cells", n)
+        settings["cells"] = tuple(sizes)
+    scenarios = chosen_names(methods, list(SCENARIOS), "scenario(s)")
+    out_dir = make_output_dir(out)
+    options = run_options(out_dir, seeds, quick, settings["max_epochs"], methods=scenarios, n_threads=n_threads,
+                          config={k: v for k, v in settings.items() if k != "max_epochs"})  # fmt: skip
+    start = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
+        prov = provenance("programme_size", options)
+        for scenario in scenarios:
+            for n_cells in settings["cells"]:
+                for seed in range(seeds):
+                    row = _fit_one(settings, scenario, n_cells, seed)
+                    rows.append(row)
+                    write_results(pd.DataFrame(rows, columns=RESULT_COLUMNS), out_dir, RESULT_COLUMNS)
+                    if verbose:
+                        print(
+                            f"[programme_size] {scenario} {n_cells} cells seed {seed}: {row['n_active']:.0f} active, "
+                            f"median programme {row['median_size']:.0f} genes, precision {row['precision']:.2f}, "
+                            f"recall {row['recall']:.2f}, {row['epochs']:.0f} epochs, {row['seconds']:.0f} s",
+                            flush=True,
+                        )
+    df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    seconds = time.perf_counter() - start
+    write_summary(out_dir, _summary(df, prov, settings, quick, seconds))
+    figure = _figure(df, out_dir)
+    if verbose:
+        print(wrote_line("programme_size", ["results.csv", "summary.md", figure.name], out_dir=out_dir,
+                         seconds=seconds))  # fmt: skip
+    df.attrs["out_dir"] = str(out_dir)
+    return df

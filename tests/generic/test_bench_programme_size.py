@@ -1,0 +1,66 @@
+"""bench programme_size: scores against planted supports, and a smoke run of the whole pipeline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scsparse.generic.benchmarks import BENCHMARKS
+from scsparse.generic.benchmarks._programme_size import RESULT_COLUMNS, run_programme_size, support_scores
+
+
+def _truth() -> np.ndarray:
+    truth = np.zeros((10, 2), dtype=bool)
+    truth[0:4, 0] = truth[4:8, 1] = True  # genes 8 and 9: driven by no programme
+    return truth
+
+
+def test_support_scores_pair_planted_programmes_with_factors():
+    pip = np.zeros((10, 3))
+    pip[[0, 1, 2, 3, 8], 1] = 0.9  # planted 0, plus an undriven gene
+    pip[[4, 5], 2] = 0.8  # half of planted 1
+    w = np.zeros((10, 3))
+    w[:, 1] = [5, 4, 3, 2, 0, 0, 0, 0, 9, 0]  # the undriven gene is the strongest
+    w[:, 2] = [0, 0, 0, 0, 3, 2, 0, 0, 0, 0]
+    s = support_scores(pip, w, _truth(), n_top=2)
+    assert s["n_active"] == 2 and s["median_size"] == 3.5 and s["max_size"] == 5
+    assert s["precision"] == pytest.approx((4 / 5 + 2 / 2) / 2)
+    assert s["recall"] == pytest.approx((4 / 4 + 2 / 4) / 2)
+    assert s["jaccard"] == pytest.approx((4 / 5 + 2 / 4) / 2)
+    assert s["slab_outside"] == pytest.approx(1 / 7)
+    assert s["top_precision"] == pytest.approx((1 / 2 + 2 / 2) / 2)  # factor 1's top 2: gene 8 (out), gene 0 (in)
+
+
+def test_support_scores_without_an_active_factor_recover_nothing():
+    s = support_scores(np.full((10, 3), 0.1), np.zeros((10, 3)), _truth())
+    assert s["n_active"] == 0 and s["recall"] == 0 and s["jaccard"] == 0
+    assert np.isnan(s["precision"]) and np.isnan(s["top_precision"])
+
+
+def test_a_planted_programme_without_a_factor_counts_zero_recall():
+    pip = np.zeros((10, 1))
+    pip[0:4, 0] = 0.9
+    s = support_scores(pip, pip, _truth())
+    assert s["precision"] == 1.0 and s["recall"] == pytest.approx(0.5) and s["jaccard"] == pytest.approx(0.5)
+
+
+def test_quick_run_writes_a_row_per_scenario_size_and_seed(tmp_path):
+    assert BENCHMARKS["programme_size"] is run_programme_size
+    df = run_programme_size(tmp_path, quick=True, cells=[200, 400], methods="planted,background", verbose=False)
+    assert list(df.columns) == RESULT_COLUMNS
+    assert df[["scenario", "n_cells"]].values.tolist() == [
+        ["planted", 200], ["planted", 400], ["background", 200], ["background", 400],
+    ]  # fmt: skip
+    assert (df["n_genes"] == 60).all() and df["seconds"].gt(0).all()
+    assert pd.read_csv(tmp_path / "results.csv").shape == df.shape
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| planted | 400 |" in summary and "not assessed (quick smoke run)" in summary
+    assert (tmp_path / "programme_size.png").stat().st_size > 0
+
+
+def test_unknown_scenario_and_bad_sizes_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="scenario"):
+        run_programme_size(tmp_path, quick=True, methods="dense", verbose=False)
+    with pytest.raises(ValueError, match="cells"):
+        run_programme_size(tmp_path, quick=True, cells=[0], verbose=False)
