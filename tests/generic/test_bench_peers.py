@@ -23,7 +23,12 @@ from scsparse.generic.benchmarks._peers_methods import (
     fit_peer,
     signed_programmes,
 )
-from scsparse.generic.benchmarks._peers_metrics import _markers_recovered, score_fit, stability_scores
+from scsparse.generic.benchmarks._peers_metrics import (
+    _markers_recovered,
+    disentanglement_processes,
+    score_fit,
+    stability_scores,
+)
 from scsparse.generic.benchmarks._peers_summary import peers_summary, peers_targets
 from scsparse.generic.metrics import batch_association, matched_programme_agreement, programme_redundancy
 
@@ -189,6 +194,24 @@ def test_score_fit_enrichment_and_interferon(monkeypatch):
     assert row["interferon_recovered"] == 1.0 and row["interferon_p"] < 1e-3
     assert row["markers_recovered"] == pytest.approx(2 / 3)  # t0's programme is interferon, not NK markers
     assert row["best_fold"] > 3
+
+
+def test_disentanglement_counts_the_condition_as_one_process():
+    adata = _labelled_counts()
+    stimulated = np.arange(adata.n_obs) % 2 == 0  # half the cells of every type
+    adata.obs["condition"] = np.where(stimulated, "stimulated", "control")
+    labels = adata.obs["cell_type"].to_numpy().astype(str)
+    spec = PeerDataset("toy", "toy", lambda: adata, label_key="cell_type", condition=("condition", "stimulated"))
+    processes = disentanglement_processes(adata, spec, labels)
+    assert list(processes.columns) == ["t0", "t1", "t2", "condition: stimulated"]
+    assert processes["condition: stimulated"].tolist() == stimulated.tolist()
+    fit = _planted_fit(adata)
+    fit.factors = np.column_stack([fit.factors, stimulated.astype(float)])  # a factor for the condition too
+    with_condition = score_fit(fit, adata, spec, seed=0)
+    without = score_fit(fit, adata, PeerDataset("toy", "toy", lambda: adata, label_key="cell_type"), seed=0)
+    assert with_condition["lms_smi"] == pytest.approx(1.0) and without["lms_smi"] == pytest.approx(1.0)
+    fit.factors = fit.factors[:, :3]  # no factor for the condition: a process without its factor
+    assert score_fit(fit, adata, spec, seed=0)["lms_smi"] == pytest.approx(0.75)
 
 
 def test_markers_need_the_programme_to_be_highest_in_that_type():

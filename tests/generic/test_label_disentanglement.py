@@ -133,3 +133,35 @@ def test_bad_input_is_refused_with_the_reason():
         label_disentanglement(np.zeros((30, 1)), labels, similarities=("MIG",))
     with pytest.raises(ValueError, match="n_bins"):
         scaled_mutual_information(np.zeros((30, 1)), labels, n_bins=1)
+
+
+def test_a_table_of_processes_scores_like_the_labels_it_was_made_of():
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    labels = _balanced(40)
+    z = _indicators(labels) + 0.3 * rng.normal(size=(120, 3))
+    table = pd.DataFrame(_indicators(labels).astype(bool), columns=list(TYPES))
+    for similarity in (scaled_mutual_information, same_process_neighbours, absolute_spearman):
+        pd.testing.assert_frame_equal(similarity(z, table), similarity(z, labels))
+    assert label_disentanglement(z, table) == label_disentanglement(z, labels)
+
+
+def test_a_binary_condition_is_one_process_in_a_table_and_two_as_labels():
+    import pandas as pd
+
+    condition = np.repeat(["control", "stimulated"], 60)
+    z = (condition == "stimulated")[:, None] + 0.1 * np.random.default_rng(2).normal(size=(120, 1))
+    as_labels = label_disentanglement(z, condition)  # two complementary processes, one dimension for both
+    as_process = label_disentanglement(z, pd.DataFrame({"stimulated": condition == "stimulated"}))
+    assert as_process["LMS-SMI"] == pytest.approx(1.0) and as_process["LMS-SPN"] > 0.9
+    assert as_labels["LMS-SMI"] == pytest.approx(0.5)  # the second process is left without a dimension
+
+
+def test_a_bad_table_of_processes_is_refused_with_the_reason():
+    import pandas as pd
+
+    with pytest.raises(ValueError, match="0/1"):
+        scaled_mutual_information(np.zeros((4, 1)), pd.DataFrame({"p": [0.0, 0.5, 1.0, 1.0]}))
+    with pytest.raises(ValueError, match="constant: \\['q'\\]"):
+        scaled_mutual_information(np.zeros((4, 1)), pd.DataFrame({"p": [0, 1, 0, 1], "q": [1, 1, 1, 1]}))

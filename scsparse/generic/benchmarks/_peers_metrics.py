@@ -23,11 +23,12 @@ Information
     representation keeps. Rewards dense representations; a sparse, interpretable model may trade some away.
 Disentanglement (an outside standard: DRVI's scores, :func:`scsparse.generic.metrics.label_disentanglement`)
     ``lms_smi``, ``msas_smi``, ``msgs_smi``, ``lms_spn``, ``msas_spn``, ``msgs_spn`` — every factor the method
-    returns scored against each labelled cell type by scaled mutual information (SMI) and same-process neighbours
-    (SPN), aggregated by one-to-one matching (LMS: each type needs its own factor), the best factor per type
-    (MSAS) and the gap to the second best (MSGS: one factor per type, not several). Blind spot: cell types are
-    not the only processes in the data (condition, cell cycle), and a factor for a programme shared by several
-    types scores low although it is right.
+    returns scored against each process — each labelled cell type, and the condition's group as one process where
+    the data set has one (Kang: the stimulated cells; :func:`disentanglement_processes`) — by scaled mutual
+    information (SMI) and same-process neighbours (SPN), aggregated by one-to-one matching (LMS: each process needs
+    its own factor), the best factor per process (MSAS) and the gap to the second best (MSGS: one factor per
+    process, not several). Blind spot: these are not the only processes in the data (cell cycle, activation), and
+    a factor for a programme shared by several types scores low although it is right.
 Batch leakage
     ``batch_leakage`` — mean share of each programme's activity explained by batch
     (:func:`scsparse.generic.metrics.batch_association`; lower is better). Blind spot: where batches differ in
@@ -72,6 +73,7 @@ __all__ = [
     "METRICS",
     "SIGNIFICANCE",
     "SIZE_DEPENDENT",
+    "disentanglement_processes",
     "score_fit",
     "stability_scores",
 ]
@@ -186,6 +188,19 @@ def _transfer_accuracy(fit: PeerFit, adata: AnnData, spec: PeerDataset, labels: 
     return transfer_accuracy(np.asarray(fit.transfer), labels, reference, ~reference)
 
 
+def disentanglement_processes(adata: AnnData, spec: PeerDataset, labels: np.ndarray) -> pd.DataFrame:
+    """The processes the disentanglement scores look for: each labelled cell type, and the condition's group as
+    one process where the data set has one (Kang: the stimulated cells). A binary condition is one process; as two
+    label categories it would be two complementary processes, each claiming a factor of its own.
+    """
+    processes = pd.get_dummies(pd.Series(labels, index=adata.obs_names), dtype=bool)
+    processes.columns = [str(c) for c in processes.columns]
+    if spec.condition:
+        column, group = spec.condition
+        processes[f"{column}: {group}"] = (adata.obs[column].astype(str) == group).to_numpy()
+    return processes
+
+
 def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dict[str, float]:
     """Every metric of one fit but ``stability`` (see :func:`stability_scores`); ``nan`` where it does not apply.
 
@@ -214,7 +229,7 @@ def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dic
     labels = np.asarray(adata.obs[spec.label_key]).astype(str) if spec.label_key else None
     if labels is not None and fit.factors is not None:
         row["accuracy"] = label_accuracy(fit.factors, labels, seed=seed)["accuracy"]
-        scores = label_disentanglement(fit.factors, labels)
+        scores = label_disentanglement(fit.factors, disentanglement_processes(adata, spec, labels))
         row.update({name.replace("-", "_").lower(): v for name, v in scores.items()})  # "LMS-SMI" -> "lms_smi"
     if spec.study_key:
         row["shared_programmes"] = float(sum(s == "shared" for s in fit.scope.values()))

@@ -46,8 +46,33 @@ __all__ = [
 ]
 
 
-def _processes(labels: Sequence[object] | np.ndarray | pd.Series) -> tuple[np.ndarray, list[str]]:
-    """The one-hot indicators (cells x processes) of the labels' categories and their names (sorted)."""
+#: What the similarities score dimensions against: the category of every cell, or a table of processes.
+Labels = Sequence[object] | np.ndarray | pd.Series | pd.DataFrame
+
+
+def _indicator_table(table: pd.DataFrame | np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """A cells x processes table of 0/1 indicators, checked, with the processes' names."""
+    frame = table if isinstance(table, pd.DataFrame) else pd.DataFrame(table)
+    values = frame.to_numpy()
+    if values.dtype == bool:
+        values = values.astype(np.float64)
+    if not np.issubdtype(values.dtype, np.number) or not np.isin(values, (0, 1)).all():
+        raise ValueError("a table of processes must hold 0/1 (or boolean) indicators, one column per process.")
+    values = values.astype(np.float64)
+    if len(values) == 0 or values.shape[1] == 0:
+        raise ValueError("a table of processes needs at least one cell and one process.")
+    constant = [str(c) for c, v in zip(frame.columns, values.T, strict=True) if v.min() == v.max()]
+    if constant:
+        raise ValueError(f"every process must hold some cells and leave out others; constant: {constant}.")
+    return values, [str(c) for c in frame.columns]
+
+
+def _processes(labels: Labels) -> tuple[np.ndarray, list[str]]:
+    """The indicators (cells x processes) and names of the processes: the labels' categories one-hot (sorted), or
+    the columns of a table of 0/1 indicators.
+    """
+    if isinstance(labels, pd.DataFrame) or np.ndim(labels) == 2:
+        return _indicator_table(labels)
     values = pd.Series(np.asarray(labels)).astype(str)
     if values.isna().any() or len(values) == 0:
         raise ValueError("labels must name a category for every cell.")
@@ -73,9 +98,7 @@ def _entropy(p: np.ndarray) -> np.ndarray:
         return -np.where(p > 0, p * np.log(p), 0.0).sum(0)
 
 
-def scaled_mutual_information(
-    codes: np.ndarray, labels: Sequence[object] | np.ndarray | pd.Series, n_bins: int = 10
-) -> pd.DataFrame:
+def scaled_mutual_information(codes: np.ndarray, labels: Labels, n_bins: int = 10) -> pd.DataFrame:
     """``MI(binned dimension; process) / H(process)`` for every dimension and process (SMI).
 
     Parameters
@@ -83,7 +106,8 @@ def scaled_mutual_information(
     codes
         Cells x dimensions representation.
     labels
-        The category of every cell (at least two categories).
+        The category of every cell (at least two categories; each is a process), or a cells x processes table of
+        0/1 indicators (a process per column, e.g. the cell types one-hot and one column for a condition).
     n_bins
         Bins of equal width over each dimension's range (a constant dimension falls in one bin: 0).
 
@@ -128,9 +152,7 @@ def scaled_mutual_information(
     return pd.DataFrame(out, columns=names)
 
 
-def same_process_neighbours(
-    codes: np.ndarray, labels: Sequence[object] | np.ndarray | pd.Series, seed: int = 0
-) -> pd.DataFrame:
+def same_process_neighbours(codes: np.ndarray, labels: Labels, seed: int = 0) -> pd.DataFrame:
     """Same-process neighbours along every dimension (SPN).
 
     For a process with frequency ``f`` (``n_p`` cells): order the cells by the dimension, count the neighbouring
@@ -142,7 +164,8 @@ def same_process_neighbours(
     codes
         Cells x dimensions representation.
     labels
-        The category of every cell (at least two categories).
+        The category of every cell (at least two categories; each is a process), or a cells x processes table of
+        0/1 indicators (a process per column, e.g. the cell types one-hot and one column for a condition).
     seed
         Seed of the random order given to cells tied on a dimension.
 
@@ -177,7 +200,7 @@ def same_process_neighbours(
     return pd.DataFrame(out, columns=names)
 
 
-def absolute_spearman(codes: np.ndarray, labels: Sequence[object] | np.ndarray | pd.Series) -> pd.DataFrame:
+def absolute_spearman(codes: np.ndarray, labels: Labels) -> pd.DataFrame:
     """``|Spearman correlation|`` of every dimension with every process's indicator (ASC; 0 for a constant one).
 
     Examples
@@ -269,7 +292,7 @@ DISENTANGLEMENT_AGGREGATIONS = {
 
 def label_disentanglement(
     codes: np.ndarray,
-    labels: Sequence[object] | np.ndarray | pd.Series,
+    labels: Labels,
     similarities: Sequence[str] = ("SMI", "SPN"),
     aggregations: Sequence[str] = ("LMS", "MSAS", "MSGS"),
 ) -> dict[str, float]:
@@ -280,7 +303,10 @@ def label_disentanglement(
     codes
         Cells x dimensions representation (e.g. posterior means of the factors).
     labels
-        The category of every cell (cell type, condition); each category is one process.
+        The category of every cell (cell type, condition); each category is one process. Or a cells x processes
+        table of 0/1 indicators (a DataFrame names its processes by its columns), for processes that are not the
+        categories of one label: a binary condition is one process (its treated cells), not two complementary
+        ones that would each claim a dimension.
     similarities
         Names in :data:`DISENTANGLEMENT_SIMILARITIES` (default the authors': SMI and SPN).
     aggregations
