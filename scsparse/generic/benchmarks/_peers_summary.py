@@ -113,8 +113,9 @@ def _shown_metrics(df: pd.DataFrame, among: tuple[str, ...] = METRICS) -> list[s
 _TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("", tuple(m for m in METRICS if m not in DISENTANGLEMENT and m not in EQUAL_SIZE_METRICS)),
     (
-        "Disentanglement against the cell types (DRVI's scores: one-to-one matching LMS, best factor MSAS, gap to "
-        "the second best MSGS; of scaled mutual information SMI and same-process neighbours SPN):",
+        "Disentanglement against the processes: each cell type, and the condition's group as one process where the "
+        "data set has one (DRVI's scores: one-to-one matching LMS, best factor MSAS, gap to the second best MSGS; "
+        "of scaled mutual information SMI and same-process neighbours SPN):",
         DISENTANGLEMENT,
     ),
     (
