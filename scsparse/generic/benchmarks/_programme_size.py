@@ -33,6 +33,7 @@ from ._common import check_positive_int, chosen_names, markdown_table, quiet_tra
 from ._fits import fit_sparsevae, measured
 from ._report import (
     NOT_ASSESSED_QUICK,
+    finish_run,
     make_output_dir,
     new_figure,
     provenance,
@@ -352,7 +353,7 @@ def run_programme_size(
     scenarios = chosen_names(methods, list(SCENARIOS), "scenario(s)")
     out_dir = make_output_dir(out)
     options = run_options(out_dir, seeds, quick, settings["max_epochs"], methods=scenarios, n_threads=n_threads,
-                          config={k: v for k, v in settings.items() if k != "max_epochs"})  # fmt: skip
+                          config=settings)  # fmt: skip
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
@@ -374,8 +375,5 @@ def run_programme_size(
     seconds = time.perf_counter() - start
     write_summary(out_dir, _summary(df, prov, settings, quick, seconds))
     figure = _figure(df, out_dir)
-    if verbose:
-        print(wrote_line("programme_size", ["results.csv", "summary.md", figure.name], out_dir=out_dir,
-                         seconds=seconds))  # fmt: skip
-    df.attrs["out_dir"] = str(out_dir)
-    return df
+    done = wrote_line("programme_size", ["results.csv", "summary.md", figure.name], out_dir=out_dir, seconds=seconds)
+    return finish_run(df, out_dir, done, verbose=verbose)
