@@ -13,23 +13,22 @@ import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
 from scsparse.generic.benchmarks._peers import RESULT_COLUMNS, run_peers
-from scsparse.generic.benchmarks._peers_data import PEER_DATASETS, PeerDataset
 from scsparse.generic.benchmarks._peers_methods import (
     PEER_METHODS,
-    PeerBudget,
-    PeerFit,
     _top_by_sign,
     drvi_selected_genes,
     fit_peer,
     signed_programmes,
 )
-from scsparse.generic.benchmarks._peers_metrics import (
+from scsparse.generic.benchmarks._peers_summary import peers_summary, peers_targets
+from scsparse.generic.benchmarks._programme_fit import FitBudget, ProgrammeFit
+from scsparse.generic.benchmarks._programme_scores import (
     _markers_recovered,
     disentanglement_processes,
     score_fit,
     stability_scores,
 )
-from scsparse.generic.benchmarks._peers_summary import peers_summary, peers_targets
+from scsparse.generic.benchmarks._real_data import REAL_DATASETS, RealDataset
 from scsparse.generic.metrics import batch_association, matched_programme_agreement, programme_redundancy
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -108,7 +107,7 @@ def _labelled_counts(n_per_type: int = 60, n_genes: int = 40, seed: int = 0) -> 
 @pytest.mark.parametrize("method", ["NMF (KL)", "PCA"])
 def test_matrix_methods_find_the_planted_blocks(method):
     adata = _labelled_counts()
-    fit = fit_peer(method, adata, PeerBudget(n_factors=3, n_top=10), seed=0)
+    fit = fit_peer(method, adata, FitBudget(n_factors=3, n_top=10), seed=0)
     assert fit.method == method and fit.factors.shape == (adata.n_obs, 3) and fit.n_kept == 3
     blocks = [set(range(10 * k, 10 * k + 10)) for k in range(3)]
     found = [max(len(set(p.tolist()) & b) for p in fit.programmes.values()) for b in blocks]
@@ -139,7 +138,7 @@ def test_drvi_at_its_defaults_reads_programmes_by_its_own_rule():
     except MethodUnavailable as exc:
         pytest.skip(str(exc))
     adata = _labelled_counts()
-    fit = fit_peer("DRVI (defaults)", adata, PeerBudget(n_factors=3, max_epochs=200, n_top=10), seed=0)
+    fit = fit_peer("DRVI (defaults)", adata, FitBudget(n_factors=3, max_epochs=200, n_top=10), seed=0)
     assert fit.extra["n_latent"] == n_latent and fit.factors.shape == (adata.n_obs, n_latent)
     assert fit.n_kept == 3  # its own mechanism switches the spare dimensions off: one per planted block
     sizes = {len(genes) for genes in fit.programmes.values()}
@@ -153,20 +152,20 @@ def test_drvi_at_its_defaults_reads_programmes_by_its_own_rule():
 
 def test_fit_peer_rejects_unknown_methods():
     with pytest.raises(ValueError, match="Unknown method"):
-        fit_peer("FactorX", _labelled_counts(), PeerBudget(), seed=0)
+        fit_peer("FactorX", _labelled_counts(), FitBudget(), seed=0)
 
 
 # ------------------------------------------------------------------------------------------ scoring
-def _planted_fit(adata: ad.AnnData) -> PeerFit:
+def _planted_fit(adata: ad.AnnData) -> ProgrammeFit:
     labels = adata.obs["cell_type"].to_numpy()
     programmes = {f"{k}+": np.arange(10 * k, 10 * k + 10) for k in range(3)}
     activity = {f"{k}+": (labels == f"t{k}").astype(float) for k in range(3)}
-    return PeerFit("PCA", np.column_stack(list(activity.values())), programmes, activity, n_kept=3, seconds=1.0)
+    return ProgrammeFit("PCA", np.column_stack(list(activity.values())), programmes, activity, n_kept=3, seconds=1.0)
 
 
 def test_score_fit_parsimony_accuracy_and_batch(monkeypatch):
     adata = _labelled_counts()
-    spec = PeerDataset("toy", "toy", lambda: adata, label_key="cell_type", batch_key="batch")
+    spec = RealDataset("toy", "toy", lambda: adata, label_key="cell_type", batch_key="batch")
     row = score_fit(_planted_fit(adata), adata, spec, seed=0)
     assert row["median_genes"] == 10 and row["redundancy"] == 0.0 and row["programmes"] == 3
     assert row["accuracy"] == pytest.approx(1.0)
@@ -175,7 +174,7 @@ def test_score_fit_parsimony_accuracy_and_batch(monkeypatch):
 
 
 def test_score_fit_enrichment_and_interferon(monkeypatch):
-    from scsparse.generic.benchmarks import _peers_metrics
+    from scsparse.generic.benchmarks import _programme_scores
 
     adata = _labelled_counts()
     adata.obs["condition"] = np.where(adata.obs["cell_type"] == "t0", "stimulated", "control")
@@ -184,8 +183,8 @@ def test_score_fit_enrichment_and_interferon(monkeypatch):
         "PanglaoDB: T cells": [f"G{j}" for j in range(10, 18)],
         "PanglaoDB: B cells": [f"G{j}" for j in range(20, 26)],
     }
-    monkeypatch.setattr(_peers_metrics, "_gene_sets", lambda spec: sets)
-    spec = PeerDataset(
+    monkeypatch.setattr(_programme_scores, "_gene_sets", lambda spec: sets)
+    spec = RealDataset(
         "toy", "toy", lambda: adata, label_key="cell_type", libraries=("custom",),
         markers={"t0": ("NK cells",), "t1": ("T cells",), "t2": ("B cells",)}, condition=("condition", "stimulated"),
     )  # fmt: skip
@@ -201,14 +200,14 @@ def test_disentanglement_counts_the_condition_as_one_process():
     stimulated = np.arange(adata.n_obs) % 2 == 0  # half the cells of every type
     adata.obs["condition"] = np.where(stimulated, "stimulated", "control")
     labels = adata.obs["cell_type"].to_numpy().astype(str)
-    spec = PeerDataset("toy", "toy", lambda: adata, label_key="cell_type", condition=("condition", "stimulated"))
+    spec = RealDataset("toy", "toy", lambda: adata, label_key="cell_type", condition=("condition", "stimulated"))
     processes = disentanglement_processes(adata, spec, labels)
     assert list(processes.columns) == ["t0", "t1", "t2", "condition: stimulated"]
     assert processes["condition: stimulated"].tolist() == stimulated.tolist()
     fit = _planted_fit(adata)
     fit.factors = np.column_stack([fit.factors, stimulated.astype(float)])  # a factor for the condition too
     with_condition = score_fit(fit, adata, spec, seed=0)
-    without = score_fit(fit, adata, PeerDataset("toy", "toy", lambda: adata, label_key="cell_type"), seed=0)
+    without = score_fit(fit, adata, RealDataset("toy", "toy", lambda: adata, label_key="cell_type"), seed=0)
     assert with_condition["lms_smi"] == pytest.approx(1.0) and without["lms_smi"] == pytest.approx(1.0)
     fit.factors = fit.factors[:, :3]  # no factor for the condition: a process without its factor
     assert score_fit(fit, adata, spec, seed=0)["lms_smi"] == pytest.approx(0.75)
@@ -216,9 +215,9 @@ def test_disentanglement_counts_the_condition_as_one_process():
 
 def test_markers_need_the_programme_to_be_highest_in_that_type():
     labels = np.repeat(["a", "b"], 20)
-    fit = PeerFit("x", np.zeros((40, 1)), {"0+": np.arange(3)}, {"0+": (labels == "b").astype(float)}, 1)
+    fit = ProgrammeFit("x", np.zeros((40, 1)), {"0+": np.arange(3)}, {"0+": (labels == "b").astype(float)}, 1)
     sig = pd.DataFrame({"programme": ["0+"], "term": ["PanglaoDB: A"]})
-    spec = PeerDataset("toy", "toy", lambda: None, markers={"a": ("A",), "b": ("B",)})
+    spec = RealDataset("toy", "toy", lambda: None, markers={"a": ("A",), "b": ("B",)})
     assert _markers_recovered(fit, sig, labels, spec) == 0.0  # enriched for a's markers, but highest in b
     fit.activity["0+"] = (labels == "a").astype(float)
     assert _markers_recovered(fit, sig, labels, spec) == 0.5
@@ -262,7 +261,7 @@ def test_summary_names_losses_and_runs_not_run():
     df = pd.concat([df, extra], ignore_index=True)
     from scsparse.generic.benchmarks._report import provenance
 
-    text = "\n".join(peers_summary(df, provenance("peers", {}), PeerBudget(), quick=False, total_seconds=60.0))
+    text = "\n".join(peers_summary(df, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
     assert "kang / DRVI: not run: needs scvi-tools >= 1.5" in text
     assert "- accuracy: scsparse 0.800 (SparseVAE); ahead: LDVAE 0.900" in text
     assert "## Targets (Kang and PBMC 3k)" in text
@@ -281,7 +280,7 @@ def test_summary_shows_p_values_by_their_geometric_mean_and_ties_are_not_losses(
     assert (1.0 + 5 / 7) / 2 > 6 / 7
     from scsparse.generic.benchmarks._report import provenance
 
-    text = "\n".join(peers_summary(df, provenance("peers", {}), PeerBudget(), quick=False, total_seconds=60.0))
+    text = "\n".join(peers_summary(df, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
     # the geometric mean and the range, not the arithmetic mean (5e-21) and not "0.000 ± 0.000"
     assert "| SparseVAE | 1.000 ± 0.000 | 1.0e-21 (1.0e-22 to 1.0e-20) |" in text
     assert "0.000 ± 0.000" not in text
@@ -298,7 +297,7 @@ def test_registered_and_rejects_unknown_names(tmp_path):
         run_peers(tmp_path, datasets="nowhere", quick=True)
     with pytest.raises(ValueError, match="Unknown method"):
         run_peers(tmp_path, methods="SparseVAE,FactorX", quick=True)
-    assert set(PEER_DATASETS) == {"kang", "pbmc3k", "zeisel", "cellbench", "pbmc_3batch", "kang_studies"} | {
+    assert set(REAL_DATASETS) == {"kang", "pbmc3k", "zeisel", "cellbench", "pbmc_3batch", "kang_studies"} | {
         "cellbench_studies"
     }
     assert PEER_METHODS[0] == "SparseVAE"
@@ -364,8 +363,8 @@ def test_resume_keeps_the_finished_fits_and_fits_the_rest(offline_data, tmp_path
 
 
 def test_summary_calls_differences_inside_the_seeds_spread_ties_and_skips_deterministic_stability():
-    from scsparse.generic.benchmarks._peers_metrics import METRICS
     from scsparse.generic.benchmarks._peers_summary import _losses, _means, _spreads, _winners
+    from scsparse.generic.benchmarks._programme_scores import METRICS
 
     rows = []
     for seed, (ours, peer) in enumerate([(0.50, 0.56), (0.60, 0.58), (0.55, 0.60)]):  # means 0.55 vs 0.58
@@ -400,18 +399,18 @@ def test_summary_calls_differences_inside_the_seeds_spread_ties_and_skips_determ
 
 
 def test_equal_size_reading_cuts_every_method_by_its_own_ranking():
-    from scsparse.generic.benchmarks._peers_methods import EQUAL_SIZES, PeerFit, _extended_ranking
+    from scsparse.generic.benchmarks._programme_fit import EQUAL_SIZES, ProgrammeFit, extended_ranking
 
     # a SparseVAE programme of 3 genes (p* > 0.5, by |w|) extended by the other genes of its direction, by p*
     pip = np.array([0.9, 0.8, 0.95, 0.4, 0.45, 0.3, 0.49, 0.1])
     w = np.array([0.5, 0.9, 0.1, 0.2, 0.01, 0.3, 0.2, 0.0])
     same_direction = np.array([True, True, True, True, False, True, True, True])
-    ranking = _extended_ranking(np.array([1, 0, 2]), pip, w, same_direction)
+    ranking = extended_ranking(np.array([1, 0, 2]), pip, w, same_direction)
     assert ranking.tolist() == [1, 0, 2, 6, 3, 5, 7]  # gene 4 goes the other way
-    long = _extended_ranking(np.arange(80), np.ones(80), np.ones(80), np.ones(80, dtype=bool))
+    long = extended_ranking(np.arange(80), np.ones(80), np.ones(80), np.ones(80, dtype=bool))
     assert long.tolist() == list(range(max(EQUAL_SIZES)))
 
-    fit = PeerFit(
+    fit = ProgrammeFit(
         "SparseVAE",
         None,
         {"0+": np.array([1, 0, 2]), "1+": np.arange(60)},

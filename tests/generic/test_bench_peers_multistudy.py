@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from scsparse.generic.benchmarks._peers import run_peers
-from scsparse.generic.benchmarks._peers_data import PeerDataset
-from scsparse.generic.benchmarks._peers_methods import PeerBudget, PeerFit
-from scsparse.generic.benchmarks._peers_metrics import score_fit
 from scsparse.generic.benchmarks._peers_multistudy import MULTISTUDY_METHODS, fit_multistudy_peer
+from scsparse.generic.benchmarks._programme_fit import FitBudget, ProgrammeFit
+from scsparse.generic.benchmarks._programme_scores import score_fit
+from scsparse.generic.benchmarks._real_data import RealDataset
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
@@ -45,7 +45,7 @@ def _two_studies(n_per_type: int = 40, n_genes: int = 40, seed: int = 0) -> ad.A
 def test_mofa_groups_scope_the_programme_of_one_study_to_it():
     pytest.importorskip("mofapy2")
     adata = _two_studies()
-    fit = fit_multistudy_peer("MOFA+ (groups)", adata, PeerBudget(n_factors=4, n_top=10), seed=0, study_key="study")
+    fit = fit_multistudy_peer("MOFA+ (groups)", adata, FitBudget(n_factors=4, n_top=10), seed=0, study_key="study")
     assert fit.factors.shape == (adata.n_obs, 4)
     shared = {name[:-1] for name, scope in fit.scope.items() if scope == "shared"}
     assert fit.transfer.shape == (adata.n_obs, len(shared))  # a factor one group holds does not transfer
@@ -62,7 +62,7 @@ def test_mofa_groups_scope_the_programme_of_one_study_to_it():
 def test_per_study_fits_use_each_study_genes_and_map_back():
     adata = _two_studies(n_per_type=100)
     fit = fit_multistudy_peer(
-        "SparseVAE (per study)", adata, PeerBudget(n_factors=3, max_epochs=200), seed=0, study_key="study"
+        "SparseVAE (per study)", adata, FitBudget(n_factors=3, max_epochs=200), seed=0, study_key="study"
     )
     assert fit.factors is None and fit.transfer.shape[0] == adata.n_obs
     assert fit.programmes and all(name.split(":")[0] in ("a", "b") for name in fit.programmes)
@@ -76,11 +76,11 @@ def test_per_study_fits_use_each_study_genes_and_map_back():
 
 def test_fit_multistudy_peer_rejects_unknown_methods():
     with pytest.raises(ValueError, match="Unknown multi-study method"):
-        fit_multistudy_peer("SparseVAE", _two_studies(), PeerBudget(), seed=0, study_key="study")
+        fit_multistudy_peer("SparseVAE", _two_studies(), FitBudget(), seed=0, study_key="study")
     assert MULTISTUDY_METHODS[0] == "MultiStudySparseVAE"
 
 
-def _scoped_fit(adata: ad.AnnData, ifn_scope: str) -> PeerFit:
+def _scoped_fit(adata: ad.AnnData, ifn_scope: str) -> ProgrammeFit:
     """Programmes: the two types (shared) and the interferon genes 20-27 with the given scope."""
     labels = adata.obs["cell_type"].to_numpy()
     own = (adata.obs["study"] == "b").to_numpy() & (np.arange(adata.n_obs) % 2 == 0)
@@ -88,17 +88,17 @@ def _scoped_fit(adata: ad.AnnData, ifn_scope: str) -> PeerFit:
     activity = {"0+": (labels == "t0") * 1.0, "1+": (labels == "t1") * 1.0, "2+": own * 1.0}
     scope = {"0+": "shared", "1+": "shared", "2+": ifn_scope}
     z = np.column_stack([activity["0+"], activity["1+"]])
-    return PeerFit("x", z, programmes, activity, 3, seconds=1.0, scope=scope, transfer=z)
+    return ProgrammeFit("x", z, programmes, activity, 3, seconds=1.0, scope=scope, transfer=z)
 
 
 def _scored(monkeypatch, ifn_scope: str) -> dict[str, float]:
-    from scsparse.generic.benchmarks import _peers_metrics
+    from scsparse.generic.benchmarks import _programme_scores
 
     adata = _two_studies()
     adata.obs["condition"] = np.where(adata.obs["study"] == "b", "stimulated", "control")
     sets = {"Hallmark: HALLMARK_INTERFERON_ALPHA_RESPONSE": [f"G{j}" for j in range(20, 28)]}
-    monkeypatch.setattr(_peers_metrics, "_gene_sets", lambda spec: sets)
-    spec = PeerDataset(
+    monkeypatch.setattr(_programme_scores, "_gene_sets", lambda spec: sets)
+    spec = RealDataset(
         "toy", "toy", lambda: adata, label_key="cell_type", batch_key="study", libraries=("custom",),
         condition=("condition", "stimulated"), study_key="study",
     )  # fmt: skip

@@ -243,11 +243,6 @@ def test_no_module_reaches_into_another_modules_private_names():
     assert offending == []
 
 
-#: Benchmarks that still build on another benchmark's modules: ``bench stability`` refits on the data sets of
-#: ``bench peers`` and reads and scores its fits as ``bench peers`` does. Nothing may be added here.
-_BENCHMARKS_BUILT_ON: frozenset[tuple[str, str]] = frozenset({("stability", "peers")})
-
-
 def _benchmark_of(module: str, names: list[str]) -> str | None:
     """The registered benchmark whose modules include ``module`` (``_NAME`` and ``_NAME_*``), else ``None``."""
     stem = module.rpartition(".")[2]
@@ -271,4 +266,4 @@ def test_a_benchmark_imports_no_other_benchmark():
             theirs = _benchmark_of(target, names) if target.startswith(prefix) else None
             if theirs is not None and theirs != mine:
                 crossings.add((mine or module, theirs))
-    assert crossings == set(_BENCHMARKS_BUILT_ON)
+    assert crossings == set()

@@ -36,6 +36,18 @@ only pays for the benchmark it runs. The names:
 Every benchmark function has the signature ``fn(out, *, seeds, quick, max_epochs, **options)``; the
 options it takes beyond those are discovered from its signature (e.g. ``rho`` for ``"synthetic"``,
 ``device`` for ``"speed"``).
+
+A benchmark's modules are ``_NAME`` and ``_NAME_*``: its settings (full and ``quick``), a fit function per
+method, its scoring and its summary. What several benchmarks share is written once, in modules that belong to no
+benchmark, and a benchmark imports no other benchmark's modules (``tests/house`` checks it):
+
+- ``_fits`` — how SparseVAE is fitted (as a user fits it, or the papers' fixed epochs) and how a fit is measured;
+- ``_real_data``, ``_programme_fit``, ``_programme_scores`` — the real single-cell data sets, a fit read as gene
+  programmes, and how programmes are scored (``peers``, ``stability``);
+- ``_cell_scores``, ``_vae_scores``, ``_documents`` — scores of cell representations, of VAEs on held-out data,
+  and the text benchmarks' methods;
+- ``_report`` — the one writer of ``results.csv``, ``summary.md`` (provenance head, met / not-met lines) and
+  figures; ``_common`` — settings and option checks, restarts, data preparation and the summaries' tables.
 """
 
 from __future__ import annotations

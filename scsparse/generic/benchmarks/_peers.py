@@ -1,11 +1,11 @@
 """``scsparse bench peers``: SparseVAE against the tools single-cell users would pick instead, on real data.
 
-On each data set of :data:`._peers_data.PEER_DATASETS`, every method of :data:`._peers_methods.PEER_METHODS`
+On each data set of :data:`._real_data.REAL_DATASETS`, every method of :data:`._peers_methods.PEER_METHODS`
 (or, on the data sets of the multi-study arm, of :data:`._peers_multistudy.MULTISTUDY_METHODS`) is fitted with
 the same genes, the same maximum number of factors, the same seeds and the same epoch budget,
 one after the other in one process, and its programmes are read the way its authors recommend. Each fit is
 scored on biology recovered, parsimony, information, batch leakage, stability over seeds and cost
-(:mod:`._peers_metrics`). ``results.csv`` has one row per data set, method and seed; ``summary.md`` a table per
+(:mod:`._programme_scores`). ``results.csv`` has one row per data set, method and seed; ``summary.md`` a table per
 data set, who wins each metric, where SparseVAE loses, and the targets; ``peers_<data set>.png`` the main
 metrics.
 
@@ -34,11 +34,12 @@ import numpy as np
 import pandas as pd
 
 from ._common import check_positive_int, chosen_names, quiet_training_logs
-from ._peers_data import PEER_DATASETS, load_peer_dataset
-from ._peers_methods import PEER_METHODS, MethodUnavailable, PeerBudget, PeerFit, fit_peer
-from ._peers_metrics import METRICS, score_fit, stability_scores
+from ._peers_methods import PEER_METHODS, MethodUnavailable, fit_peer
 from ._peers_multistudy import MULTISTUDY_METHODS, fit_multistudy_peer
 from ._peers_summary import peers_figure, peers_summary
+from ._programme_fit import FitBudget, ProgrammeFit
+from ._programme_scores import METRICS, score_fit, stability_scores
+from ._real_data import REAL_DATASETS, load_real_dataset
 from ._report import make_output_dir, provenance, run_options, write_results, write_summary, wrote_line
 
 __all__ = ["RESULT_COLUMNS", "run_peers"]
@@ -50,10 +51,10 @@ RESULT_COLUMNS: list[str] = [
 
 #: Settings of a full run and of ``quick`` (300 cells, 300 genes, 40 epochs: a smoke run of every data set and
 #: method, whose numbers are not read).
-_FULL = PeerBudget(
+_FULL = FitBudget(
     n_factors=20, max_epochs=400, n_top=50, restarts=3, consensus_restarts=5, cnmf_iterations=100, mofa_iterations=1000
 )
-_QUICK = PeerBudget(
+_QUICK = FitBudget(
     n_factors=5, max_epochs=40, n_top=50, restarts=2, consensus_restarts=2, cnmf_iterations=10, mofa_iterations=100
 )
 
@@ -71,7 +72,7 @@ def _warm_up() -> None:
             pass
 
 
-def _row(dataset: str, method: str, seed: int, adata, budget: PeerBudget, status: str) -> dict[str, Any]:
+def _row(dataset: str, method: str, seed: int, adata, budget: FitBudget, status: str) -> dict[str, Any]:
     row = dict.fromkeys(RESULT_COLUMNS, math.nan)
     row.update(
         dataset=dataset,
@@ -114,7 +115,7 @@ def _earlier_results(out_dir: Path) -> pd.DataFrame:
 
 
 def _earlier_fits(
-    earlier: pd.DataFrame, out_dir: Path, name: str, adata, budget: PeerBudget
+    earlier: pd.DataFrame, out_dir: Path, name: str, adata, budget: FitBudget
 ) -> dict[tuple[str, int], tuple[dict[str, Any], list[np.ndarray]]]:
     """The fits of data set ``name`` in ``earlier`` (the ``results.csv`` an earlier run into ``out_dir`` left, read
     before this run wrote to it) with their saved programmes: ``(method, seed)`` -> (row, programmes).
@@ -148,7 +149,7 @@ def _run_dataset(
     name: str,
     methods: list[str],
     seeds: int,
-    budget: PeerBudget,
+    budget: FitBudget,
     quick: bool,
     verbose: bool,
     save: Callable[[list[dict[str, Any]]], None],
@@ -160,11 +161,11 @@ def _run_dataset(
     With ``earlier_results`` (a resumed run), the fits they hold whose programmes were saved in ``out_dir`` are
     kept, not fitted again. Returns the rows and the number of them kept from the earlier run.
     """
-    spec = PEER_DATASETS[name]
+    spec = REAL_DATASETS[name]
     methods = [m for m in methods if m in (MULTISTUDY_METHODS if spec.study_key else PEER_METHODS)]
     if not methods:
         return [], 0
-    adata = load_peer_dataset(name, quick=quick)
+    adata = load_real_dataset(name, quick=quick)
     if verbose:
         print(f"[peers] {name}: {adata.n_obs} cells x {adata.n_vars} genes", flush=True)
     rows: list[dict[str, Any]] = []
@@ -175,7 +176,7 @@ def _run_dataset(
         if method in programmes and seed < seeds:
             programmes[method][seed] = kept
     for seed in range(seeds):
-        first: PeerFit | None = None
+        first: ProgrammeFit | None = None
         for method in methods:
             if (method, seed) in earlier:
                 rows.append(earlier[(method, seed)][0])
@@ -248,7 +249,7 @@ def run_peers(
     max_epochs
         Epoch budget of the neural methods (default 400; SparseVAE may stop earlier once settled).
     datasets
-        Data sets to run (comma-separated or a list; default: all of :data:`._peers_data.PEER_DATASETS`).
+        Data sets to run (comma-separated or a list; default: all of :data:`._real_data.REAL_DATASETS`).
     methods
         Methods to run (default: all of :data:`._peers_methods.PEER_METHODS` and, on the multi-study data sets,
         of :data:`._peers_multistudy.MULTISTUDY_METHODS`).
@@ -282,10 +283,10 @@ def run_peers(
     seeds = (1 if quick else 3) if seeds is None else seeds
     check_positive_int("seeds", seeds)
     check_positive_int("max_epochs", max_epochs, optional=True)
-    chosen_data = chosen_names(datasets, list(PEER_DATASETS), "data set(s)")
+    chosen_data = chosen_names(datasets, list(REAL_DATASETS), "data set(s)")
     chosen_methods = chosen_names(methods, [*PEER_METHODS, *MULTISTUDY_METHODS], "method(s)")
     base = _QUICK if quick else _FULL
-    budget = PeerBudget(**{**base.__dict__, "max_epochs": max_epochs or base.max_epochs})
+    budget = FitBudget(**{**base.__dict__, "max_epochs": max_epochs or base.max_epochs})
     out_dir = make_output_dir(out)
     options = run_options(
         out_dir, seeds, quick, budget.max_epochs, datasets=chosen_data, methods=chosen_methods,

@@ -1,14 +1,14 @@
 """The methods of ``scsparse bench peers``, each fitted and read the way its authors recommend.
 
 Every method gets the same cells and genes, the same maximum number of factors ``K`` and the same seed; the
-neural ones the same epoch budget. Each fit returns a :class:`PeerFit`: the cells x factors representation, the
+neural ones the same epoch budget. Each fit returns a :class:`ProgrammeFit`: the cells x factors representation, the
 programmes (gene lists, strongest gene first) with each programme's activity in every cell, and the factors it
 kept. How each method's programmes are read (:data:`READING`):
 
 - **SparseVAE** — :func:`scsparse.tl.programme_genes`: the genes with ``p* > 0.5`` of each active factor, split by
   the direction they go with it; the prior decides the size of each programme and which factors stay on.
-  "restarts" fits ``PeerBudget.restarts`` seeds (the first is the plain fit of the seed) and keeps the lowest
-  training objective (:func:`scsparse.model.select_best`); "consensus" fits ``PeerBudget.consensus_restarts``
+  "restarts" fits ``FitBudget.restarts`` seeds (the first is the plain fit of the seed) and keeps the lowest
+  training objective (:func:`scsparse.model.select_best`); "consensus" fits ``FitBudget.consensus_restarts``
   seeds (the first the plain fit of the seed, the others with their own split) and keeps the programmes at least
   half of them recover (:func:`scsparse.model.consensus_of`).
 - **LDVAE** (``scvi.model.LinearSCVI``) — the top genes of each factor's linear decoder loadings
@@ -35,12 +35,9 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
-import math
 import tempfile
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -48,17 +45,17 @@ import scipy.sparse as sp
 from anndata import AnnData
 
 from ._fits import fit_sparsevae, measured
+from ._programme_fit import EQUAL_SIZES, FitBudget, ProgrammeFit, read_sparsevae
 
 __all__ = [
     "DETERMINISTIC",
-    "drvi_selected_genes",
-    "EQUAL_SIZES",
     "PEER_METHODS",
     "READING",
     "MethodUnavailable",
-    "PeerBudget",
-    "PeerFit",
+    "counts_matrix",
+    "drvi_selected_genes",
     "fit_peer",
+    "signed_programmes",
 ]
 
 #: The methods, in the order they run and are shown.
@@ -89,98 +86,8 @@ READING: dict[str, str] = {
 DETERMINISTIC: frozenset[str] = frozenset({"PCA"})
 
 
-#: Programme sizes of the equal-size reading: every method's programmes cut to the same number of genes.
-EQUAL_SIZES: tuple[int, ...] = (20, 50)
-
-
 class MethodUnavailable(RuntimeError):
     """A method that cannot run in this environment; the message says why and what would make it run."""
-
-
-@dataclass(frozen=True)
-class PeerBudget:
-    """What every method is given.
-
-    Attributes
-    ----------
-    n_factors
-        The (maximum) number of factors ``K``.
-    max_epochs
-        Epochs for the neural methods (SparseVAE may stop earlier once its fit has settled).
-    n_top
-        Programme size for the methods whose programmes are the top genes of a weight vector.
-    restarts
-        Fits of SparseVAE (best of N).
-    consensus_restarts
-        Fits of SparseVAE in its consensus.
-    cnmf_iterations
-        NMF replicates of cNMF's consensus (cNMF's own default, 100).
-    mofa_iterations
-        Most iterations of MOFA+ (it stops earlier once converged, mofapy2's "fast" mode).
-    """
-
-    n_factors: int = 20
-    max_epochs: int = 400
-    n_top: int = 50
-    restarts: int = 3
-    consensus_restarts: int = 5
-    cnmf_iterations: int = 100
-    mofa_iterations: int = 1000
-
-
-@dataclass
-class PeerFit:
-    """One method's fit to one data set and seed.
-
-    Attributes
-    ----------
-    method
-        A name of :data:`PEER_METHODS`.
-    factors
-        Cells x factors representation (every factor the method returns; the input of the label classifier);
-        ``None`` where the method has no one representation of all cells (one fit per study).
-    programmes
-        Programme name (``"<factor>+"`` / ``"<factor>-"``) -> gene indices, strongest first.
-    activity
-        Programme name -> its activity in every cell (higher: the programme's genes are more expressed).
-    n_kept
-        Factors the method kept (SparseVAE: active factors; DRVI: not vanished; the others: all non-empty).
-    seconds, peak_mb
-        Wall time of fitting and reading the programmes, and the growth of the peak resident memory while doing
-        it (MB; ``nan`` where the peak cannot be reset, outside Linux).
-    extra
-        Method-specific facts for the summary (e.g. whether SparseVAE settled).
-    model
-        The fitted model, for the SparseVAE fits (restart 0 of the restarts of the same seed).
-    scope
-        Multi-study methods: programme name -> ``"shared"`` or the study it belongs to (empty for the others).
-    rankings
-        Programme name -> its genes in the method's own order, beyond the method's own cut where the reading has
-        one (SparseVAE: the genes with ``p* > 0.5`` by ``|w|``, then the other genes of the direction by ``p*``),
-        up to ``max(EQUAL_SIZES)`` genes: what the equal-size reading cuts. Empty: the programmes themselves.
-    transfer
-        Multi-study methods: the cells x factors representation common to all studies, on which a classifier
-        trained on one study's cells is tested on the others' (``None``: the method has none).
-    """
-
-    method: str
-    factors: np.ndarray | None
-    programmes: dict[str, np.ndarray]
-    activity: dict[str, np.ndarray]
-    n_kept: int
-    seconds: float = math.nan
-    peak_mb: float = math.nan
-    extra: dict[str, Any] = field(default_factory=dict)
-    model: Any = field(default=None, repr=False)
-    scope: dict[str, str] = field(default_factory=dict)
-    rankings: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
-    transfer: np.ndarray | None = field(default=None, repr=False)
-
-    def cut(self, n_genes: int) -> dict[str, np.ndarray]:
-        """Every programme cut to its ``n_genes`` strongest genes by the method's own ranking (the equal-size
-        reading; a programme whose ranking is shorter keeps all it has).
-        """
-        return {name: self.rankings.get(name, genes)[:n_genes] for name, genes in self.programmes.items()}
 
 
 # ---------------------------------------------------------------------------------------------- reading helpers
@@ -212,62 +119,7 @@ def counts_matrix(adata: AnnData) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- SparseVAE
-def read_sparsevae(model, adata: AnnData, method: str) -> PeerFit:
-    """The programmes of a trained SparseVAE or MultiStudySparseVAE (``scope``: the block of each programme)."""
-    from scsparse.results import read_results
-    from scsparse.tl import factor_gene_correlation, programme_genes
-
-    key = "peers"
-    model.write_results(adata, key_added=key, overwrite=True)
-    res = read_results(adata, key)
-    z = np.asarray(res.Z, dtype=np.float64)
-    index = {g: j for j, g in enumerate(adata.var_names)}
-    programmes, activity, scope, rankings = {}, {}, {}, {}
-    study: dict[str, str] = {}  # factor -> its study ("all": shared), for a multi-study fit
-    if res.studies:
-        factors = model.factor_table()
-        study = dict(zip(factors["factor"], factors["study"].astype(str), strict=True))
-    table = programme_genes(adata, key=key) if res.active_factors else []  # no active factor: no programme
-    corr = factor_gene_correlation(adata, key=key) if len(table) else None
-    for row in table.itertuples() if len(table) else ():
-        sign = 1.0 if row.direction == "positive" else -1.0
-        name = f"{row.factor}{'+' if sign > 0 else '-'}"
-        k = res.factor_names.index(row.factor)
-        programmes[name] = np.asarray([index[g] for g in row.genes], dtype=np.int64)
-        activity[name] = sign * z[:, k]
-        same_direction = sign * corr[row.factor].to_numpy() > 0
-        rankings[name] = _extended_ranking(programmes[name], res.pip[:, k], res.W[:, k], same_direction)
-        if res.studies:
-            scope[name] = "shared" if study[row.factor] == "all" else study[row.factor]
-    stopping = model.history.get("stopping")
-    settled = float(stopping["stopping"].iloc[-1] == "settled") if stopping is not None else math.nan
-    return PeerFit(
-        method,
-        z,
-        programmes,
-        activity,
-        n_kept=len(res.active_factors),
-        extra={"settled": settled, "epochs": float(len(model.history["elbo_train"]))},
-        model=model,
-        scope=scope,
-        rankings=rankings,
-    )
-
-
-def _extended_ranking(programme: np.ndarray, pip: np.ndarray, w: np.ndarray, same_direction: np.ndarray) -> np.ndarray:
-    """A SparseVAE programme (genes with ``p* > 0.5``, by ``|w|``) followed by the other genes of its direction
-    by decreasing ``p*`` (then ``|w|``), up to ``max(EQUAL_SIZES)`` genes.
-    """
-    size = max(EQUAL_SIZES)
-    if programme.size >= size:
-        return programme[:size]
-    rest = np.flatnonzero(same_direction)
-    rest = rest[~np.isin(rest, programme)]
-    rest = rest[np.lexsort((-np.abs(w[rest]), -pip[rest]))]
-    return np.concatenate([programme, rest[: size - programme.size]]).astype(np.int64)
-
-
-def _fit_sparsevae(adata, budget, seed, batch_key, first=None) -> PeerFit:
+def _fit_sparsevae(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
     with measured() as m:
         model = fit_sparsevae(adata, budget.n_factors, budget.max_epochs, seed, batch_key)
         fit = read_sparsevae(model, adata, "SparseVAE")
@@ -275,7 +127,7 @@ def _fit_sparsevae(adata, budget, seed, batch_key, first=None) -> PeerFit:
     return fit
 
 
-def _fit_sparsevae_restarts(adata, budget, seed, batch_key, first: PeerFit | None = None) -> PeerFit:
+def _fit_sparsevae_restarts(adata, budget, seed, batch_key, first: ProgrammeFit | None = None) -> ProgrammeFit:
     from scsparse.model import select_best
 
     from ._common import RESTART_SEED_STEP
@@ -303,7 +155,7 @@ def _fit_sparsevae_restarts(adata, budget, seed, batch_key, first: PeerFit | Non
     return fit
 
 
-def _fit_sparsevae_consensus(adata, budget, seed, batch_key, first: PeerFit | None = None) -> PeerFit:
+def _fit_sparsevae_consensus(adata, budget, seed, batch_key, first: ProgrammeFit | None = None) -> ProgrammeFit:
     from scsparse.model import consensus_of
 
     from ._common import RESTART_SEED_STEP
@@ -322,7 +174,7 @@ def _fit_sparsevae_consensus(adata, budget, seed, batch_key, first: PeerFit | No
 
 
 # ---------------------------------------------------------------------------------------------- scvi-tools peers
-def _fit_ldvae(adata, budget, seed, batch_key, first=None) -> PeerFit:
+def _fit_ldvae(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
     import scvi
 
     with measured() as m:
@@ -332,7 +184,7 @@ def _fit_ldvae(adata, budget, seed, batch_key, first=None) -> PeerFit:
         model.train(max_epochs=budget.max_epochs, enable_progress_bar=False)
         z = model.get_latent_representation()
         programmes, activity = signed_programmes(model.get_loadings().to_numpy(), z, budget.n_top)
-    return PeerFit("LDVAE", z, programmes, activity, budget.n_factors, m["seconds"], m["peak_mb"])
+    return ProgrammeFit("LDVAE", z, programmes, activity, budget.n_factors, m["seconds"], m["peak_mb"])
 
 
 def _drvi_class():
@@ -391,7 +243,7 @@ def _drvi_default_n_latent() -> int:
     return int(inspect.signature(drvi.__init__).parameters["n_latent"].default)
 
 
-def _fit_drvi_model(adata, n_latent, budget, seed, batch_key, own_rule: bool) -> PeerFit:
+def _fit_drvi_model(adata, n_latent, budget, seed, batch_key, own_rule: bool) -> ProgrammeFit:
     import scvi
 
     drvi = _drvi_class()
@@ -429,19 +281,21 @@ def _fit_drvi_model(adata, n_latent, budget, seed, batch_key, own_rule: bool) ->
                     activity[name] = sign * np.asarray(z[:, k], dtype=np.float64)
         kept = int((~embed.var["vanished"].to_numpy(dtype=bool)).sum())
     extra = {"n_latent": n_latent}
-    return PeerFit("DRVI", z, programmes, activity, kept, m["seconds"], m["peak_mb"], extra=extra, rankings=rankings)
+    return ProgrammeFit(
+        "DRVI", z, programmes, activity, kept, m["seconds"], m["peak_mb"], extra=extra, rankings=rankings
+    )
 
 
-def _fit_drvi(adata, budget, seed, batch_key, first=None) -> PeerFit:
+def _fit_drvi(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
     return _fit_drvi_model(adata, budget.n_factors, budget, seed, batch_key, own_rule=False)
 
 
-def _fit_drvi_defaults(adata, budget, seed, batch_key, first=None) -> PeerFit:
+def _fit_drvi_defaults(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
     return _fit_drvi_model(adata, _drvi_default_n_latent(), budget, seed, batch_key, own_rule=True)
 
 
 # ---------------------------------------------------------------------------------------------- matrix factorisations
-def _fit_nmf(adata, budget, seed, batch_key, first=None) -> PeerFit:
+def _fit_nmf(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
     from sklearn.decomposition import NMF
 
     with measured() as m:
@@ -462,10 +316,10 @@ def _fit_nmf(adata, budget, seed, batch_key, first=None) -> PeerFit:
         spectra = nmf.components_.T  # genes x K
         programmes, activity = signed_programmes(spectra, usage, budget.n_top, directions=(1,))
         kept = int(((spectra.max(0) > 0) & (usage.max(0) > 0)).sum())
-    return PeerFit("NMF (KL)", usage, programmes, activity, kept, m["seconds"], m["peak_mb"])
+    return ProgrammeFit("NMF (KL)", usage, programmes, activity, kept, m["seconds"], m["peak_mb"])
 
 
-def _fit_cnmf(adata, budget, seed, batch_key, first=None) -> PeerFit:
+def _fit_cnmf(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
     try:
         from cnmf import cNMF
     except ImportError as exc:
@@ -496,10 +350,10 @@ def _fit_cnmf(adata, budget, seed, batch_key, first=None) -> PeerFit:
         spectra = spectra_scores.reindex(adata.var_names).fillna(0.0).to_numpy(dtype=np.float64)  # genes x k
         usage = usage.loc[adata.obs_names].to_numpy(dtype=np.float64)
         programmes, activity = signed_programmes(spectra, usage, budget.n_top, directions=(1,))
-    return PeerFit("cNMF", usage, programmes, activity, spectra.shape[1], m["seconds"], m["peak_mb"])
+    return ProgrammeFit("cNMF", usage, programmes, activity, spectra.shape[1], m["seconds"], m["peak_mb"])
 
 
-def _fit_pca(adata, budget, seed, batch_key, first=None) -> PeerFit:
+def _fit_pca(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
     import scanpy as sc
 
     from scsparse._threads import torch_threads
@@ -512,7 +366,7 @@ def _fit_pca(adata, budget, seed, batch_key, first=None) -> PeerFit:
         sc.tl.pca(x, n_comps=budget.n_factors, random_state=seed)
         z = np.asarray(x.obsm["X_pca"], dtype=np.float64)
         programmes, activity = signed_programmes(np.asarray(x.varm["PCs"]), z, budget.n_top)
-    return PeerFit("PCA", z, programmes, activity, budget.n_factors, m["seconds"], m["peak_mb"])
+    return ProgrammeFit("PCA", z, programmes, activity, budget.n_factors, m["seconds"], m["peak_mb"])
 
 
 _FITTERS = {
@@ -531,12 +385,12 @@ _FITTERS = {
 def fit_peer(
     method: str,
     adata: AnnData,
-    budget: PeerBudget,
+    budget: FitBudget,
     seed: int,
     batch_key: str | None = None,
     *,
-    first: PeerFit | None = None,
-) -> PeerFit:
+    first: ProgrammeFit | None = None,
+) -> ProgrammeFit:
     """Fit ``method`` to a copy of ``adata`` (counts in ``layers["counts"]``) and read its programmes.
 
     Parameters

@@ -31,15 +31,9 @@ import scipy.sparse as sp
 from anndata import AnnData
 
 from ._fits import fit_sparsevae, measured
-from ._peers_data import study_names
-from ._peers_methods import (
-    MethodUnavailable,
-    PeerBudget,
-    PeerFit,
-    counts_matrix,
-    read_sparsevae,
-    signed_programmes,
-)
+from ._peers_methods import MethodUnavailable, counts_matrix, signed_programmes
+from ._programme_fit import FitBudget, ProgrammeFit, read_sparsevae
+from ._real_data import study_names
 
 __all__ = [
     "MOFA_MIN_R2",
@@ -73,7 +67,7 @@ MULTISTUDY_READING: dict[str, str] = {
 }
 
 
-def _fit_multistudy(adata: AnnData, budget: PeerBudget, seed: int, study_key: str) -> PeerFit:
+def _fit_multistudy(adata: AnnData, budget: FitBudget, seed: int, study_key: str) -> ProgrammeFit:
     from scsparse.model import MultiStudySparseVAE
     from scsparse.train import FitNotSettledWarning
 
@@ -93,7 +87,7 @@ def _fit_multistudy(adata: AnnData, budget: PeerBudget, seed: int, study_key: st
     return fit
 
 
-def _fit_per_study(adata: AnnData, budget: PeerBudget, seed: int, study_key: str) -> PeerFit:
+def _fit_per_study(adata: AnnData, budget: FitBudget, seed: int, study_key: str) -> ProgrammeFit:
     studies = study_names(adata, study_key)
     labels = adata.obs[study_key].astype(str).to_numpy()
     programmes, activity, scope, rankings, kept, transfer = {}, {}, {}, {}, 0, None
@@ -115,7 +109,7 @@ def _fit_per_study(adata: AnnData, budget: PeerBudget, seed: int, study_key: str
             kept += fit.n_kept
             if transfer is None:
                 transfer = np.asarray(z_all, dtype=np.float64)
-    return PeerFit(
+    return ProgrammeFit(
         "SparseVAE (per study)", None, programmes, activity, kept, m["seconds"], m["peak_mb"], scope=scope,
         rankings=rankings, transfer=transfer,
     )  # fmt: skip
@@ -129,7 +123,7 @@ def _mofa_entry():
     return entry_point
 
 
-def _fit_mofa(adata: AnnData, budget: PeerBudget, seed: int, study_key: str) -> PeerFit:
+def _fit_mofa(adata: AnnData, budget: FitBudget, seed: int, study_key: str) -> ProgrammeFit:
     import scanpy as sc
 
     entry_point = _mofa_entry()
@@ -173,7 +167,7 @@ def _fit_mofa(adata: AnnData, budget: PeerBudget, seed: int, study_key: str) -> 
             k = int(name[:-1])
             scope[name] = studies[int(np.argmax(share[:, k]))] if specific[k] else "shared"
         shared = [k for k in kept if not specific[k]]
-    return PeerFit(
+    return ProgrammeFit(
         "MOFA+ (groups)", z, programmes, activity, int(kept.size), m["seconds"], m["peak_mb"], scope=scope,
         transfer=z[:, shared] if shared else None,
     )  # fmt: skip
@@ -186,7 +180,7 @@ _FITTERS = {
 }
 
 
-def fit_multistudy_peer(method: str, adata: AnnData, budget: PeerBudget, seed: int, study_key: str) -> PeerFit:
+def fit_multistudy_peer(method: str, adata: AnnData, budget: FitBudget, seed: int, study_key: str) -> ProgrammeFit:
     """Fit a method of the multi-study arm to a copy of ``adata`` and read its programmes and their scope.
 
     Parameters

@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 
 from ._common import markdown_table
-from ._peers_data import PEER_DATASETS
-from ._peers_methods import DETERMINISTIC, EQUAL_SIZES, READING, PeerBudget
-from ._peers_metrics import (
+from ._peers_methods import DETERMINISTIC, READING
+from ._peers_multistudy import MULTISTUDY_READING
+from ._programme_fit import EQUAL_SIZES, FitBudget
+from ._programme_scores import (
     DISENTANGLEMENT,
     EQUAL_SIZE_METRICS,
     HIGHER_IS_BETTER,
@@ -21,7 +22,7 @@ from ._peers_metrics import (
     METRICS,
     SIGNIFICANCE,
 )
-from ._peers_multistudy import MULTISTUDY_READING
+from ._real_data import REAL_DATASETS
 from ._report import NOT_ASSESSED_QUICK, new_figure, save_figure, summary_head, target_verdict
 
 __all__ = ["peers_figure", "peers_summary", "peers_targets"]
@@ -256,7 +257,7 @@ def peers_targets(df: pd.DataFrame, *, assessed: bool = True) -> list[tuple[str,
 def peers_summary(
     df: pd.DataFrame,
     prov: Mapping[str, Any],
-    budget: PeerBudget,
+    budget: FitBudget,
     *,
     quick: bool,
     total_seconds: float,
@@ -303,7 +304,7 @@ def peers_summary(
         ok = _ok(frame)
         if ok.empty:
             continue
-        spec = PEER_DATASETS[name]
+        spec = REAL_DATASETS[name]
         metrics = _shown_metrics(frame)
         means, sds = _means(frame), _spreads(frame)
         lines += [
@@ -372,5 +373,5 @@ def peers_figure(df: pd.DataFrame, name: str, out_dir: Path) -> Path | None:
         ax.set_title(metric + arrow, fontsize=9)
     for ax in axes[len(metrics) :]:
         ax.set_visible(False)
-    fig.suptitle(PEER_DATASETS[name].title, fontsize=10)
+    fig.suptitle(REAL_DATASETS[name].title, fontsize=10)
     return save_figure(fig, out_dir / f"peers_{name}.png")

@@ -1,6 +1,6 @@
 """``scsparse bench stability``: what a refit with another seed keeps of each programme, and where the seed enters.
 
-On each data set of ``bench peers`` (:data:`._peers_data.PEER_DATASETS`, single-study ones), SparseVAE is fitted
+On each single-study data set of ``bench peers`` (:data:`._real_data.REAL_DATASETS`), SparseVAE is fitted
 with several seeds in each of the :data:`VARIANTS`, and every pair of seeds of a variant is compared with
 :func:`scsparse.generic.metrics.programme_agreement`, which separates what moves:
 
@@ -44,9 +44,9 @@ from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_
 
 from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
 from ._fits import fit_sparsevae, measured
-from ._peers_data import PEER_DATASETS, load_peer_dataset
-from ._peers_methods import PeerBudget, read_sparsevae
-from ._peers_metrics import score_fit
+from ._programme_fit import FitBudget, read_sparsevae
+from ._programme_scores import score_fit
+from ._real_data import REAL_DATASETS, load_real_dataset
 from ._report import (
     NOT_ASSESSED_QUICK,
     make_output_dir,
@@ -201,9 +201,9 @@ _LABELS = {
     "loadings_corr": "loadings (abs. correlation)",
     "n_active_diff": "active factors (difference)",
 }
-_FULL = PeerBudget(n_factors=20, max_epochs=400)
-_QUICK = PeerBudget(n_factors=5, max_epochs=60)
-_MULTI_STUDY = {name for name, spec in PEER_DATASETS.items() if spec.study_key}
+_FULL = FitBudget(n_factors=20, max_epochs=400)
+_QUICK = FitBudget(n_factors=5, max_epochs=60)
+_MULTI_STUDY = {name for name, spec in REAL_DATASETS.items() if spec.study_key}
 
 
 def _fit_path(out_dir: Path, dataset: str, variant: str, seed: int) -> Path:
@@ -233,7 +233,7 @@ def _load_fit(path: Path, genes: Sequence[str], wanted: dict[str, Any]) -> tuple
     return row, ProgrammeSet(programmes, np.load(path.with_suffix(".npy")))
 
 
-def _consensus_model(adata, budget: PeerBudget, first_seed: int, batch_key: str | None, variant: StabilityVariant):
+def _consensus_model(adata, budget: FitBudget, first_seed: int, batch_key: str | None, variant: StabilityVariant):
     """A consensus of ``variant.restarts`` restarts with seeds ``first_seed, first_seed + 1, ...``."""
     from scsparse.model import SparseVAE
     from scsparse.train import FitNotSettledWarning
@@ -248,10 +248,10 @@ def _consensus_model(adata, budget: PeerBudget, first_seed: int, batch_key: str 
 
 
 def _fit(
-    dataset: str, variant: StabilityVariant, seed: int, adata, budget: PeerBudget, row: dict[str, Any]
+    dataset: str, variant: StabilityVariant, seed: int, adata, budget: FitBudget, row: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, list[str]], np.ndarray]:
     """Fit and score one run; returns the row, the programmes (gene names) and the active factors' loadings."""
-    spec = PEER_DATASETS[dataset]
+    spec = REAL_DATASETS[dataset]
     init_seed, training_seed = variant.seeds(seed)
     with measured() as m:
         if variant.restarts > 1:
@@ -280,7 +280,7 @@ def _run_variant(
     variant: StabilityVariant,
     seeds: int,
     adata,
-    budget: PeerBudget,
+    budget: FitBudget,
     out_dir: Path,
     resume: bool,
     verbose: bool,
@@ -342,7 +342,7 @@ def stability_summary(
         "",
     ]
     for dataset, part in agreement.groupby("dataset", sort=False):
-        lines += [f"## {PEER_DATASETS[dataset].title}", ""]
+        lines += [f"## {REAL_DATASETS[dataset].title}", ""]
         lines.append(
             markdown_table(part, ["variant"], list(AGREEMENT_MEASURES), digits=2, labels=_LABELS).replace(
                 "n seeds", "n pairs"
@@ -417,11 +417,11 @@ def run_stability(
     if seeds < 2:
         raise ValueError(f"Stability needs at least 2 seeds, got {seeds}.")
     check_positive_int("max_epochs", max_epochs, optional=True)
-    single = [n for n in PEER_DATASETS if n not in _MULTI_STUDY]
+    single = [n for n in REAL_DATASETS if n not in _MULTI_STUDY]
     chosen_data = chosen_names(datasets if datasets is not None or not quick else "kang", single, "data set(s)")
     chosen = chosen_names(methods if methods is not None or not quick else "default", list(VARIANTS), "variant(s)")
     base = _QUICK if quick else _FULL
-    budget = PeerBudget(**{**base.__dict__, "max_epochs": max_epochs or base.max_epochs})
+    budget = FitBudget(**{**base.__dict__, "max_epochs": max_epochs or base.max_epochs})
     out_dir = make_output_dir(out)
     options = run_options(
         out_dir, seeds, quick, budget.max_epochs, datasets=chosen_data, methods=chosen, n_threads=n_threads,
@@ -433,7 +433,7 @@ def run_stability(
     with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
         prov = provenance("stability", options)
         for name in chosen_data:
-            adata = load_peer_dataset(name, quick=quick)
+            adata = load_real_dataset(name, quick=quick)
             if verbose:
                 print(f"[stability] {name}: {adata.n_obs} cells x {adata.n_vars} genes", flush=True)
             for variant in chosen:

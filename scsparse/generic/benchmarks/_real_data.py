@@ -1,4 +1,5 @@
-"""The data sets of ``scsparse bench peers``: cells, genes, labels, batches, gene-set libraries, known programmes.
+"""The real data sets of ``bench peers`` and ``bench stability``: cells, genes, labels, batches, gene-set libraries,
+known programmes.
 
 Every data set is read from the data registry (offline copy: ``SCSPARSE_DATA_DIR``) and reduced to the same genes
 for every method: the embedded Kang PBMCs keep their 2,004 genes, Zeisel its 1,000 named genes, the others their
@@ -12,7 +13,7 @@ Known programmes, the biology each data set is known to hold:
   :data:`MIN_TYPE_CELLS` cells).
 
 CellBench's genes are Ensembl ids with no symbol table offline, so it has no enrichment; the three 10x PBMC
-chemistries have no labels. Each is scored on what it has (see :mod:`._peers_metrics`).
+chemistries have no labels. Each is scored on what it has (see :mod:`._programme_scores`).
 
 The multi-study arm (:mod:`._peers_multistudy`) takes Kang with control and stimulated cells as two studies (the
 interferon programme belongs to the stimulated study, the cell types to both) and CellBench with its two
@@ -29,7 +30,7 @@ from anndata import AnnData
 
 from ._common import quick_subsample, variable_genes
 
-__all__ = ["MIN_TYPE_CELLS", "PEER_DATASETS", "PeerDataset", "gene_set_library", "load_peer_dataset", "study_names"]
+__all__ = ["MIN_TYPE_CELLS", "REAL_DATASETS", "RealDataset", "gene_set_library", "load_real_dataset", "study_names"]
 
 #: Labelled cell types with fewer cells are not scored for marker recovery.
 MIN_TYPE_CELLS = 10
@@ -60,7 +61,7 @@ _ZEISEL_MARKERS: dict[str, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True)
-class PeerDataset:
+class RealDataset:
     """One data set of the benchmark and how it is scored.
 
     Attributes
@@ -123,7 +124,7 @@ def _pbmc_3batch() -> AnnData:
     return variable_genes(pbmc_3batch(), 2000, batch_key="batch")
 
 
-_KANG = PeerDataset(
+_KANG = RealDataset(
     "kang",
     "Kang et al. 2018 PBMCs, control and IFN-beta (embedded, 1,975 cells)",
     _kang,
@@ -132,7 +133,7 @@ _KANG = PeerDataset(
     markers=_PBMC_MARKERS,
     condition=("condition", "stimulated"),
 )
-_CELLBENCH = PeerDataset(
+_CELLBENCH = RealDataset(
     "cellbench",
     "CellBench 3 lung cancer cell lines, CEL-seq2 and Drop-seq (singlets)",
     _cellbench,
@@ -141,11 +142,11 @@ _CELLBENCH = PeerDataset(
 )
 
 #: Data set key -> definition, in the order they run.
-PEER_DATASETS: dict[str, PeerDataset] = {
+REAL_DATASETS: dict[str, RealDataset] = {
     d.name: d
     for d in (
         _KANG,
-        PeerDataset(
+        RealDataset(
             "pbmc3k",
             "10x PBMC 3k (first 1,000 cells, Seurat labels)",
             _pbmc3k,
@@ -153,7 +154,7 @@ PEER_DATASETS: dict[str, PeerDataset] = {
             libraries=("hallmark_human", "panglaodb_blood"),
             markers=_PBMC_MARKERS,
         ),
-        PeerDataset(
+        RealDataset(
             "zeisel",
             "Zeisel et al. 2015 mouse cortex and hippocampus (DESCEND subset, 1,464 cells)",
             _zeisel,
@@ -162,7 +163,7 @@ PEER_DATASETS: dict[str, PeerDataset] = {
             markers=_ZEISEL_MARKERS,
         ),
         _CELLBENCH,
-        PeerDataset(
+        RealDataset(
             "pbmc_3batch",
             "10x PBMCs in three chemistries (3' v2, 3' v3, 5')",
             _pbmc_3batch,
@@ -194,7 +195,7 @@ def study_names(adata: AnnData, study_key: str) -> list[str]:
     return sorted(map(str, adata.obs[study_key].astype(str).unique()))
 
 
-def load_peer_dataset(name: str, *, quick: bool = False, seed: int = 0) -> AnnData:
+def load_real_dataset(name: str, *, quick: bool = False, seed: int = 0) -> AnnData:
     """The cells and genes of a data set (quick: 300 cells and the 300 most variable genes).
 
     Raises
@@ -204,9 +205,9 @@ def load_peer_dataset(name: str, *, quick: bool = False, seed: int = 0) -> AnnDa
     scsparse.data.DataNotAvailableError
         When the data are not in the local cache and cannot be downloaded.
     """
-    if name not in PEER_DATASETS:
-        raise ValueError(f"Unknown data set {name!r}; choose from {', '.join(PEER_DATASETS)}.")
-    spec = PEER_DATASETS[name]
+    if name not in REAL_DATASETS:
+        raise ValueError(f"Unknown data set {name!r}; choose from {', '.join(REAL_DATASETS)}.")
+    spec = REAL_DATASETS[name]
     adata = spec.load()
     if spec.label_key is not None:
         adata = adata[adata.obs[spec.label_key].notna().to_numpy()].copy()

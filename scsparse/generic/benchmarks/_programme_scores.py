@@ -1,4 +1,5 @@
-"""The metrics of ``scsparse bench peers``: what each fit's programmes say, and what it costs.
+"""How a fit's programmes are scored on real data (``bench peers``, ``bench stability``): what they say, and what
+they cost.
 
 Each metric, what it rewards and its blind spot (also on the documentation page):
 
@@ -10,7 +11,7 @@ Biology recovered
     leans towards small, focused programmes, the balance to the two before. ``interferon_recovered`` /
     ``interferon_p`` (Kang) — whether one programme, more active in the stimulated cells, is enriched for the
     Hallmark interferon response, and its adjusted p (1 when none). ``markers_recovered`` — share of the labelled
-    cell types (with >= :data:`._peers_data.MIN_TYPE_CELLS` cells) with a programme that is most active in that
+    cell types (with >= :data:`._real_data.MIN_TYPE_CELLS` cells) with a programme that is most active in that
     type and enriched for that type's PanglaoDB markers; a programme shared by several types counts for one of
     them only, so merged subsets (T-cell subtypes) cost recovery.
 Parsimony
@@ -62,8 +63,8 @@ import pandas as pd
 from anndata import AnnData
 
 from ._common import INTERFERON_TERMS
-from ._peers_data import MIN_TYPE_CELLS, PeerDataset, gene_set_library, study_names
-from ._peers_methods import EQUAL_SIZES, PeerFit
+from ._programme_fit import EQUAL_SIZES, ProgrammeFit
+from ._real_data import MIN_TYPE_CELLS, RealDataset, gene_set_library, study_names
 
 __all__ = [
     "DISENTANGLEMENT",
@@ -114,14 +115,14 @@ LOWER_IS_BETTER = frozenset(
 )
 
 
-def _gene_sets(spec: PeerDataset) -> dict[str, list[str]]:
+def _gene_sets(spec: RealDataset) -> dict[str, list[str]]:
     sets: dict[str, list[str]] = {}
     for library in spec.libraries:
         sets.update(gene_set_library(library))
     return sets
 
 
-def _enrichment(fit: PeerFit, adata: AnnData, sets: Mapping[str, list[str]]) -> pd.DataFrame:
+def _enrichment(fit: ProgrammeFit, adata: AnnData, sets: Mapping[str, list[str]]) -> pd.DataFrame:
     """ORA of every programme (:func:`scsparse.tl.enrich_gene_lists`); ``programme`` names the programme."""
     from scsparse.tl import enrich_gene_lists
 
@@ -140,7 +141,7 @@ def _top_group(activity: np.ndarray, groups: np.ndarray, among: Sequence[str]) -
     return max(means, key=means.get)
 
 
-def _markers_recovered(fit: PeerFit, sig: pd.DataFrame, labels: np.ndarray, spec: PeerDataset) -> float:
+def _markers_recovered(fit: ProgrammeFit, sig: pd.DataFrame, labels: np.ndarray, spec: RealDataset) -> float:
     counts = pd.Series(labels).value_counts()
     types = [t for t in counts.index if counts[t] >= MIN_TYPE_CELLS and t in spec.markers]
     if not types:
@@ -154,7 +155,9 @@ def _markers_recovered(fit: PeerFit, sig: pd.DataFrame, labels: np.ndarray, spec
     return recovered / len(types)
 
 
-def _interferon(fit: PeerFit, table: pd.DataFrame, adata: AnnData, spec: PeerDataset) -> tuple[float, float, float]:
+def _interferon(
+    fit: ProgrammeFit, table: pd.DataFrame, adata: AnnData, spec: RealDataset
+) -> tuple[float, float, float]:
     """Whether an interferon programme of the stimulated cells is found, its adjusted p, and (multi-study arm)
     whether it belongs to the stimulated study.
 
@@ -180,7 +183,7 @@ def _interferon(fit: PeerFit, table: pd.DataFrame, adata: AnnData, spec: PeerDat
     return float(found), p, specific
 
 
-def _transfer_accuracy(fit: PeerFit, adata: AnnData, spec: PeerDataset, labels: np.ndarray) -> float:
+def _transfer_accuracy(fit: ProgrammeFit, adata: AnnData, spec: RealDataset, labels: np.ndarray) -> float:
     """Trained on the first study's cells (sorted), tested on the others', on ``fit.transfer``."""
     from ._cell_scores import transfer_accuracy
 
@@ -188,7 +191,7 @@ def _transfer_accuracy(fit: PeerFit, adata: AnnData, spec: PeerDataset, labels: 
     return transfer_accuracy(np.asarray(fit.transfer), labels, reference, ~reference)
 
 
-def disentanglement_processes(adata: AnnData, spec: PeerDataset, labels: np.ndarray) -> pd.DataFrame:
+def disentanglement_processes(adata: AnnData, spec: RealDataset, labels: np.ndarray) -> pd.DataFrame:
     """The processes the disentanglement scores look for: each labelled cell type, and the condition's group as
     one process where the data set has one (Kang: the stimulated cells). A binary condition is one process; as two
     label categories it would be two complementary processes, each claiming a factor of its own.
@@ -201,13 +204,13 @@ def disentanglement_processes(adata: AnnData, spec: PeerDataset, labels: np.ndar
     return processes
 
 
-def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dict[str, float]:
+def score_fit(fit: ProgrammeFit, adata: AnnData, spec: RealDataset, seed: int) -> dict[str, float]:
     """Every metric of one fit but ``stability`` (see :func:`stability_scores`); ``nan`` where it does not apply.
 
     Parameters
     ----------
     fit
-        The fit (:func:`._peers_methods.fit_peer`).
+        The fit, read as programmes.
     adata
         The data set's cells and genes, with the label and batch columns of ``spec``.
     spec
@@ -248,7 +251,7 @@ def score_fit(fit: PeerFit, adata: AnnData, spec: PeerDataset, seed: int) -> dic
 
 
 def _programme_scores(
-    fit: PeerFit, adata: AnnData, spec: PeerDataset, labels: np.ndarray | None, sets: Mapping[str, list[str]]
+    fit: ProgrammeFit, adata: AnnData, spec: RealDataset, labels: np.ndarray | None, sets: Mapping[str, list[str]]
 ) -> dict[str, float]:
     """The metrics of the programmes' gene lists: redundancy, enrichment (against ``sets``), the known programmes."""
     from scsparse.generic.metrics import programme_redundancy
