@@ -13,7 +13,9 @@ from scsparse._checks import InvalidInputError, did_you_mean
 __all__ = ["chunk_rows_for", "column_variances", "get_matrix", "iter_row_chunks"]
 
 _CHUNK_ROWS = 10_000
-_CHUNK_ELEMENTS = 2**24  # about 64 MB of float32 per dense block: bounded memory whatever the number of genes
+#: about 16 MB of float32 per dense block: bounded memory whatever the number of genes, and blocks small enough that
+#: the allocator's reuse of their memory does not make a streamed pass's peak grow with the number of cells
+_CHUNK_ELEMENTS = 2**22
 
 
 class _RowSliceable:
@@ -60,7 +62,7 @@ def get_matrix(adata: AnnData, layer: str | None):
 
 
 def chunk_rows_for(n_cols: int, chunk_rows: int | None = None) -> int:
-    """Rows per block so that a dense block holds at most about 16.8 million values (``2**24``).
+    """Rows per block so that a dense block holds at most about 4.2 million values (``2**22``).
 
     Parameters
     ----------
@@ -72,7 +74,7 @@ def chunk_rows_for(n_cols: int, chunk_rows: int | None = None) -> int:
     Examples
     --------
     >>> chunk_rows_for(2_000), chunk_rows_for(20_000)
-    (8388, 838)
+    (2097, 209)
     """
     if chunk_rows is not None:
         if chunk_rows < 1:
@@ -86,7 +88,7 @@ def iter_row_chunks(matrix, chunk_rows: int | None = None) -> Iterator[np.ndarra
 
     Works on in-memory arrays, scipy sparse matrices and the on-disk matrices of a backed AnnData
     (``anndata.read_h5ad(path, backed="r").X``: an h5py dataset or anndata's sparse dataset), reading one
-    block at a time. By default a block holds at most about 16.8 million values (see :func:`chunk_rows_for`),
+    block at a time. By default a block holds at most about 4.2 million values (see :func:`chunk_rows_for`),
     so the memory used does not grow with the number of cells or genes.
 
     Parameters

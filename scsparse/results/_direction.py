@@ -73,7 +73,7 @@ def expression_factor_correlation(mat, Z: np.ndarray, normalize: bool, cells: np
     sx, sxx, sxz = np.zeros(n_genes), np.zeros(n_genes), np.zeros((n_genes, n_factors))
     sz, szz = np.zeros(n_factors), np.zeros(n_factors)
     start = 0
-    for block in iter_row_chunks(mat):  # blocks of at most about 16.8 million values
+    for block in iter_row_chunks(mat):  # blocks of at most about 4.2 million values
         stop = start + block.shape[0]
         z = Z[start:stop]
         if cells is not None:

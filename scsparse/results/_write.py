@@ -24,8 +24,25 @@ __all__ = [
 ]
 
 
+#: Values per piece when a block's indices and values are converted for the hash (bounded temporaries).
+_HASH_PIECE = 2**20
+
+
+def _feed(h: Any, values: np.ndarray, dtype: type) -> None:
+    """Add ``values`` to ``h`` as contiguous ``dtype`` bytes, converting at most :data:`_HASH_PIECE` at a time."""
+    if values.dtype == dtype and values.flags.c_contiguous:
+        h.update(memoryview(values).cast("B"))
+        return
+    for start in range(0, values.size, _HASH_PIECE):
+        h.update(np.ascontiguousarray(values[start : start + _HASH_PIECE], dtype=dtype))
+
+
 class DataHasher:
     """SHA-256 of the data a model saw, fed one row block at a time (see :func:`data_hash`).
+
+    The hash covers the shape, the cell and gene names and the matrix as CSR with sorted indices and no stored
+    zeros: its row lengths, column indices (int64) and values (float64), each a stream of its own, so dense and
+    sparse storage of the same values, float32 and float64, and any division into row blocks give the same hash.
 
     Examples
     --------
@@ -33,38 +50,43 @@ class DataHasher:
     >>> from scsparse._matrix import iter_row_chunks
     >>> adata = anndata.AnnData(np.eye(3, dtype=np.float32))
     >>> hasher = DataHasher(adata)
-    >>> for block in iter_row_chunks(adata.X):
+    >>> for block in iter_row_chunks(adata.X, chunk_rows=2):
     ...     hasher.update(block)
     >>> hasher.hexdigest() == data_hash(adata, None)
     True
     """
 
     def __init__(self, adata: AnnData) -> None:
-        self._h = hashlib.sha256()
-        self._h.update(np.asarray(adata.shape, dtype=np.int64).tobytes())
-        self._h.update("\x1f".join(map(str, adata.obs_names)).encode())
-        self._h.update("\x1e".join(map(str, adata.var_names)).encode())
+        self._head = hashlib.sha256()
+        self._head.update(np.asarray(adata.shape, dtype=np.int64).tobytes())
+        self._head.update("\x1f".join(map(str, adata.obs_names)).encode())
+        self._head.update("\x1e".join(map(str, adata.var_names)).encode())
+        self._row_lengths, self._indices, self._values = hashlib.sha256(), hashlib.sha256(), hashlib.sha256()
 
     def update(self, block: np.ndarray | sp.spmatrix) -> None:
         """Add the next block of rows (blocks as :func:`~scsparse._matrix.iter_row_chunks` yields them)."""
-        csr = sp.csr_matrix(block, dtype=np.float64)
-        csr.eliminate_zeros()
-        csr.sort_indices()
-        self._h.update(csr.indptr.astype(np.int64).tobytes())
-        self._h.update(csr.indices.astype(np.int64).tobytes())
-        self._h.update(csr.data.tobytes())
+        csr = sp.csr_matrix(block)
+        if not csr.has_sorted_indices or not csr.data.all():  # a copy only where the block needs one
+            csr = csr.copy()
+            csr.eliminate_zeros()
+            csr.sort_indices()
+        _feed(self._row_lengths, np.diff(csr.indptr), np.int64)
+        _feed(self._indices, csr.indices, np.int64)
+        _feed(self._values, csr.data, np.float64)
 
     def hexdigest(self) -> str:
         """The hash of the blocks added so far."""
-        return self._h.hexdigest()
+        h = self._head.copy()
+        for part in (self._row_lengths, self._indices, self._values):
+            h.update(part.digest())
+        return h.hexdigest()
 
 
 def data_hash(adata: AnnData, layer: str | None) -> str:
     """SHA-256 of the data a model saw: shape, cell and gene names and the matrix values.
 
-    Dense and sparse storage of the same values give the same hash (blocks are hashed as CSR float64
-    with sorted indices), so the hash identifies the data, not its storage. The blocks are those of
-    :func:`~scsparse._matrix.iter_row_chunks`.
+    Dense and sparse storage of the same values give the same hash, and so do float32 and float64 values and any
+    division into row blocks (see :class:`DataHasher`): the hash identifies the data, not its storage.
     """
     hasher = DataHasher(adata)
     for block in iter_row_chunks(get_matrix(adata, layer)):
