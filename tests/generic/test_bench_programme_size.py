@@ -7,7 +7,13 @@ import pandas as pd
 import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
-from scsparse.generic.benchmarks._programme_size import RESULT_COLUMNS, run_programme_size, support_scores
+from scsparse.generic.benchmarks._programme_size import (
+    PROGRAMME_SIZE_SETTINGS,
+    RESULT_COLUMNS,
+    _effect_scores,
+    run_programme_size,
+    support_scores,
+)
 
 
 def _truth() -> np.ndarray:
@@ -45,6 +51,27 @@ def test_a_planted_programme_without_a_factor_counts_zero_recall():
     assert s["precision"] == 1.0 and s["recall"] == pytest.approx(0.5) and s["jaccard"] == pytest.approx(0.5)
 
 
+def test_the_effect_reading_keeps_only_the_genes_each_factor_moves_enough():
+    class Response:
+        def programmes(self, min_effect):
+            assert min_effect == PROGRAMME_SIZE_SETTINGS["min_effect"]
+            return {"f1": ["g0", "g1", "g2", "g3"]}  # factor 1 without the undriven gene 8; factor 2 moves nothing
+
+    class Model:
+        adata = type("A", (), {"var_names": pd.Index([f"g{j}" for j in range(10)])})()
+        factor_names = ["f0", "f1", "f2"]
+
+        def get_factor_response(self, n_cells):
+            assert n_cells == PROGRAMME_SIZE_SETTINGS["response_cells"]
+            return Response()
+
+    pip = np.zeros((10, 3))
+    pip[[0, 1, 2, 3, 8], 1] = 0.9
+    pip[[4, 5], 2] = 0.8
+    s = _effect_scores(Model(), pip, pip, _truth(), PROGRAMME_SIZE_SETTINGS)
+    assert s == {"effect_median_size": 4.0, "effect_precision": 1.0, "effect_recall": pytest.approx(0.5)}
+
+
 def test_quick_run_writes_a_row_per_scenario_size_and_seed(tmp_path):
     assert BENCHMARKS["programme_size"] is run_programme_size
     df = run_programme_size(tmp_path, quick=True, cells=[200, 400], methods="planted,background", verbose=False)
@@ -56,6 +83,7 @@ def test_quick_run_writes_a_row_per_scenario_size_and_seed(tmp_path):
     assert pd.read_csv(tmp_path / "results.csv").shape == df.shape
     summary = (tmp_path / "summary.md").read_text()
     assert "| planted | 400 |" in summary and "not assessed (quick smoke run)" in summary
+    assert "Read by effect size" in summary and "precision (by effect size)" in summary
     assert (tmp_path / "programme_size.png").stat().st_size > 0
 
 

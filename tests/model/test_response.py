@@ -111,6 +111,25 @@ def test_top_genes_of_a_traversal(trained):
     assert len(every) == 5 and every["effect"].abs().iloc[0] == response.effects()[name].abs().max()
 
 
+def test_programmes_by_effect_size_keep_the_genes_that_change_enough(trained):
+    model, _ = trained
+    response = model.get_factor_response(n_steps=3)
+    effects, pip = response.effects(), response.pip
+    cut = float(np.median(effects.abs().to_numpy()[pip.to_numpy() > 0.5]))  # about half of the slab genes
+    programmes = response.programmes(min_effect=cut)
+    for name in response.factors:
+        expected = set(effects.index[(pip[name] > 0.5) & (effects[name].abs() >= cut)])
+        assert set(programmes.get(name, [])) == expected
+        if name in programmes:
+            assert programmes[name] == response.top_genes(name, n_top=None, min_effect=cut)["gene"].tolist()
+    assert 0 < sum(map(len, programmes.values())) < int((pip.to_numpy() > 0.5).sum())
+    assert response.programmes(min_effect=0.0) == {
+        f: response.top_genes(f, n_top=None)["gene"].tolist() for f in response.factors if (pip[f] > 0.5).any()
+    }
+    with pytest.raises(InvalidInputError, match="min_effect"):
+        response.programmes(min_effect=-1.0)
+
+
 def test_same_seed_same_cells(trained):
     model, _ = trained
     a = model.get_factor_response(n_cells=50, seed=3)
