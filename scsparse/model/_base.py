@@ -12,13 +12,13 @@ from scvi.data._utils import _get_adata_minify_type
 from scvi.utils import unsupported_if_adata_minified
 
 from scsparse._checks import InvalidInputError, check_integer, check_pip_threshold
-from scsparse._matrix import get_matrix
+from scsparse._matrix import get_matrix, iter_row_chunks
 from scsparse._options import COUNT_LIKELIHOODS
 from scsparse._provenance import package_versions
 from scsparse.nn import warn_no_active_factor
 from scsparse.results import (
+    CorrelationSums,
     check_keys_free,
-    expression_factor_correlation,
     h5ad_safe,
     rank_genes,
     result_keys,
@@ -249,16 +249,31 @@ class SparseFactorMixin:
         has_genes = (pip > pip_threshold).any(0)
         groups = [(cols, cells) for cols, cells in self._orientation_groups() if has_genes[cols].any()]
         if groups:
-            Z = self.get_latent_representation(self.adata, batch_size=batch_size)
-            mat = get_matrix(self.adata, self._layer())
-            normalize = module.gene_likelihood != "normal"
-        for cols, cells in groups:
-            corr = expression_factor_correlation(mat, Z[:, cols], normalize, cells)
-            signs[cols] = orientation_signs(corr, W[:, cols], pip[:, cols], pip_threshold, n_top)
+            for (cols, _), corr in zip(groups, self._factor_gene_correlations(groups, batch_size), strict=True):
+                signs[cols] = orientation_signs(corr, W[:, cols], pip[:, cols], pip_threshold, n_top)
         if (signs < 0).any():
             module.flip_factors(torch.as_tensor(signs, dtype=torch.float32))
         self.factors_oriented_ = True
         return pd.Series(signs.astype(int), index=self.factor_names, name="sign")
+
+    def _factor_gene_correlations(
+        self, groups: list[tuple[slice, np.ndarray | None]], batch_size: int | None
+    ) -> list[np.ndarray]:
+        """Correlations (genes x factors) of the training data's expression with each group's factors over the
+        group's cells, in one pass: the factors are computed block by block of cells beside the block's counts, so
+        neither the factors of all cells nor the matrix are held at once.
+        """
+        mat = get_matrix(self.adata, self._layer())
+        normalize = self.module.gene_likelihood != "normal"
+        sums = [CorrelationSums(mat.shape[1], len(range(self.module.n_latent)[cols]), normalize) for cols, _ in groups]
+        start = 0
+        for block in iter_row_chunks(mat):
+            stop = start + block.shape[0]
+            z = self.get_latent_representation(self.adata, indices=np.arange(start, stop), batch_size=batch_size)
+            for total, (cols, cells) in zip(sums, groups, strict=True):
+                total.add(block, z[:, cols], None if cells is None else cells[start:stop])
+            start = stop
+        return [total.correlation() for total in sums]
 
     def _stop_reason(self) -> str:
         """Why the last training stopped (``model.history["stopping"]``), or ``""`` when that was not recorded."""

@@ -24,11 +24,12 @@ besides the fields above.
 - :func:`resolve_factors` — factors by name or position, as every ``factors=`` argument takes them;
 - :func:`rank_genes` — a programme's genes by decreasing ``|w|``; :func:`jaccard_matrix` — overlap of programmes;
   :func:`rank_biased_overlap` — agreement of two programmes' rankings;
-  :func:`expression_factor_correlation` — the direction of a gene in a programme, from the data;
+  :func:`expression_factor_correlation` — the direction of a gene in a programme, from the data (its running sums,
+  :class:`CorrelationSums`, for activities computed block by block);
 - :class:`FactorResponse` — decoded expression along a factor's traversal (``model.get_factor_response()``).
 """
 
-from ._direction import expression_factor_correlation
+from ._direction import CorrelationSums, expression_factor_correlation
 from ._factors import resolve_factors
 from ._keys import factors_key, loadings_key, pip_key, result_keys, study_key_name
 from ._programmes import OVERLAP_FRACTION, jaccard_matrix, rank_biased_overlap, rank_genes
@@ -45,6 +46,7 @@ from ._write import (
 
 __all__ = [
     "OVERLAP_FRACTION",
+    "CorrelationSums",
     "DataHasher",
     "FactorResponse",
     "FitResults",
