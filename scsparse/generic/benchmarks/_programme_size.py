@@ -308,7 +308,8 @@ def _figure(df: pd.DataFrame, out_dir: Path) -> Path:
 
     fig = new_figure((9.0, 3.4))
     axes = fig.subplots(1, 3)
-    for (scenario, part), colour in zip(df.groupby("scenario", sort=False), ("C0", "C1", "C2"), strict=False):
+    for i, (scenario, part) in enumerate(df.groupby("scenario", sort=False)):
+        colour = f"C{i}"  # a scenario's two readings share its colour
         means = part.groupby("n_cells")[["median_size", "precision", "top_precision"]].mean()
         for ax, column in zip(axes, means.columns, strict=True):
             ax.plot(means.index, means[column], marker="o", color=colour, label=f"{scenario}, p* > 0.5")
