@@ -13,7 +13,11 @@ fits (:func:`._fits.fit_sparsevae`: defaults, the settled stop), at growing numb
   (``background_sd``, :data:`PROGRAMME_SIZE_SETTINGS`): real signal a large enough data set can see, though not a
   programme anyone would read.
 
-Each fit is scored against the planted supports (:func:`support_scores`): the programmes' sizes, their
+and on real data (``chemistries``, :mod:`._programme_size_real`): nested subsamples of the 10x PBMCs in three
+chemistries, 500 cells to all 2,860, scored by what needs no truth (programme sizes by both readings, redundancy,
+active factors, and the 10 strongest genes of each programme against the largest subsample's).
+
+Each simulated fit is scored against the planted supports (:func:`support_scores`): the programmes' sizes, their
 precision and recall (each planted programme paired one to one with an active factor on the Jaccard index), the
 share of slab entries on genes no programme drives, and the precision of each factor's 10 strongest genes by
 ``|w|`` (a reading whose size does not grow with the number of cells). The same fit is also read by effect size
@@ -34,6 +38,7 @@ import pandas as pd
 
 from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
 from ._fits import fit_sparsevae, measured
+from ._programme_size_real import REAL_SCENARIO, fit_subsample, load_subsampled_data, score_cores, subsample_sizes
 from ._report import (
     NOT_ASSESSED_QUICK,
     finish_run,
@@ -62,7 +67,10 @@ __all__ = [
 SCENARIOS: dict[str, str] = {
     "planted": "each programme drives its planted genes only",
     "background": "the planted programmes plus small effects of every programme on every gene",
+    REAL_SCENARIO: "nested subsamples of the 10x PBMCs in three chemistries (no planted truth)",
 }
+#: The scenarios whose data are simulated (the others are real data).
+SIMULATED = ("planted", "background")
 
 #: Settings of a full run: 200 genes, 5 programmes of 20 genes (2 shared by neighbours), K = 10.
 PROGRAMME_SIZE_SETTINGS: dict[str, Any] = {
@@ -77,6 +85,8 @@ PROGRAMME_SIZE_SETTINGS: dict[str, Any] = {
     "n_top": 10,
     "min_effect": 1.0,
     "response_cells": 1_000,
+    "real_cells": (500, 1_000, 2_000, 0),  # 0: every cell of the real data set
+    "n_latent_real": 20,
 }
 
 #: Settings of ``quick=True``: a smoke run of the whole pipeline; its numbers are not read.
@@ -89,6 +99,8 @@ QUICK_PROGRAMME_SIZE_SETTINGS: dict[str, Any] = {
     "overlap": 1,
     "n_latent": 5,
     "max_epochs": 20,
+    "real_cells": (150, 0),
+    "n_latent_real": 5,
 }
 
 SCORE_COLUMNS: list[str] = [
@@ -96,9 +108,11 @@ SCORE_COLUMNS: list[str] = [
 ]  # fmt: skip
 #: The effect-size reading's scores (``p* > 0.5`` and ``|log2 fold change| >= min_effect``).
 EFFECT_COLUMNS: list[str] = ["effect_median_size", "effect_precision", "effect_recall"]
+#: The real scenario's scores (no truth): overlap between programmes, and cores against the largest subsample.
+REAL_COLUMNS: list[str] = ["redundancy", "core_overlap", "core_rbo"]
 RESULT_COLUMNS: list[str] = [
-    "scenario", "n_cells", "seed", "n_genes", *SCORE_COLUMNS, *EFFECT_COLUMNS, "epochs", "settled", "seconds",
-    "peak_mb",
+    "scenario", "n_cells", "seed", "n_genes", *SCORE_COLUMNS, *EFFECT_COLUMNS, *REAL_COLUMNS, "epochs", "settled",
+    "seconds", "peak_mb",
 ]  # fmt: skip
 _LABELS = {
     "n_cells": "cells",
@@ -113,6 +127,9 @@ _LABELS = {
     "effect_median_size": "median programme",
     "effect_precision": "precision",
     "effect_recall": "recall",
+    "redundancy": "redundancy",
+    "core_overlap": "top-10 overlap with the largest subsample",
+    "core_rbo": "rank-biased overlap with the largest subsample",
 }
 
 
@@ -258,12 +275,10 @@ def _targets(df: pd.DataFrame, quick: bool) -> list[str]:
     return [*lines, ""]
 
 
-def _summary(df: pd.DataFrame, prov: dict[str, Any], settings: Mapping[str, Any], quick: bool, seconds: float):
-    lines = summary_head(
-        "# Programme size against the number of cells", prov, total_seconds=seconds, mode="quick" if quick else "full"
-    )
-    lines += [
-        "## Data and fits",
+def _simulated_section(df: pd.DataFrame, settings: Mapping[str, Any]) -> list[str]:
+    """The simulations' data, fits and scores against the planted supports."""
+    lines = [
+        "## Simulations",
         "",
         f"Simulated counts (`scsparse.data.simulate_multistudy`, negative binomial, library size about 2,000): "
         f"{settings['n_genes']} genes, {settings['n_programmes']} programmes of {settings['genes_per_programme']} "
@@ -271,7 +286,7 @@ def _summary(df: pd.DataFrame, prov: dict[str, Any], settings: Mapping[str, Any]
         f"Scenarios:",
         "",
     ]
-    lines += [f"- **{name}**: {text}." for name, text in SCENARIOS.items() if name in set(df["scenario"])]
+    lines += [f"- **{name}**: {SCENARIOS[name]}." for name in SIMULATED if name in set(df["scenario"])]
     if "background" in set(df["scenario"]):
         lines.append(f"  Background effects: N(0, {settings['background_sd']:g}^2) on every amplitude.")
     lines += [
@@ -300,6 +315,42 @@ def _summary(df: pd.DataFrame, prov: dict[str, Any], settings: Mapping[str, Any]
         markdown_table(df, ["scenario", "n_cells"], EFFECT_COLUMNS, digits={"effect_median_size": 1}, labels=_LABELS),
         "",
     ]
+    return lines
+
+
+def _real_section(df: pd.DataFrame, settings: Mapping[str, Any]) -> list[str]:
+    """The real subsamples' fits and the scores that need no truth."""
+    shown = ["n_active", "median_size", "max_size", "effect_median_size", *REAL_COLUMNS, "epochs"]
+    digits = {c: 1 if c in ("n_active", "median_size", "max_size", "effect_median_size") else 2 for c in shown}
+    digits["epochs"] = 0
+    labels = {**_LABELS, "effect_median_size": "median programme, by effect"}
+    return [
+        "## Real data: subsamples of the PBMC chemistries",
+        "",
+        f"`pbmc_3batch` (10x PBMCs in 3' v2, 3' v3 and 5' chemistries, {df['n_genes'].iloc[0]:,} variable genes, the "
+        f"chemistry as batch), nested random subsamples per seed. SparseVAE as a user fits it "
+        f"(`n_latent={settings['n_latent_real']}`, `batch_key`, defaults otherwise). Programmes: `p* > 0.5` of each "
+        f"active factor (both directions together), by `|w|`; by effect size as above. Redundancy: each programme's "
+        f"largest Jaccard index with another of the same fit, averaged. Cores: each subsample's programmes paired "
+        f"with those of the seed's largest subsample on the rank-biased overlap of their rankings (p = 0.9), "
+        f"with the overlap of their {settings['n_top']} strongest genes; a programme without a counterpart counts "
+        f"0. Mean ± sd over seeds:",
+        "",
+        markdown_table(df, ["n_cells"], shown, digits=digits, labels=labels),
+        "",
+    ]
+
+
+def _summary(df: pd.DataFrame, prov: dict[str, Any], settings: Mapping[str, Any], quick: bool, seconds: float):
+    lines = summary_head(
+        "# Programme size against the number of cells", prov, total_seconds=seconds, mode="quick" if quick else "full"
+    )
+    simulated = df[df["scenario"].isin(SIMULATED)]
+    real = df[df["scenario"] == REAL_SCENARIO]
+    if len(simulated):
+        lines += _simulated_section(simulated, settings)
+    if len(real):
+        lines += _real_section(real, settings)
     return [*lines, *_targets(df, quick)]
 
 
@@ -312,10 +363,12 @@ def _figure(df: pd.DataFrame, out_dir: Path) -> Path:
         colour = f"C{i}"  # a scenario's two readings share its colour
         means = part.groupby("n_cells")[["median_size", "precision", "top_precision"]].mean()
         for ax, column in zip(axes, means.columns, strict=True):
-            ax.plot(means.index, means[column], marker="o", color=colour, label=f"{scenario}, p* > 0.5")
+            if means[column].notna().any():  # the real scenario has no precision
+                ax.plot(means.index, means[column], marker="o", color=colour, label=f"{scenario}, p* > 0.5")
         effect = part.groupby("n_cells")[["effect_median_size", "effect_precision"]].mean()
         for ax, column in zip(axes[:2], effect.columns, strict=True):
-            ax.plot(effect.index, effect[column], marker="s", ls="--", color=colour, label=f"{scenario}, by effect")
+            if effect[column].notna().any():
+                ax.plot(effect.index, effect[column], marker="s", ls="--", color=colour, label=f"{scenario}, by effect")
     sizes = sorted(df["n_cells"].unique())
     for ax, title in zip(axes, ("median programme (genes)", "precision", "top-10 precision"), strict=True):
         ax.set_xscale("log")
@@ -340,7 +393,7 @@ def run_programme_size(
     n_threads: int | None = 1,
     verbose: bool = True,
 ) -> pd.DataFrame:
-    """Fit SparseVAE to planted simulations of growing size and score its programmes against the truth.
+    """Fit SparseVAE to planted simulations and real subsamples of growing size, and score its programmes.
 
     Parameters
     ----------
@@ -350,14 +403,17 @@ def run_programme_size(
     seeds
         Seeds ``0 .. seeds - 1`` (data and fit) per scenario and size (default 2; quick: 1).
     quick
-        A smoke run (:data:`QUICK_PROGRAMME_SIZE_SETTINGS`: 300 and 600 cells, 60 genes, 20 epochs).
+        A smoke run (:data:`QUICK_PROGRAMME_SIZE_SETTINGS`: 300 and 600 simulated cells, 60 genes, 20 epochs;
+        150 and 300 cells of the chemistries' 300-cell, 300-gene quick subsample).
     max_epochs
         Epoch budget (default 400; a fit stops earlier once settled).
     methods
-        Scenarios of :data:`SCENARIOS` (comma-separated or a list; default both).
+        Scenarios of :data:`SCENARIOS` (comma-separated or a list; default all three).
     cells
-        Numbers of cells (default 2,000, 10,000, 50,000 and 100,000). On one CPU thread a fit of the planted
-        scenario took about 70 s at 2,000 cells and 7 min at 10,000; the background scenario's fits settle later.
+        Numbers of cells of every chosen scenario (default: the simulations 2,000, 10,000, 50,000 and 100,000;
+        the chemistries 500, 1,000, 2,000 and all 2,860, where 0 stands for every cell). On one CPU thread a fit
+        of the planted scenario took about 70 s at 2,000 cells and 7 min at 10,000; the background scenario's fits
+        settle later.
     n_threads
         CPU threads for torch and the BLAS pools (``None``: the libraries' defaults).
     verbose
@@ -383,30 +439,42 @@ def run_programme_size(
     settings = dict(QUICK_PROGRAMME_SIZE_SETTINGS if quick else PROGRAMME_SIZE_SETTINGS)
     if max_epochs is not None:
         settings["max_epochs"] = int(max_epochs)
+    scenarios = chosen_names(methods, list(SCENARIOS), "scenario(s)")
     if cells is not None:
         sizes = [int(n) for n in cells]
         for n in sizes:
             check_positive_int("cells", n)
-        settings["cells"] = tuple(sizes)
-    scenarios = chosen_names(methods, list(SCENARIOS), "scenario(s)")
+        settings["cells"] = settings["real_cells"] = tuple(sizes)
+    real_data = None
+    if REAL_SCENARIO in scenarios:  # the data, and sizes it can give, before any fit
+        real_data = load_subsampled_data(quick)
+        settings["real_cells"] = tuple(subsample_sizes(settings["real_cells"], real_data.n_obs))
     out_dir = make_output_dir(out)
     options = run_options(out_dir, seeds, quick, settings["max_epochs"], methods=scenarios, n_threads=n_threads,
                           config=settings)  # fmt: skip
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
+    real_sets: dict[tuple[int, int], Any] = {}  # (cells, seed) -> the real fit's programmes
     with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
         prov = provenance("programme_size", options)
         for scenario in scenarios:
-            for n_cells in settings["cells"]:
+            real = scenario == REAL_SCENARIO
+            for n_cells in settings["real_cells" if real else "cells"]:
                 for seed in range(seeds):
-                    row = _fit_one(settings, scenario, n_cells, seed)
+                    if real:
+                        row, real_sets[n_cells, seed] = fit_subsample(settings, real_data, n_cells, seed)
+                    else:
+                        row = _fit_one(settings, scenario, n_cells, seed)
                     rows.append(row)
+                    if real and n_cells == settings["real_cells"][-1]:
+                        score_cores(rows, real_sets, seed, real_data.n_vars, settings["n_top"])
                     write_results(pd.DataFrame(rows, columns=RESULT_COLUMNS), out_dir, RESULT_COLUMNS)
                     if verbose:
+                        precision = "" if real else f", precision {row['precision']:.2f}, recall {row['recall']:.2f}"
                         print(
                             f"[programme_size] {scenario} {n_cells} cells seed {seed}: {row['n_active']:.0f} active, "
-                            f"median programme {row['median_size']:.0f} genes, precision {row['precision']:.2f}, "
-                            f"recall {row['recall']:.2f}, {row['epochs']:.0f} epochs, {row['seconds']:.0f} s",
+                            f"median programme {row['median_size']:.0f} genes{precision}, {row['epochs']:.0f} epochs, "
+                            f"{row['seconds']:.0f} s",
                             flush=True,
                         )
     df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
