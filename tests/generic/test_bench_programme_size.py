@@ -1,4 +1,4 @@
-"""bench programme_size: scores against planted supports, and a smoke run of the whole pipeline."""
+"""bench programme_size: scores against planted supports, the real subsamples' scores, and smoke runs."""
 
 from __future__ import annotations
 
@@ -14,6 +14,13 @@ from scsparse.generic.benchmarks._programme_size import (
     run_programme_size,
     support_scores,
 )
+from scsparse.generic.benchmarks._programme_size_real import (
+    _factor_programmes,
+    _subsample,
+    score_cores,
+    subsample_sizes,
+)
+from scsparse.generic.metrics import ProgrammeSet
 
 
 def _truth() -> np.ndarray:
@@ -85,6 +92,56 @@ def test_quick_run_writes_a_row_per_scenario_size_and_seed(tmp_path):
     assert "| planted | 400 |" in summary and "not assessed (quick smoke run)" in summary
     assert "Read by effect size" in summary and "precision (by effect size)" in summary
     assert (tmp_path / "programme_size.png").stat().st_size > 0
+
+
+def test_real_subsample_sizes_read_zero_as_every_cell_and_refuse_more_than_there_are():
+    assert subsample_sizes([2000, 0, 500, 2000], 2860) == [500, 2000, 2860]
+    with pytest.raises(ValueError, match="2,860 cells; cannot subsample 3,000"):
+        subsample_sizes([500, 3000], 2860)
+
+
+def test_real_subsamples_of_one_seed_are_nested():
+    import anndata as ad
+
+    adata = ad.AnnData(np.zeros((50, 3), dtype=np.float32))
+    small, large = _subsample(adata, 10, seed=3), _subsample(adata, 30, seed=3)
+    assert set(small.obs_names) <= set(large.obs_names) and (small.n_obs, large.n_obs) == (10, 30)
+    assert set(_subsample(adata, 10, seed=4).obs_names) != set(small.obs_names)
+
+
+def test_a_factor_programme_holds_its_slab_genes_strongest_first():
+    pip = np.array([[0.9, 0.1], [0.6, 0.2], [0.2, 0.3], [0.8, 0.4]])
+    w = np.array([[1.0, 0.0], [-3.0, 0.0], [5.0, 0.0], [2.0, 0.0]])
+    programmes = _factor_programmes(pip, w)
+    assert len(programmes) == 1 and programmes[0].tolist() == [1, 3, 0]  # |w| 3, 2, 1; gene 2 below 0.5
+
+
+def test_cores_are_scored_against_the_largest_subsample_of_the_same_seed():
+    loadings = np.random.default_rng(0).normal(size=(30, 2))
+    full = ProgrammeSet([np.arange(0, 10), np.arange(10, 20)], loadings)
+    half = ProgrammeSet([np.arange(0, 10)], loadings[:, :1])  # one of the two programmes, same core
+    other = ProgrammeSet([np.arange(20, 30)], loadings[:, :1])  # a seed of its own: nothing in common
+    rows = [{"scenario": "chemistries", "n_cells": n, "seed": s} for n, s in ((500, 0), (2860, 0), (500, 1), (2860, 1))]
+    rows.append({"scenario": "planted", "n_cells": 500, "seed": 0})
+    sets = {(500, 0): half, (2860, 0): full, (500, 1): other, (2860, 1): full}
+    score_cores(rows, sets, seed=0, n_genes=30, n_top=10)
+    assert rows[0]["core_overlap"] == pytest.approx(0.5) and rows[0]["core_rbo"] == pytest.approx(0.5)
+    assert np.isnan(rows[1]["core_overlap"])  # the largest against itself: not scored
+    assert "core_overlap" not in rows[2] and "core_overlap" not in rows[4]  # another seed, another scenario
+    score_cores(rows, sets, seed=1, n_genes=30, n_top=10)
+    assert rows[2]["core_overlap"] == 0.0
+
+
+@pytest.mark.filterwarnings("ignore::scsparse.model.ZeroGenesWarning")  # a 150-cell subsample has genes it never sees
+def test_quick_run_of_the_real_scenario(shared_data, tmp_path):
+    df = run_programme_size(tmp_path, quick=True, methods="chemistries", verbose=False)
+    assert list(df.columns) == RESULT_COLUMNS
+    assert df["n_cells"].tolist() == [150, 300] and (df["scenario"] == "chemistries").all()
+    assert df["precision"].isna().all() and (df["n_genes"] == 300).all()
+    summary = (tmp_path / "summary.md").read_text()
+    assert "## Real data: subsamples of the PBMC chemistries" in summary and "## Simulations" not in summary
+    with pytest.raises(ValueError, match="cannot subsample 400"):
+        run_programme_size(tmp_path, quick=True, methods="chemistries", cells=[400], verbose=False)
 
 
 def test_unknown_scenario_and_bad_sizes_are_refused(tmp_path):
