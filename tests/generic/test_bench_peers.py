@@ -290,6 +290,20 @@ def test_summary_shows_p_values_by_their_geometric_mean_and_ties_are_not_losses(
     assert markers and set(markers) == {"met"}
 
 
+def test_summary_shows_costs_by_their_median_and_range():
+    seeds = []
+    # SparseVAE's third seed ran beside another job: its mean (135 s) says little, its median (55 s) does
+    for seed, (ours, peer) in enumerate([(50.0, 60.0), (55.0, 62.0), (300.0, 64.0)]):
+        frame = _results({"seconds": ours, "peak_mb": 100.0 + seed}, {"seconds": peer, "peak_mb": 90.0})
+        seeds.append(frame.assign(seed=seed))
+    df = pd.concat(seeds, ignore_index=True)
+    from scsparse.generic.benchmarks._report import provenance
+
+    text = "\n".join(peers_summary(df, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
+    assert "seconds (median; range)" in text and "peak_mb (median; range)" in text
+    assert "| 55 (50-300) | 101 (100-102) |" in text and "| 62 (60-64) | 90 (90-90) |" in text
+
+
 # ------------------------------------------------------------------------------------------ the runner
 def test_registered_and_rejects_unknown_names(tmp_path):
     assert "peers" in BENCHMARKS

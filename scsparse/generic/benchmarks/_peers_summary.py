@@ -42,6 +42,9 @@ FIGURE_METRICS = (
 #: Metrics that are p-values: summarised over seeds by their geometric mean, shown in scientific notation.
 P_VALUES = ("interferon_p", *(f"interferon_p_at{n}" for n in EQUAL_SIZES))
 _SMALLEST_P = 1e-300
+#: Cost metrics: summarised over seeds by their median (a fit slowed by another job beside it moves a mean, not a
+#: median), shown with their range.
+COSTS = ("seconds", "peak_mb")
 _DIGITS = {"distinct_terms": 1, "factors_kept": 1, "programmes": 1, "median_genes": 1, "seconds": 0, "peak_mb": 0}
 _DIGITS.update({f"distinct_terms_at{n}": 1 for n in EQUAL_SIZES})
 
@@ -65,12 +68,23 @@ def _format_p(values: pd.Series) -> str:
     return text + (f" ({finite.min():.1e} to {finite.max():.1e})" if len(finite) > 1 else "")
 
 
+def _format_cost(values: pd.Series) -> str:
+    """A cost column's cell: the median over seeds and, for several seeds, their range (whole numbers)."""
+    finite = values[np.isfinite(values)]
+    if finite.empty:
+        return "n/a"
+    text = f"{finite.median():.0f}"
+    return text + (f" ({finite.min():.0f}-{finite.max():.0f})" if len(finite) > 1 else "")
+
+
 def _means(df: pd.DataFrame) -> pd.DataFrame:
-    """Method x metric means over seeds (runs that ran); geometric means of the p-values."""
+    """Method x metric means over seeds (runs that ran); geometric means of the p-values, medians of the costs."""
     grouped = _ok(df).groupby("method", sort=False)
     means = grouped[list(METRICS)].mean(numeric_only=True)
     for m in P_VALUES:
         means[m] = grouped[m].agg(lambda v: _geometric_mean(pd.to_numeric(v, errors="coerce")))
+    for m in COSTS:
+        means[m] = grouped[m].agg(lambda v: pd.to_numeric(v, errors="coerce").median())
     return means
 
 
@@ -314,7 +328,7 @@ def peers_summary(
             f"{int(frame['n_cells'].iloc[0])} cells x {int(frame['n_genes'].iloc[0])} genes; gene sets: "
             f"{', '.join(spec.libraries) or 'none (Ensembl ids, no symbol table offline)'}; labels: "
             f"{spec.label_key or 'none'}; batches: {spec.batch_key or 'none'}. Mean ± sd over seeds; p-values: "
-            "geometric mean over seeds and their range.",
+            "geometric mean over seeds and their range; seconds and peak_mb: median over seeds and their range.",
         ]
         for caption, among in _TABLES:
             shown = _shown_metrics(frame, among)
@@ -327,8 +341,9 @@ def peers_summary(
                     ["method"],
                     shown,
                     digits={m: _DIGITS.get(m, 3) for m in shown},
-                    labels={m: f"{m} (geometric mean; range)" for m in P_VALUES},
-                    formats=dict.fromkeys(P_VALUES, _format_p),
+                    labels={m: f"{m} (geometric mean; range)" for m in P_VALUES}
+                    | {m: f"{m} (median; range)" for m in COSTS},
+                    formats=dict.fromkeys(P_VALUES, _format_p) | dict.fromkeys(COSTS, _format_cost),
                 )
             )
         lines += [
