@@ -226,8 +226,18 @@ def test_markers_need_the_programme_to_be_highest_in_that_type():
 def test_stability_scores_average_over_the_other_seeds():
     same, other = [np.arange(5), np.arange(5, 10)], [np.arange(10, 15), np.arange(15, 20)]
     out = stability_scores({0: same, 1: same, 2: other}, n_genes=20)
-    assert out[0] == pytest.approx(0.5) and out[2] == pytest.approx(0.0)
-    assert math.isnan(stability_scores({0: same}, n_genes=20)[0])
+    assert out[0]["stability"] == pytest.approx(0.5) and out[2]["stability"] == pytest.approx(0.0)
+    assert out[0]["stability_top10"] == pytest.approx(0.5) and out[0]["stability_rbo"] == pytest.approx(0.5)
+    assert all(math.isnan(v) for v in stability_scores({0: same}, n_genes=20)[0].values())
+
+
+def test_stability_top10_and_rbo_see_the_cores_that_the_jaccard_index_of_long_lists_misses():
+    core = np.arange(10)
+    a = [np.concatenate([core, np.arange(10, 60)])]  # the same 10 strongest genes, different tails
+    b = [np.concatenate([core, np.arange(60, 110)])]
+    out = stability_scores({0: a, 1: b}, n_genes=110)
+    assert out[0]["stability"] == pytest.approx(10 / 110)
+    assert out[0]["stability_top10"] == 1.0 and out[0]["stability_rbo"] > 0.6
 
 
 # ------------------------------------------------------------------------------------------ targets and summary

@@ -216,10 +216,10 @@ def _run_dataset(
                 print(f"[peers] {name} seed {seed} {method}: {row['status']}; {shown}", flush=True)
         first = None  # the SparseVAE model of this seed is no longer needed
     for method, by_seed in programmes.items():
-        for seed, value in stability_scores(by_seed, adata.n_vars).items():
+        for seed, values in stability_scores(by_seed, adata.n_vars).items():
             for row in rows:
                 if row["method"] == method and row["seed"] == seed:
-                    row["stability"] = value
+                    row.update(values)
     return rows, n_kept
 
 

@@ -21,6 +21,7 @@ from ._programme_scores import (
     LOWER_IS_BETTER,
     METRICS,
     SIGNIFICANCE,
+    STABILITY,
 )
 from ._real_data import REAL_DATASETS
 from ._report import NOT_ASSESSED_QUICK, new_figure, save_figure, summary_head, target_verdict
@@ -116,7 +117,7 @@ def _pair_spread(sds: pd.DataFrame | None, metric: str, *methods: str) -> float:
 
 def _compared(methods, metric: str) -> list[str]:
     """The methods a metric compares: a deterministic method's stability (1 by construction) is not a result."""
-    return [m for m in methods if not (metric == "stability" and m in DETERMINISTIC)]
+    return [m for m in methods if not (metric in STABILITY and m in DETERMINISTIC)]
 
 
 def _shown_metrics(df: pd.DataFrame, among: tuple[str, ...] = METRICS) -> list[str]:
@@ -126,7 +127,19 @@ def _shown_metrics(df: pd.DataFrame, among: tuple[str, ...] = METRICS) -> list[s
 
 #: The tables of a data set: the methods' own readings, DRVI's disentanglement scores, the equal-size reading.
 _TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("", tuple(m for m in METRICS if m not in DISENTANGLEMENT and m not in EQUAL_SIZE_METRICS)),
+    (
+        "",
+        tuple(
+            m for m in METRICS if m not in DISENTANGLEMENT and m not in EQUAL_SIZE_METRICS and m not in STABILITY[1:]
+        ),
+    ),
+    (
+        "Stability between seeds, by what moves (each seed's programmes against every other seed's, as "
+        "`scsparse.generic.metrics.programme_agreement` measures them): the gene sets (`stability`, matched Jaccard "
+        "index), the 10 strongest genes of programmes paired on their rankings (`stability_top10`) and the "
+        "rank-biased overlap of those rankings (`stability_rbo`, p = 0.9). A deterministic method's 1 is no result:",
+        STABILITY,
+    ),
     (
         "Disentanglement against the processes: each cell type, and the condition's group as one process where the "
         "data set has one (DRVI's scores: one-to-one matching LMS, best factor MSAS, gap to the second best MSGS; "

@@ -46,7 +46,9 @@ Multi-study arm
     ``batch_leakage`` is measured on the shared programmes only.
 Stability
     ``stability`` — mean matched Jaccard index of the programmes between this seed's fit and every other seed's
-    (:func:`scsparse.generic.metrics.matched_programme_agreement`).
+    (:func:`scsparse.generic.metrics.matched_programme_agreement`); beside it, as
+    :func:`scsparse.generic.metrics.programme_agreement` separates what moves, ``stability_top10`` (the overlap of
+    the 10 strongest genes of programmes paired on their rankings) and ``stability_rbo`` (their rank-biased overlap).
 Cost
     ``seconds`` and ``peak_mb`` (fitting and reading the programmes).
 """
@@ -56,7 +58,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -95,17 +96,20 @@ SIZE_DEPENDENT: tuple[str, ...] = (
 #: The equal-size reading: each size-dependent metric with every programme cut to ``n`` genes, ``<metric>_at<n>``.
 EQUAL_SIZE_METRICS: tuple[str, ...] = tuple(f"{m}_at{n}" for n in EQUAL_SIZES for m in SIZE_DEPENDENT)
 #: Metric columns of ``results.csv``, in the order of the summary tables.
+#: Agreement of a seed's programmes with the other seeds': gene sets (matched Jaccard), cores, rankings.
+STABILITY: tuple[str, ...] = ("stability", "stability_top10", "stability_rbo")
 METRICS: tuple[str, ...] = (
     "enriched_share", "distinct_terms", "best_fold", "interferon_recovered", "interferon_p", "markers_recovered",
     "median_genes", "redundancy", "factors_kept", "programmes", "shared_programmes", "accuracy",
-    *DISENTANGLEMENT, "transfer_accuracy", "interferon_specific", "batch_leakage", "stability", "seconds", "peak_mb",
+    *DISENTANGLEMENT, "transfer_accuracy", "interferon_specific", "batch_leakage", *STABILITY, "seconds",
+    "peak_mb",
     *EQUAL_SIZE_METRICS,
 )  # fmt: skip
 _HIGHER = {"enriched_share", "distinct_terms", "best_fold", "interferon_recovered", "markers_recovered"}
 _LOWER = {"interferon_p", "redundancy"}
 HIGHER_IS_BETTER = frozenset(
     _HIGHER
-    | {"accuracy", "transfer_accuracy", "interferon_specific", "stability", *DISENTANGLEMENT}
+    | {"accuracy", "transfer_accuracy", "interferon_specific", *STABILITY, *DISENTANGLEMENT}
     | {f"{m}_at{n}" for m in _HIGHER for n in EQUAL_SIZES}
 )
 LOWER_IS_BETTER = frozenset(
@@ -284,16 +288,21 @@ def _programme_scores(
     return row
 
 
-def stability_scores(programmes_by_seed: Mapping[int, Sequence[np.ndarray]], n_genes: int) -> dict[int, float]:
-    """For each seed, the mean agreement of its programmes with every other seed's (``nan`` with one seed)."""
-    from scsparse.generic.metrics import matched_programme_agreement
+def stability_scores(
+    programmes_by_seed: Mapping[int, Sequence[np.ndarray]], n_genes: int
+) -> dict[int, dict[str, float]]:
+    """For each seed, the mean agreement of its programmes with every other seed's, by each :data:`STABILITY`
+    measure (``nan`` with one seed).
+    """
+    from scsparse.generic.metrics import ProgrammeSet, programme_agreement
 
-    seeds = list(programmes_by_seed)
-    out: dict[int, Any] = {}
-    for s in seeds:
-        others = [
-            matched_programme_agreement(programmes_by_seed[s], programmes_by_seed[t], n_genes) for t in seeds if t != s
-        ]
-        finite = [v for v in others if v == v]
-        out[s] = float(np.mean(finite)) if finite else math.nan
+    measures = {"stability": "jaccard", "stability_top10": "top_overlap", "stability_rbo": "rbo"}
+    sets = {s: ProgrammeSet(list(progs)) for s, progs in programmes_by_seed.items()}
+    out: dict[int, dict[str, float]] = {}
+    for s in sets:
+        pairs = [programme_agreement(sets[s], sets[t], n_genes) for t in sets if t != s]
+        out[s] = {}
+        for name, measure in measures.items():
+            finite = [p[measure] for p in pairs if p[measure] == p[measure]]
+            out[s][name] = float(np.mean(finite)) if finite else math.nan
     return out
