@@ -379,6 +379,8 @@ def _figure(df: pd.DataFrame, out_dir: Path) -> Path:
     axes[1].set_ylim(0, 1.05)
     axes[2].set_ylim(0, 1.05)
     axes[0].legend(frameon=False)
+    for ax in axes[1:]:
+        ax.set_visible(bool(ax.lines))  # a run of the real scenario alone has no precision to draw
     return save_figure(fig, out_dir / "programme_size.png")
 
 
