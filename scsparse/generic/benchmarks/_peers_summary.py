@@ -60,22 +60,23 @@ def _geometric_mean(values: pd.Series) -> float:
     return float(np.exp(np.log(finite).mean())) if len(finite) else math.nan
 
 
-def _format_p(values: pd.Series) -> str:
-    """A p-value column's cell: the geometric mean over seeds and, for several seeds, their range."""
+def _centre_and_range(values: pd.Series, centre, spec: str, sep: str) -> str:
+    """A cell: ``centre`` of the finite values and, for several, their range, each formatted with ``spec``."""
     finite = values[np.isfinite(values)]
     if finite.empty:
         return "n/a"
-    text = f"{_geometric_mean(finite):.1e}"
-    return text + (f" ({finite.min():.1e} to {finite.max():.1e})" if len(finite) > 1 else "")
+    text = format(centre(finite), spec)
+    return text + (f" ({finite.min():{spec}}{sep}{finite.max():{spec}})" if len(finite) > 1 else "")
+
+
+def _format_p(values: pd.Series) -> str:
+    """A p-value column's cell: the geometric mean over seeds and, for several seeds, their range."""
+    return _centre_and_range(values, _geometric_mean, ".1e", " to ")
 
 
 def _format_cost(values: pd.Series) -> str:
     """A cost column's cell: the median over seeds and, for several seeds, their range (whole numbers)."""
-    finite = values[np.isfinite(values)]
-    if finite.empty:
-        return "n/a"
-    text = f"{finite.median():.0f}"
-    return text + (f" ({finite.min():.0f}-{finite.max():.0f})" if len(finite) > 1 else "")
+    return _centre_and_range(values, pd.Series.median, ".0f", "-")
 
 
 def _means(df: pd.DataFrame) -> pd.DataFrame:
