@@ -157,8 +157,6 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         raise CLIError(f"output file {str(out_path)!r} exists; pass --overwrite to replace it.")
     if out_path.resolve() == in_path.resolve():
         raise CLIError("--out must differ from the input file.")
-    if args.restarts > 1 and args.study_key is not None:
-        raise CLIError("--restarts (a consensus fit) applies to SparseVAE; leave out --study-key or --restarts.")
     if args.groupby and not args.figures:
         raise CLIError("--groupby names the obs columns of factors.md, which --figures DIR writes: add --figures.")
     adata = _read_h5ad(in_path)
@@ -188,7 +186,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         key = "mssvae" if args.key_added is None else args.key_added
         if args.n_latent_specific is not None:
             common["n_latent_specific"] = args.n_latent_specific
-        model = tl.multistudy_sparse_vae(adata, args.study_key, n_latent_shared=args.n_latent, key_added=key, **common)
+        model = tl.multistudy_sparse_vae(
+            adata, args.study_key, n_latent_shared=args.n_latent, key_added=key, n_restarts=args.restarts, **common
+        )
     uns = adata.uns[key]
     active = [str(f) for f in uns["active_factors"]]
     figures = _fit_figures(adata, key, Path(args.figures), args.seed, model, args.groupby) if args.figures else []
@@ -492,7 +492,7 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         metavar="R",
         help="fit R restarts (seeds S, S+1, ...) and keep the programmes at least half of them recover, with each "
         "programme's reproducibility in uns['KEY']['consensus'] (SparseVAE.consensus; R times the cost of one "
-        "fit; default: %(default)s, a single fit)",
+        "fit; with --study-key the shared and study blocks are matched apart; default: %(default)s, a single fit)",
     )
     fit.add_argument(
         "--batch-size",

@@ -60,12 +60,6 @@ class Consensus:
     reference: int
 
 
-def _rankings(pip: np.ndarray, loadings: np.ndarray | None, active: np.ndarray, threshold: float) -> list[list[int]]:
-    """Each active factor's genes (``p*`` above the threshold), strongest ``|w|`` first (``p*`` without loadings)."""
-    weights = pip if loadings is None else loadings
-    return [rank_genes(weights[:, k], pip[:, k], threshold).tolist() for k in active]
-
-
 def _overlaps(a: list[list[int]], b: list[list[int]]) -> np.ndarray:
     """Rank-biased overlap of every ranked programme of ``a`` with every one of ``b``."""
     return np.array([[rank_biased_overlap(x, y) for y in b] for x in a]).reshape(len(a), len(b))
@@ -79,11 +73,26 @@ def _matched(overlap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return rows, cols, overlap[rows, cols]
 
 
+def _blocks(blocks: Sequence[Sequence[int]] | None, n_factors: int) -> list[np.ndarray]:
+    """The factor columns of each block, checked to split ``0 .. n_factors - 1`` (one block of all by default)."""
+    if blocks is None:
+        return [np.arange(n_factors)]
+    out = [np.asarray(b, dtype=np.int64).ravel() for b in blocks]
+    joined = np.sort(np.concatenate(out)) if out else np.empty(0, dtype=np.int64)
+    if not np.array_equal(joined, np.arange(n_factors)):
+        raise InvalidInputError(
+            f"blocks must split the {n_factors} factor columns into groups, each column in exactly one group; got "
+            f"{[b.tolist() for b in out]}."
+        )
+    return out
+
+
 def consensus_programmes(
     pips: Sequence[np.ndarray],
     loadings: Sequence[np.ndarray] | None = None,
     *,
     factor_names: Sequence[str] | None = None,
+    blocks: Sequence[Sequence[int]] | None = None,
     pip_threshold: float = 0.5,
     min_rbo: float = 0.5,
     min_share: float = 0.5,
@@ -93,10 +102,12 @@ def consensus_programmes(
     A programme is a factor's genes with ``p* > pip_threshold``, ranked by decreasing ``|w|``. Programmes of two
     restarts are paired one to one (Hungarian assignment) on the rank-biased overlap of their rankings
     (:func:`scsparse.results.rank_biased_overlap`, p = 0.9: the strongest genes weigh most), so that a programme is
-    paired with the one that has its core, whatever its long tail shares with other programmes. The reference is
-    the restart whose programmes agree most with the other restarts' (mean matched overlap, a programme without a
-    counterpart counting 0). A restart *recovers* a programme of the reference when the matched programme's
-    overlap is at least ``min_rbo``. A programme is kept when at least ``min_share`` of the restarts recover it.
+    paired with the one that has its core, whatever its long tail shares with other programmes. With ``blocks``,
+    programmes are paired only within a block (e.g. the shared factors of a multi-study model with the shared
+    factors, each study's factors with that study's). The reference is the restart whose programmes agree most with
+    the other restarts' (mean matched overlap over all blocks, a programme without a counterpart counting 0). A
+    restart *recovers* a programme of the reference when the matched programme's overlap is at least ``min_rbo``. A
+    programme is kept when at least ``min_share`` of the restarts recover it.
 
     Parameters
     ----------
@@ -106,6 +117,8 @@ def consensus_programmes(
         Each restart's ``W`` (the same shape), which ranks a programme's genes; ``None``: ranked by ``p*``.
     factor_names
         Names of the factors (default ``factor_0`` ...).
+    blocks
+        Groups of factor columns matched apart, each column in one group (default: one group of all).
     pip_threshold
         Inclusion threshold defining a programme's genes.
     min_rbo
@@ -126,6 +139,13 @@ def consensus_programmes(
     >>> result = consensus_programmes([a, b, c])
     >>> result.table[["factor", "reproducibility", "kept"]].to_dict("list")
     {'factor': ['factor_0', 'factor_1'], 'reproducibility': [1.0, 0.6666666666666666], 'kept': [True, True]}
+
+    Matched within blocks (each factor only with the same factor of another restart), ``b``'s factors no longer
+    stand for ``a``'s, and the second programme is found by its restart alone:
+
+    >>> result = consensus_programmes([a, b, c], blocks=[[0], [1]])
+    >>> result.table[["reproducibility", "kept"]].round(2).to_dict("list")
+    {'reproducibility': [0.67, 0.33], 'kept': [True, False]}
     """
     pips = [np.asarray(p, dtype=np.float64) for p in pips]
     if len(pips) < 2:
@@ -140,36 +160,50 @@ def consensus_programmes(
     n_restarts = len(pips)
     n_genes, n_factors = pips[0].shape
     names = list(factor_names) if factor_names is not None else [f"factor_{k}" for k in range(n_factors)]
-    active = [np.flatnonzero((p > pip_threshold).any(0)) for p in pips]
+    groups = _blocks(blocks, n_factors)
+    weights = pips if loadings is None else [np.asarray(w, dtype=np.float64) for w in loadings]
+    # per block: each restart's active factors (column numbers), their rankings, and every pair's overlaps
+    active = [[cols[(p[:, cols] > pip_threshold).any(0)] for p in pips] for cols in groups]
     ranked = [
-        _rankings(p, None if loadings is None else np.asarray(loadings[r], dtype=np.float64), active[r], pip_threshold)
-        for r, p in enumerate(pips)
+        [
+            [rank_genes(weights[r][:, k], pips[r][:, k], pip_threshold).tolist() for k in act[r]]
+            for r in range(n_restarts)
+        ]
+        for act in active
     ]
-    # agreement of every pair of restarts: mean matched overlap over the larger number of programmes
-    overlaps = {(r, s): _overlaps(ranked[r], ranked[s]) for r in range(n_restarts) for s in range(r + 1, n_restarts)}
+    pairs = [(r, s) for r in range(n_restarts) for s in range(r + 1, n_restarts)]
+    overlaps = [{(r, s): _overlaps(rk[r], rk[s]) for r, s in pairs} for rk in ranked]
+    # agreement of every pair of restarts: matched overlap summed over the blocks, over the larger numbers of
+    # programmes summed over the blocks
     pair = np.eye(n_restarts)
-    for (r, s), overlap in overlaps.items():
-        n = max(active[r].size, active[s].size)
-        pair[r, s] = pair[s, r] = _matched(overlap)[2].sum() / n if overlap.size else float(n == 0)
+    for r, s in pairs:
+        total = sum(_matched(o[(r, s)])[2].sum() for o in overlaps if o[(r, s)].size)
+        n = sum(max(act[r].size, act[s].size) for act in active)
+        pair[r, s] = pair[s, r] = total / n if n else 1.0
     mean_agreement = (pair.sum(1) - 1.0) / (n_restarts - 1)
     ref = int(np.argmax(mean_agreement))  # the first of equals
-    ref_active = active[ref]
+    ref_active = np.concatenate([act[ref] for act in active])
     recovered = np.zeros((ref_active.size, n_restarts), dtype=bool)
     recovered[:, ref] = True
     overlap = np.zeros((ref_active.size, n_restarts))
     jaccard = np.zeros((ref_active.size, n_restarts))
     pip = np.zeros((n_genes, n_factors))
     pip[:, ref_active] = pips[ref][:, ref_active]
-    for s in range(n_restarts):
-        if s == ref or not ref_active.size or not active[s].size:
-            continue
-        rows, cols, values = _matched(overlaps[(ref, s)] if ref < s else overlaps[(s, ref)].T)
-        overlap[rows, s] = values
-        sets = jaccard_matrix(pips[ref][:, ref_active] > pip_threshold, pips[s][:, active[s]] > pip_threshold)
-        jaccard[rows, s] = sets[rows, cols]
-        hit = values >= min_rbo
-        recovered[rows[hit], s] = True
-        pip[:, ref_active[rows[hit]]] += pips[s][:, active[s][cols[hit]]]
+    offset = 0  # the rows of this block's reference programmes
+    for act, o in zip(active, overlaps, strict=True):
+        mine = act[ref]
+        for s in range(n_restarts):
+            if s == ref or not mine.size or not act[s].size:
+                continue
+            rows, cols, values = _matched(o[(ref, s)] if ref < s else o[(s, ref)].T)
+            at = offset + rows
+            overlap[at, s] = values
+            sets = jaccard_matrix(pips[ref][:, mine] > pip_threshold, pips[s][:, act[s]] > pip_threshold)
+            jaccard[at, s] = sets[rows, cols]
+            hit = values >= min_rbo
+            recovered[at[hit], s] = True
+            pip[:, mine[rows[hit]]] += pips[s][:, act[s][cols[hit]]]
+        offset += mine.size
     pip /= n_restarts
     reproducibility = recovered.mean(1)
     # a programme found often enough but whose genes no majority of the restarts shares has no consensus genes
@@ -195,12 +229,22 @@ def consensus_programmes(
     restarts = pd.DataFrame(
         {
             "restart": np.arange(n_restarts),
-            "n_active": [a.size for a in active],
+            "n_active": [sum(act[r].size for act in active) for r in range(n_restarts)],
             "agreement": mean_agreement,
             "reference": np.arange(n_restarts) == ref,
         }
     )
     return Consensus(pip=pip, table=table[CONSENSUS_COLUMNS], restarts=restarts, reference=ref)
+
+
+def _factor_blocks(model: Any) -> list[np.ndarray] | None:
+    """The factor columns matched apart: a multi-study model's shared block and each study's block; ``None`` (all
+    together) for a single-study model.
+    """
+    block_slices = getattr(model.module, "block_slices", None)
+    if block_slices is None:
+        return None
+    return [np.arange(cols.start, cols.stop) for _, _, cols in block_slices()]
 
 
 def consensus_of(models: Sequence[Any], *, min_share: float = 0.5, min_rbo: float = 0.5) -> Any:
@@ -212,7 +256,9 @@ def consensus_of(models: Sequence[Any], *, min_share: float = 0.5, min_rbo: floa
     Parameters
     ----------
     models
-        Trained :class:`~scsparse.model.SparseVAE` models of the same data and settings, at least two.
+        Trained :class:`~scsparse.model.SparseVAE` (or :class:`~scsparse.model.MultiStudySparseVAE`) models of the
+        same data and settings, at least two. A multi-study model's shared factors are matched with the shared
+        factors of the other restarts, each study's specific factors with that study's.
     min_share, min_rbo
         As in :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`.
 
@@ -244,6 +290,7 @@ def consensus_of(models: Sequence[Any], *, min_share: float = 0.5, min_rbo: floa
         [m.get_inclusion_probabilities().to_numpy() for m in models],
         [m.get_loadings().to_numpy() for m in models],
         factor_names=models[0].factor_names,
+        blocks=_factor_blocks(models[0]),
         min_rbo=min_rbo,
         min_share=min_share,
     )

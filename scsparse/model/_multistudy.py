@@ -481,15 +481,50 @@ class MultiStudySparseVAE(SparseVAE):
         return super().get_inclusion_probabilities().iloc[:, self._columns(study)]
 
     @classmethod
-    def consensus(cls, adata: AnnData, n_restarts: int = 10, **kwargs: Any) -> MultiStudySparseVAE:
-        """Not available for the multi-study model: its shared and study-specific blocks would have to be matched
-        apart. Fit restarts with :class:`MultiStudySparseVAE` and compare them with :func:`scsparse.tl.stability`.
+    def consensus(
+        cls,
+        adata: AnnData,
+        n_restarts: int = 10,
+        *,
+        seeds: Sequence[int] | None = None,
+        min_share: float = 0.5,
+        min_rbo: float = 0.5,
+        train_kwargs: dict[str, Any] | None = None,
+        **model_kwargs: Any,
+    ) -> MultiStudySparseVAE:
+        """Fit several restarts and return one trained model whose programmes are those the restarts agree on.
+
+        As :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`, with the blocks matched apart: a shared
+        programme of the reference restart is matched only with the shared programmes of another restart, and a
+        study's specific programme only with that study's, so a restart that puts a programme in a study's block
+        instead of the shared one does not recover it. The reference is the restart that agrees most with the
+        others over all blocks. ``consensus_`` has one row per active factor of the reference, shared and specific;
+        anchor genes are genes in no other kept programme of any block.
+
+        Parameters
+        ----------
+        adata
+            AnnData registered with :meth:`setup_anndata`.
+        n_restarts, seeds, min_share, min_rbo, train_kwargs
+            As in :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`.
+        **model_kwargs
+            Passed to every restart's constructor (``n_latent_shared``, ``n_latent_specific`` ...).
+
+        Returns
+        -------
+        MultiStudySparseVAE
+            The reference restart, with the consensus programmes.
+
+        Examples
+        --------
+        >>> scsparse.model.MultiStudySparseVAE.setup_anndata(adata, study_key="condition", layer="counts")
+        >>> model = scsparse.model.MultiStudySparseVAE.consensus(adata, n_restarts=5, n_latent_shared=10)
+        >>> model.consensus_[["factor", "reproducibility", "n_genes", "kept"]]
         """
-        raise InvalidInputError(
-            "MultiStudySparseVAE.consensus is not available: the shared and study-specific blocks would have to be "
-            "matched apart. Fit several seeds and compare them with scsparse.tl.stability(fit, seeds=...), or use "
-            "SparseVAE.consensus per study."
-        )
+        return super().consensus(
+            adata, n_restarts, seeds=seeds, min_share=min_share, min_rbo=min_rbo, train_kwargs=train_kwargs,
+            **model_kwargs,
+        )  # fmt: skip
 
     def _start_mask(self) -> None:
         """The multi-study masks start from their constant (``decoder_kwargs["w_init"]``); the data-driven start
@@ -588,7 +623,8 @@ class MultiStudySparseVAE(SparseVAE):
         - ``varm[f"{key}_W_<study>"]``, ``varm[f"{key}_pip_<study>"]``: each study's specific mask and ``p*``;
         - ``uns[key]``: the factor table (``factor_table``, a DataFrame), studies, active factors, ``eta``,
           top and anchor genes, ``factors_oriented`` (:meth:`orient_factors`; specific factors within their
-          study's cells), hyper-parameters, seed, package versions and a hash of the training data.
+          study's cells), hyper-parameters, seed, package versions and a hash of the training data; for a consensus
+          fit (:meth:`consensus`) also ``consensus``, ``consensus_restarts`` and ``consensus_params``.
 
         Nothing is written if any key exists, unless ``overwrite=True``.
         """
@@ -612,6 +648,7 @@ class MultiStudySparseVAE(SparseVAE):
             "top_genes": {f: np.asarray(g, dtype=object) for f, g in self.get_top_genes(10, pip_threshold).items()},
             "anchor_genes": {f: np.asarray(g, dtype=object) for f, g in self.get_anchor_genes(pip_threshold).items()},
             **self._provenance(),
+            **self._consensus_results(),
         }
         write_multistudy_results(
             adata,

@@ -235,6 +235,7 @@ def multistudy_sparse_vae(
     gene_likelihood: GeneLikelihood = "nb",
     max_epochs: int | None = None,
     seed: int = 0,
+    n_restarts: int = 1,
     key_added: str = "mssvae",
     overwrite: bool = False,
     copy: bool = False,
@@ -294,6 +295,11 @@ def multistudy_sparse_vae(
         Training epochs; ``None`` uses scvi-tools' heuristic.
     seed
         Seed of the weights, the split and training; recorded in ``uns[key]["seed"]``.
+    n_restarts
+        With more than 1, fit that many restarts (seeds ``seed``, ``seed + 1`` ...) and keep the programmes they
+        agree on, shared and specific blocks matched apart (:meth:`MultiStudySparseVAE.consensus
+        <scsparse.model.MultiStudySparseVAE.consensus>`): ``uns[key]["consensus"]`` then says how reproducible each
+        programme is. Costs ``n_restarts`` fits.
     key_added
         Prefix of the keys written.
     overwrite
@@ -350,4 +356,5 @@ def multistudy_sparse_vae(
         key_added,
         overwrite,
         copy,
+        n_restarts,
     )

@@ -140,8 +140,13 @@ def test_fit_restarts_writes_a_consensus(input_file, tmp_path, capsys):
     uns = ad.read_h5ad(out).uns["sparsevae"]
     assert list(uns["consensus_restarts"]["seed"]) == [7, 8] and int(uns["consensus_params"]["n_restarts"]) == 2
     assert "reproducibility" in pd.DataFrame(uns["consensus"]).columns
-    assert main([*args, "--restarts", "2", "--study-key", "batch", "--overwrite"]) == 2
-    assert "--restarts" in capsys.readouterr().err
+    # a multi-study consensus: the shared and each study's factors, matched apart
+    multi = [*args, *RESCUE, "--max-epochs", "30", "--restarts", "2", "--study-key", "batch", "--overwrite"]
+    assert main(multi) == 0
+    assert "consensus of 2 restarts" in capsys.readouterr().out
+    uns = ad.read_h5ad(out).uns["mssvae"]
+    assert list(uns["consensus_restarts"]["seed"]) == [0, 1]
+    assert set(pd.DataFrame(uns["consensus"])["factor"]) <= set(uns["factor_names"])
 
 
 def test_fit_multistudy(counts_factory, tmp_path, capsys):

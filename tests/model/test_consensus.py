@@ -188,8 +188,57 @@ def test_consensus_checks_its_arguments(counts_adata):
         consensus_of([untrained[0], other])
 
 
-def test_the_multistudy_model_refuses_a_consensus_with_the_reason(counts_adata):
+def test_blocks_are_matched_apart():
+    # two blocks of two factors (a multi-study model's shared and one study's): every restart finds programme A
+    # (genes 0-9) and programme B (genes 10-19); restarts 0-2 put A in the shared block (column 0), restart 3 in
+    # the study's (column 2), so within blocks only restarts 0-2 recover A, and restart 3's A is not the shared A
+    def restart(a_column: int) -> np.ndarray:
+        pip = np.full((40, 4), 0.01)
+        pip[0:10, a_column] = 0.99
+        pip[10:20, 3] = 0.99
+        return pip
+
+    pips = [restart(0), restart(0), restart(0), restart(2)]
+    loadings = [np.where(p > 0.5, 1.0 + np.linspace(1, 0, 40)[:, None], 0.0) for p in pips]
+    together = consensus_programmes(pips, loadings).table.set_index("factor")
+    assert together.loc["factor_0", "reproducibility"] == 1.0  # all together, restart 3's column 2 stands in
+    apart = consensus_programmes(pips, loadings, blocks=[[0, 1], [2, 3]])
+    table = apart.table.set_index("factor")
+    assert apart.reference != 3
+    assert table.loc["factor_0", "reproducibility"] == 0.75 and table.loc["factor_3", "reproducibility"] == 1.0
+    assert table.loc["factor_0", "kept"] and table.loc["factor_3", "kept"]
+    # the consensus p* of A: restart 3 does not recover it in the shared block and counts 0
+    np.testing.assert_allclose(apart.pip[0:10, 0], 3 * 0.99 / 4)
+    assert (apart.pip[:, [1, 2]] == 0).all()
+    with pytest.raises(InvalidInputError, match="each column in exactly one group"):
+        consensus_programmes(pips, loadings, blocks=[[0, 1], [1, 2, 3]])
+    with pytest.raises(InvalidInputError, match="each column in exactly one group"):
+        consensus_programmes(pips, loadings, blocks=[[0, 1], [2]])
+
+
+def test_multistudy_consensus_is_a_multistudy_model_with_the_consensus(counts_factory, tmp_path):
     from scsparse.model import MultiStudySparseVAE
 
-    with pytest.raises(InvalidInputError, match="blocks would have to be matched apart"):
-        MultiStudySparseVAE.consensus(counts_adata, n_restarts=2)
+    adata = counts_factory(300, 30, 3, seed=4)
+    adata.obs["study"] = np.where(np.arange(adata.n_obs) < 150, "ctrl", "stim")
+    MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
+    model = MultiStudySparseVAE.consensus(
+        adata, n_restarts=2, seed=3, n_latent_shared=3, n_latent_specific=1, n_hidden=16,
+        decoder_kwargs={"w_init": 1.0}, train_kwargs={"max_epochs": 30, "batch_size": 32, "enable_progress_bar": False},
+    )  # fmt: skip
+    assert isinstance(model, MultiStudySparseVAE) and model.restarts_["seed"].tolist() == [3, 4]
+    table = model.consensus_
+    assert set(table["factor"]) <= set(model.factor_names) and len(table) >= 1
+    # switched-off programmes have no genes left; the kept ones are the model's active factors
+    kept = table.loc[table["kept"], "factor"].tolist()
+    assert set(model.active_factors()) == set(kept)
+    model.write_results(adata, key_added="mcons")
+    res = read_results(adata, "mcons")
+    pd.testing.assert_frame_equal(res.consensus.reset_index(drop=True), table.reset_index(drop=True))
+    assert "### How reproducible each programme is" in scsparse.tl.fit_report(adata, key="mcons")
+    scsparse.pl.reproducibility(adata, key="mcons", save=tmp_path / "r.png", show=False)
+    assert (tmp_path / "r.png").stat().st_size > 0
+    model.save(tmp_path / "m", overwrite=True)
+    back = MultiStudySparseVAE.load(str(tmp_path / "m"), adata=adata)
+    pd.testing.assert_frame_equal(back.consensus_, table)
+    np.testing.assert_array_equal(back.get_inclusion_probabilities(), model.get_inclusion_probabilities())
