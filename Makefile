@@ -53,14 +53,16 @@ install: $(STAMP)
 
 # Lint, the test suite and every benchmark with its small settings. The tests run on TEST_WORKERS processes
 # (pytest-xdist; each test trains on one torch thread, so "auto", one per CPU core, keeps every core busy), the
-# quick benchmarks BENCH_JOBS at a time (one per core by default; each trains on one thread).
+# quick benchmarks BENCH_JOBS at a time (one per core by default; each trains on one thread). QUICK_BENCHMARKS=0
+# leaves the quick benchmarks out (the suite has a quick test of each): CI runs them on one Python only.
 TEST_WORKERS ?= auto
 BENCH_JOBS ?= $(shell $(PY) -c 'import os; print(os.cpu_count() or 1)')
+QUICK_BENCHMARKS ?= 1
 define run_checks
 	$(1)/ruff check scsparse tests
 	$(1)/ruff format --check scsparse tests
 	$(1)/python -m pytest -q -n $(TEST_WORKERS)
-	$(1)/scsparse bench all --quick --jobs $(BENCH_JOBS) --out bench_out/quick-py$(PY_VERSION) $(BENCH_DATA_FLAG)
+	$(if $(filter 1,$(QUICK_BENCHMARKS)),$(1)/scsparse bench all --quick --jobs $(BENCH_JOBS) --out bench_out/quick-py$(PY_VERSION) $(BENCH_DATA_FLAG),@echo "quick benchmarks left out (QUICK_BENCHMARKS=$(QUICK_BENCHMARKS))")
 endef
 
 test: $(STAMP)
