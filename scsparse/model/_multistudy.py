@@ -480,52 +480,6 @@ class MultiStudySparseVAE(SparseVAE):
         """
         return super().get_inclusion_probabilities().iloc[:, self._columns(study)]
 
-    @classmethod
-    def consensus(
-        cls,
-        adata: AnnData,
-        n_restarts: int = 10,
-        *,
-        seeds: Sequence[int] | None = None,
-        min_share: float = 0.5,
-        min_rbo: float = 0.5,
-        train_kwargs: dict[str, Any] | None = None,
-        **model_kwargs: Any,
-    ) -> MultiStudySparseVAE:
-        """Fit several restarts and return one trained model whose programmes are those the restarts agree on.
-
-        As :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`, with the blocks matched apart: a shared
-        programme of the reference restart is matched only with the shared programmes of another restart, and a
-        study's specific programme only with that study's, so a restart that puts a programme in a study's block
-        instead of the shared one does not recover it. The reference is the restart that agrees most with the
-        others over all blocks. ``consensus_`` has one row per active factor of the reference, shared and specific;
-        anchor genes are genes in no other kept programme of any block.
-
-        Parameters
-        ----------
-        adata
-            AnnData registered with :meth:`setup_anndata`.
-        n_restarts, seeds, min_share, min_rbo, train_kwargs
-            As in :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`.
-        **model_kwargs
-            Passed to every restart's constructor (``n_latent_shared``, ``n_latent_specific`` ...).
-
-        Returns
-        -------
-        MultiStudySparseVAE
-            The reference restart, with the consensus programmes.
-
-        Examples
-        --------
-        >>> scsparse.model.MultiStudySparseVAE.setup_anndata(adata, study_key="condition", layer="counts")
-        >>> model = scsparse.model.MultiStudySparseVAE.consensus(adata, n_restarts=5, n_latent_shared=10)
-        >>> model.consensus_[["factor", "reproducibility", "n_genes", "kept"]]
-        """
-        return super().consensus(
-            adata, n_restarts, seeds=seeds, min_share=min_share, min_rbo=min_rbo, train_kwargs=train_kwargs,
-            **model_kwargs,
-        )  # fmt: skip
-
     def _start_mask(self) -> None:
         """The multi-study masks start from their constant (``decoder_kwargs["w_init"]``); the data-driven start
         (``mask_init="nmf"``) is the single-study model's.

@@ -643,6 +643,12 @@ class SparseVAE(
         probabilities (the mean ``p*`` over the restarts, 0 for one that does not recover it), so a gene is in a
         kept programme when most restarts put it there. The others are switched off (``p* = 0``).
 
+        On :class:`~scsparse.model.MultiStudySparseVAE` (``MultiStudySparseVAE.consensus(...)``) the blocks are
+        matched apart: a shared programme only with the shared programmes of another restart, a study's specific
+        programme only with that study's, so a restart that puts a programme in a study's block instead of the
+        shared one does not recover it; the reference is the restart that agrees most over all blocks, and anchor
+        genes are genes in no other kept programme of any block.
+
         The returned model's ``consensus_`` table says, per programme, how reproducible it is
         (``reproducibility``: share of restarts that recover it; ``agreement``: mean rank-biased overlap with the
         matched programmes, how far its core reproduces; ``jaccard``: the mean Jaccard index of the whole gene
@@ -671,12 +677,13 @@ class SparseVAE(
         train_kwargs
             Passed to every restart's :meth:`train`.
         **model_kwargs
-            Passed to every restart's constructor (``n_latent``, ``gene_likelihood`` ...).
+            Passed to every restart's constructor (``n_latent``, ``gene_likelihood`` ...; ``n_latent_shared``,
+            ``n_latent_specific`` ... for the multi-study model).
 
         Returns
         -------
         SparseVAE
-            The reference restart, with the consensus programmes.
+            The reference restart, with the consensus programmes (of the class the method is called on).
 
         Examples
         --------
