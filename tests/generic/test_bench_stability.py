@@ -8,9 +8,10 @@ import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
 from scsparse.generic.benchmarks import _stability as stability
+from scsparse.generic.benchmarks._real_data import load_real_dataset
 from scsparse.generic.benchmarks._report import provenance
 from scsparse.generic.benchmarks._stability import AGREEMENT_COLUMNS, RESULT_COLUMNS, VARIANTS, run_stability
-from scsparse.generic.metrics import AGREEMENT_MEASURES
+from scsparse.generic.metrics import AGREEMENT_MEASURES, programme_agreement
 
 
 def test_variants_separate_the_seed_of_the_initial_weights_from_the_training():
@@ -29,7 +30,10 @@ def test_registered_and_rejects_bad_arguments(tmp_path):
     with pytest.raises(ValueError, match="Unknown variant"):
         run_stability(tmp_path, quick=True, methods="default,nowhere")
     with pytest.raises(ValueError, match="Unknown data set"):
-        run_stability(tmp_path, quick=True, datasets="kang_studies")  # the multi-study arm is not a single fit
+        run_stability(tmp_path, quick=True, datasets="kang,nowhere")
+    with pytest.raises(ValueError, match=r"\['nmf_start'\] do not apply to the multi-study data sets"):
+        run_stability(tmp_path, quick=True, datasets="kang,kang_studies", methods="default,nmf_start")
+    assert not VARIANTS["nmf_start"].multi_study and VARIANTS["consensus"].multi_study
 
 
 def test_summary_reports_every_measure_and_the_targets():
@@ -139,3 +143,27 @@ def test_lambda0_ladder_climbs_to_the_model_rate_and_ends_there(counts_factory):
     assert set(VARIANTS) >= {"nmf_start", "lambda0_ladder"}
     assert VARIANTS["nmf_start"].model_kwargs == {"mask_init": "nmf"}
     assert isinstance(VARIANTS["lambda0_ladder"].callbacks()[0], stability.Lambda0Ladder)
+
+
+def test_quick_multistudy_run_compares_fits_block_by_block(shared_data, tmp_path):
+    import json
+
+    df = run_stability(tmp_path, quick=True, datasets="kang_studies", max_epochs=30, verbose=False)
+    assert df["dataset"].tolist() == ["kang_studies", "kang_studies"] and np.isfinite(df["heldout_nll"]).all()
+    saved = json.loads((tmp_path / "fits" / "kang_studies" / "default_seed0.json").read_text())
+    # every programme and every active factor is in a block: the shared one or a study's
+    blocks = {"shared", "control", "stimulated"}
+    assert set(saved["scopes"]) == set(saved["programmes"]) and set(saved["scopes"].values()) <= blocks
+    loadings = np.load(tmp_path / "fits" / "kang_studies" / "default_seed0.npy")
+    assert len(saved["factor_scopes"]) == loadings.shape[1] and set(saved["factor_scopes"]) <= blocks
+    agreement = pd.read_csv(tmp_path / "agreement.csv")
+    assert len(agreement) == 1
+    values = agreement.loc[0, ["jaccard", "top_overlap", "rbo", "loadings_corr"]].astype(float)
+    assert ((values >= 0) & (values <= 1)).all()
+    # read back, the saved fits carry their blocks into the comparison
+    genes = load_real_dataset("kang_studies", quick=True).var_names.astype(str).tolist()
+    fits = [stability._load_fit(tmp_path / "fits" / "kang_studies" / f"default_seed{s}", {}) for s in (0, 1)]
+    sets = [f.programme_set(genes) for f in fits]
+    assert all(x.scopes is not None and x.factor_scopes is not None for x in sets)
+    again = programme_agreement(*sets, len(genes))
+    assert again["jaccard"] == pytest.approx(agreement.loc[0, "jaccard"])

@@ -101,3 +101,36 @@ def test_cores_are_paired_on_their_rankings_not_on_a_shared_tail():
     assert res["rbo"] == pytest.approx(1.0)
     # each pair shares its five core genes of ten (a 5-gene programme against the first ten of a 45-gene one)
     assert res["top_overlap"] == pytest.approx(0.5)
+
+
+def test_blocks_are_matched_apart():
+    """Two multi-study fits: a programme is paired only within its block (shared, or one study's)."""
+    shared, specific = np.arange(0, 10), np.arange(10, 20)
+    centred = np.random.default_rng(1).normal(size=(30, 2))
+    loadings = np.linalg.qr(centred - centred.mean(0))[0]  # uncorrelated columns
+    blocks = {"scopes": ["shared", "stim"], "factor_scopes": ["shared", "stim"]}
+    a = ProgrammeSet([shared, specific], loadings, **blocks)
+    same = ProgrammeSet([shared, specific], loadings, **blocks)
+    # seed b finds the same two programmes but puts the stimulated one in the shared block and vice versa
+    moved = ProgrammeSet([specific, shared], loadings[:, ::-1], **blocks)
+    assert programme_agreement(a, same, 30)["jaccard"] == 1.0
+    apart = programme_agreement(a, moved, 30)
+    assert apart["jaccard"] == 0.0 and apart["rbo"] == 0.0 and apart["top_overlap"] == 0.0
+    assert apart["loadings_corr"] == pytest.approx(0.0, abs=1e-12)
+    # without blocks the same two fits agree fully
+    unblocked = [ProgrammeSet(f.programmes, f.loadings) for f in (a, moved)]
+    together = programme_agreement(*unblocked, 30)
+    assert together["jaccard"] == 1.0 and together["loadings_corr"] == pytest.approx(1.0)
+    # one block of two matches, the other does not: half
+    half = ProgrammeSet([shared, specific], loadings, scopes=["shared", "ctrl"], factor_scopes=["shared", "ctrl"])
+    assert programme_agreement(a, half, 30)["jaccard"] == 0.5
+
+
+def test_blocks_must_be_given_to_both_fits_and_fit_their_programmes():
+    a = ProgrammeSet([np.arange(3)], scopes=["shared"])
+    with pytest.raises(ValueError, match="give both fits their blocks"):
+        programme_agreement(a, ProgrammeSet([np.arange(3)]), 5)
+    with pytest.raises(ValueError, match="one block per programme"):
+        ProgrammeSet([np.arange(3), np.arange(2)], scopes=["shared"])
+    with pytest.raises(ValueError, match="one block per column of loadings"):
+        ProgrammeSet([np.arange(3)], np.ones((5, 2)), scopes=["shared"], factor_scopes=["shared"])

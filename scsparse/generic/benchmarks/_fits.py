@@ -3,8 +3,9 @@
 Every benchmark that trains a :class:`~scsparse.model.SparseVAE` or :class:`~scsparse.model.MultiStudySparseVAE`
 trains it by one of two protocols, each written once here:
 
-- **as a user fits** (:func:`fit_sparsevae`): ``train(max_epochs, seed=...)`` with the model's defaults, the
-  train/validation split and the stop once the fit has settled (``bench peers``, ``bench stability``);
+- **as a user fits** (:func:`fit_sparsevae`, :func:`fit_multistudy_sparsevae`): ``train(max_epochs, seed=...)``
+  with the model's defaults, the train/validation split and the stop once the fit has settled (``bench peers``,
+  ``bench stability``);
 - **the papers' fixed epochs** (:func:`paper_model_kwargs`, :func:`train_fixed_epochs`): the settings dict of a
   benchmark that follows a paper (``lr``, ``batch_size``, ``max_epochs``, the network and the prior), every cell
   in training, no stop (``bench multistudy``, ``bench multistudy_real``, ``bench synthetic``).
@@ -29,7 +30,19 @@ from ._common import proc_status_mb
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
 
-__all__ = ["bias_words", "fit_sparsevae", "measured", "paper_model_kwargs", "train_fixed_epochs"]
+__all__ = [
+    "MULTISTUDY_SPECIFIC",
+    "bias_words",
+    "fit_multistudy_sparsevae",
+    "fit_sparsevae",
+    "measured",
+    "multistudy_factors",
+    "paper_model_kwargs",
+    "train_fixed_epochs",
+]
+
+#: Specific factors per study of a MultiStudySparseVAE fitted as a user fits it (at most a quarter of ``K``).
+MULTISTUDY_SPECIFIC = 5
 
 
 # ---------------------------------------------------------------------------------------------- as a user fits
@@ -55,6 +68,41 @@ def fit_sparsevae(
 
     SparseVAE.setup_anndata(adata, layer="counts", batch_key=batch_key)
     model = SparseVAE(adata, n_latent=n_latent, seed=seed if init_seed is None else init_seed, **model_kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitNotSettledWarning)
+        model.train(max_epochs=max_epochs, seed=seed, enable_progress_bar=False, **(train_kwargs or {}))
+    return model
+
+
+def multistudy_factors(n_latent: int) -> tuple[int, int]:
+    """``K`` factors of a cell as ``(shared, specific per study)``: :data:`MULTISTUDY_SPECIFIC`, at most ``K // 4``."""
+    specific = max(1, min(MULTISTUDY_SPECIFIC, n_latent // 4))
+    return n_latent - specific, specific
+
+
+def fit_multistudy_sparsevae(
+    adata: AnnData,
+    n_latent: int,
+    max_epochs: int,
+    seed: int,
+    study_key: str,
+    init_seed: int | None = None,
+    train_kwargs: Mapping[str, Any] | None = None,
+    **model_kwargs: Any,
+):
+    """A MultiStudySparseVAE trained as a user trains it, ``n_latent`` factors a cell (:func:`multistudy_factors`).
+
+    Seeds and keyword arguments as in :func:`fit_sparsevae`.
+    """
+    from scsparse.model import MultiStudySparseVAE
+    from scsparse.train import FitNotSettledWarning
+
+    shared, specific = multistudy_factors(n_latent)
+    MultiStudySparseVAE.setup_anndata(adata, layer="counts", study_key=study_key)
+    model = MultiStudySparseVAE(
+        adata, n_latent_shared=shared, n_latent_specific=specific, seed=seed if init_seed is None else init_seed,
+        **model_kwargs,
+    )  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitNotSettledWarning)
         model.train(max_epochs=max_epochs, seed=seed, enable_progress_bar=False, **(train_kwargs or {}))

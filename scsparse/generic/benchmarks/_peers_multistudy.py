@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from anndata import AnnData
 
-from ._fits import fit_sparsevae, measured
+from ._fits import MULTISTUDY_SPECIFIC, fit_multistudy_sparsevae, fit_sparsevae, measured
 from ._peers_methods import MethodUnavailable, counts_matrix, signed_programmes
 from ._programme_fit import FitBudget, ProgrammeFit, read_sparsevae
 from ._real_data import study_names
@@ -46,8 +46,6 @@ __all__ = [
 
 #: The methods of the multi-study arm, in the order they run and are shown.
 MULTISTUDY_METHODS: tuple[str, ...] = ("MultiStudySparseVAE", "MOFA+ (groups)", "SparseVAE (per study)")
-#: Specific factors per study of MultiStudySparseVAE (at most a quarter of ``K``; the shared block has the rest).
-MULTISTUDY_SPECIFIC = 5
 #: Variance explained (in at least one group) above which a MOFA+ factor is kept.
 MOFA_MIN_R2 = 0.001
 #: Share of a MOFA+ factor's variance explained that one group must hold for the factor to be specific to it.
@@ -68,18 +66,8 @@ MULTISTUDY_READING: dict[str, str] = {
 
 
 def _fit_multistudy(adata: AnnData, budget: FitBudget, seed: int, study_key: str) -> ProgrammeFit:
-    from scsparse.model import MultiStudySparseVAE
-    from scsparse.train import FitNotSettledWarning
-
-    specific = max(1, min(MULTISTUDY_SPECIFIC, budget.n_factors // 4))
     with measured() as m:
-        MultiStudySparseVAE.setup_anndata(adata, layer="counts", study_key=study_key)
-        model = MultiStudySparseVAE(
-            adata, n_latent_shared=budget.n_factors - specific, n_latent_specific=specific, seed=seed
-        )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FitNotSettledWarning)  # recorded in extra["settled"]
-            model.train(max_epochs=budget.max_epochs, seed=seed, enable_progress_bar=False)
+        model = fit_multistudy_sparsevae(adata, budget.n_factors, budget.max_epochs, seed, study_key)
         fit = read_sparsevae(model, adata, "MultiStudySparseVAE")
         fit.transfer = model.get_latent_representation(kind="shared")
     fit.seconds, fit.peak_mb = m["seconds"], m["peak_mb"]

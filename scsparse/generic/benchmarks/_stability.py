@@ -20,6 +20,12 @@ model's over the first 80 epochs (:class:`Lambda0Ladder`). Each fit is also scor
 it (held-out cell-type accuracy, the known programmes, programme size) with its held-out negative
 log-likelihood, so a change that raises agreement can be checked for what it costs.
 
+On the data sets of ``bench peers``' multi-study arm (named with ``datasets``; ``kang_studies``,
+``cellbench_studies``) the model is :class:`~scsparse.model.MultiStudySparseVAE` with the arm's split of ``K``
+(``K - 5`` shared factors, 5 specific to each study), and two fits are compared block by block: a shared programme
+only with shared ones, a study's only with that study's, as its consensus matches them. The variants that do not
+apply to it (``nmf_start``: the multi-study model has the constant start only) are left out there.
+
 ``results.csv`` has one row per data set, variant and seed; ``agreement.csv`` one row per pair of seeds;
 ``summary.md`` the mean ± sd of each measure per data set and variant with the targets. The fits' programmes and
 loadings are saved under ``fits/``, so ``resume`` fits only what an earlier run into the same folder left out.
@@ -43,10 +49,10 @@ from lightning.pytorch import Callback
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_agreement
 
 from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
-from ._fits import fit_sparsevae, measured
+from ._fits import fit_multistudy_sparsevae, fit_sparsevae, measured, multistudy_factors
 from ._programme_fit import FitBudget, read_sparsevae
 from ._programme_scores import score_fit
-from ._real_data import REAL_DATASETS, load_real_dataset
+from ._real_data import REAL_DATASETS, RealDataset, load_real_dataset
 from ._report import (
     NOT_ASSESSED_QUICK,
     make_output_dir,
@@ -122,6 +128,8 @@ class StabilityVariant:
         More than 1: each run is a consensus of this many restarts (:meth:`SparseVAE.consensus
         <scsparse.model.SparseVAE.consensus>`), run ``s`` using seeds ``s * restarts ... s * restarts + restarts
         - 1``, so two runs share no seed.
+    multi_study
+        Whether the variant applies to :class:`~scsparse.model.MultiStudySparseVAE` (the data sets with studies).
     """
 
     name: str
@@ -131,6 +139,7 @@ class StabilityVariant:
     model_kwargs: dict[str, Any] = field(default_factory=dict)
     restarts: int = 1
     callbacks: Callable[[], list[Callback]] | None = None
+    multi_study: bool = True
 
     def seeds(self, seed: int) -> tuple[int, int]:
         """The seeds of the initial weights and of the training for the run of ``seed``."""
@@ -164,6 +173,7 @@ VARIANTS: dict[str, StabilityVariant] = {
             "nmf_start",
             "W starts from an NMF of the normalised counts (SparseVAE(mask_init='nmf')), the same in every seed",
             model_kwargs={"mask_init": "nmf"},
+            multi_study=False,
         ),
         StabilityVariant(
             "lambda0_ladder",
@@ -210,13 +220,32 @@ def _fit_path(out_dir: Path, dataset: str, variant: str, seed: int) -> Path:
     return out_dir / "fits" / dataset / f"{variant}_seed{seed}"
 
 
-def _save_fit(path: Path, row: dict[str, Any], programmes: dict[str, list[str]], loadings: np.ndarray) -> None:
+@dataclass
+class _SavedFit:
+    """One run as it is saved: its row, programmes (gene names) and active loadings, with blocks if it has them."""
+
+    row: dict[str, Any]
+    programmes: dict[str, list[str]]
+    loadings: np.ndarray
+    scopes: dict[str, str] | None = None  # programme -> block (multi-study fits)
+    factor_scopes: list[str] | None = None  # block of each loading column
+
+    def programme_set(self, genes: Sequence[str]) -> ProgrammeSet:
+        """The fit as the agreement measures read it, genes as indices into ``genes``."""
+        index = {g: j for j, g in enumerate(genes)}
+        programmes = [np.asarray([index[g] for g in p], dtype=np.int64) for p in self.programmes.values()]
+        scopes = None if self.scopes is None else [self.scopes[name] for name in self.programmes]
+        return ProgrammeSet(programmes, self.loadings, scopes=scopes, factor_scopes=self.factor_scopes)
+
+
+def _save_fit(path: Path, fit: _SavedFit) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path.with_suffix(".npy"), loadings)
-    path.with_suffix(".json").write_text(json.dumps({"row": row, "programmes": programmes}))
+    np.save(path.with_suffix(".npy"), fit.loadings)
+    saved = {"row": fit.row, "programmes": fit.programmes, "scopes": fit.scopes, "factor_scopes": fit.factor_scopes}
+    path.with_suffix(".json").write_text(json.dumps(saved))
 
 
-def _load_fit(path: Path, genes: Sequence[str], wanted: dict[str, Any]) -> tuple[dict[str, Any], ProgrammeSet] | None:
+def _load_fit(path: Path, wanted: dict[str, Any]) -> _SavedFit | None:
     """A fit an earlier run saved, if it was made with the same cells, genes, ``K`` and epochs."""
     if not path.with_suffix(".json").is_file() or not path.with_suffix(".npy").is_file():
         return None
@@ -228,41 +257,55 @@ def _load_fit(path: Path, genes: Sequence[str], wanted: dict[str, Any]) -> tuple
             f"{path.with_suffix('.json')} was fitted with {made}; this run has {wanted}. Resume with the settings of "
             "the earlier run, or write to another --out."
         )
-    index = {g: j for j, g in enumerate(genes)}
-    programmes = [np.asarray([index[g] for g in p], dtype=np.int64) for p in saved["programmes"].values()]
-    return row, ProgrammeSet(programmes, np.load(path.with_suffix(".npy")))
+    return _SavedFit(
+        row, saved["programmes"], np.load(path.with_suffix(".npy")), saved.get("scopes"), saved.get("factor_scopes")
+    )
 
 
-def _consensus_model(adata, budget: FitBudget, first_seed: int, batch_key: str | None, variant: StabilityVariant):
+def _consensus_model(adata, budget: FitBudget, first_seed: int, spec: RealDataset, variant: StabilityVariant):
     """A consensus of ``variant.restarts`` restarts with seeds ``first_seed, first_seed + 1, ...``."""
-    from scsparse.model import SparseVAE
+    from scsparse.model import MultiStudySparseVAE, SparseVAE
     from scsparse.train import FitNotSettledWarning
 
-    SparseVAE.setup_anndata(adata, layer="counts", batch_key=batch_key)
+    if spec.study_key:
+        model_class = MultiStudySparseVAE
+        MultiStudySparseVAE.setup_anndata(adata, layer="counts", study_key=spec.study_key)
+        shared, specific = multistudy_factors(budget.n_factors)
+        factors = {"n_latent_shared": shared, "n_latent_specific": specific}
+    else:
+        model_class = SparseVAE
+        SparseVAE.setup_anndata(adata, layer="counts", batch_key=spec.batch_key)
+        factors = {"n_latent": budget.n_factors}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitNotSettledWarning)
-        return SparseVAE.consensus(
-            adata, variant.restarts, seed=first_seed, n_latent=budget.n_factors, **variant.model_kwargs,
+        return model_class.consensus(
+            adata, variant.restarts, seed=first_seed, **factors, **variant.model_kwargs,
             train_kwargs={"max_epochs": budget.max_epochs, "enable_progress_bar": False},
         )  # fmt: skip
 
 
 def _fit(
     dataset: str, variant: StabilityVariant, seed: int, adata, budget: FitBudget, row: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, list[str]], np.ndarray]:
-    """Fit and score one run; returns the row, the programmes (gene names) and the active factors' loadings."""
+) -> _SavedFit:
+    """Fit and score one run."""
     spec = REAL_DATASETS[dataset]
     init_seed, training_seed = variant.seeds(seed)
     with measured() as m:
         if variant.restarts > 1:
-            model = _consensus_model(adata.copy(), budget, init_seed, spec.batch_key, variant)
+            model = _consensus_model(adata.copy(), budget, init_seed, spec, variant)
         else:
             train_kwargs = {"callbacks": variant.callbacks()} if variant.callbacks is not None else None
-            model = fit_sparsevae(
-                adata.copy(), budget.n_factors, budget.max_epochs, training_seed, spec.batch_key, init_seed=init_seed,
-                train_kwargs=train_kwargs, **variant.model_kwargs,
-            )  # fmt: skip
-        fit = read_sparsevae(model, adata.copy(), "SparseVAE")
+            if spec.study_key:
+                model = fit_multistudy_sparsevae(
+                    adata.copy(), budget.n_factors, budget.max_epochs, training_seed, spec.study_key,
+                    init_seed=init_seed, train_kwargs=train_kwargs, **variant.model_kwargs,
+                )  # fmt: skip
+            else:
+                model = fit_sparsevae(
+                    adata.copy(), budget.n_factors, budget.max_epochs, training_seed, spec.batch_key,
+                    init_seed=init_seed, train_kwargs=train_kwargs, **variant.model_kwargs,
+                )  # fmt: skip
+        fit = read_sparsevae(model, adata.copy(), type(model).__name__)
     fit.seconds, fit.peak_mb = m["seconds"], m["peak_mb"]
     scores = score_fit(fit, adata, spec, seed)
     row.update({k: scores[k] for k in FIT_METRICS if k in scores})
@@ -270,9 +313,15 @@ def _fit(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         row["heldout_nll"] = float(model.get_heldout_nll(n_mc_samples=50))
-    loadings = model.get_loadings()[model.active_factors()].to_numpy(dtype=np.float64)
+    active = model.active_factors()
+    loadings = model.get_loadings()[active].to_numpy(dtype=np.float64)
     genes = np.asarray(adata.var_names).astype(str)
-    return row, {name: genes[idx].tolist() for name, idx in fit.programmes.items()}, loadings
+    programmes = {name: genes[idx].tolist() for name, idx in fit.programmes.items()}
+    if not spec.study_key:
+        return _SavedFit(row, programmes, loadings)
+    study = model.factor_table().set_index("factor")["study"].astype(str)
+    factor_scopes = ["shared" if study[f] == "all" else study[f] for f in active]
+    return _SavedFit(row, programmes, loadings, dict(fit.scope), factor_scopes)
 
 
 def _run_variant(
@@ -296,10 +345,10 @@ def _run_variant(
     rows, fits = [], {}
     for seed in range(seeds):
         path = _fit_path(out_dir, dataset, variant.name, seed)
-        earlier = _load_fit(path, genes, wanted) if resume else None
+        earlier = _load_fit(path, wanted) if resume else None
         if earlier is not None:
-            row, fits[seed] = earlier
-            rows.append(row)
+            fits[seed] = earlier.programme_set(genes)
+            rows.append(earlier.row)
             if verbose:
                 print(f"[stability] {dataset} {variant.name} seed {seed}: kept from the earlier run", flush=True)
             continue
@@ -308,11 +357,10 @@ def _run_variant(
         row.update(
             dataset=dataset, variant=variant.name, seed=seed, init_seed=init_seed, training_seed=training_seed, **wanted
         )
-        row, programmes, loadings = _fit(dataset, variant, seed, adata, budget, row)
-        _save_fit(path, row, programmes, loadings)
-        index = {g: j for j, g in enumerate(genes)}
-        fits[seed] = ProgrammeSet([np.asarray([index[g] for g in p]) for p in programmes.values()], loadings)
-        rows.append(row)
+        saved = _fit(dataset, variant, seed, adata, budget, row)
+        _save_fit(path, saved)
+        fits[seed] = saved.programme_set(genes)
+        rows.append(saved.row)
         if verbose:
             print(
                 f"[stability] {dataset} {variant.name} seed {seed}: {row['factors_kept']:.0f} active factors, "
@@ -388,9 +436,12 @@ def run_stability(
     max_epochs
         Epoch budget (default 400; a fit stops earlier once settled).
     datasets
-        Data sets (comma-separated or a list; default: the single-study data sets of ``bench peers``).
+        Data sets (comma-separated or a list; default: the single-study data sets of ``bench peers``). The
+        multi-study ones (``kang_studies``, ``cellbench_studies``) fit MultiStudySparseVAE and are compared block
+        by block.
     methods
-        Variants of :data:`VARIANTS` (default: all; quick: ``default``).
+        Variants of :data:`VARIANTS` (default: all, on a multi-study data set those that apply to it; quick:
+        ``default``).
     n_threads
         CPU threads for torch and the BLAS pools (``None``: the libraries' defaults).
     resume
@@ -406,7 +457,8 @@ def run_stability(
     Raises
     ------
     ValueError
-        An unknown data set or variant, fewer than two seeds, or (``resume``) fits made with other settings.
+        An unknown data set or variant, a variant named for a multi-study data set it does not apply to, fewer than
+        two seeds, or (``resume``) fits made with other settings.
     """
     from threadpoolctl import threadpool_limits
 
@@ -418,8 +470,19 @@ def run_stability(
         raise ValueError(f"Stability needs at least 2 seeds, got {seeds}.")
     check_positive_int("max_epochs", max_epochs, optional=True)
     single = [n for n in REAL_DATASETS if n not in _MULTI_STUDY]
-    chosen_data = chosen_names(datasets if datasets is not None or not quick else "kang", single, "data set(s)")
+    if datasets is None:
+        chosen_data = ["kang"] if quick else single
+    else:
+        chosen_data = chosen_names(datasets, list(REAL_DATASETS), "data set(s)")
     chosen = chosen_names(methods if methods is not None or not quick else "default", list(VARIANTS), "variant(s)")
+    if methods is not None and any(name in _MULTI_STUDY for name in chosen_data):
+        refused = [v for v in chosen if not VARIANTS[v].multi_study]
+        if refused:
+            raise ValueError(
+                f"The variant(s) {refused} do not apply to the multi-study data sets "
+                f"{[n for n in chosen_data if n in _MULTI_STUDY]} (MultiStudySparseVAE has the constant start only). "
+                "Leave them out, or choose single-study data sets for them."
+            )
     base = _QUICK if quick else _FULL
     budget = FitBudget(**{**base.__dict__, "max_epochs": max_epochs or base.max_epochs})
     out_dir = make_output_dir(out)
@@ -437,6 +500,8 @@ def run_stability(
             if verbose:
                 print(f"[stability] {name}: {adata.n_obs} cells x {adata.n_vars} genes", flush=True)
             for variant in chosen:
+                if name in _MULTI_STUDY and not VARIANTS[variant].multi_study:
+                    continue  # not named by the user (refused above): left out where it does not apply
                 new_rows, new_pairs = _run_variant(
                     name, VARIANTS[variant], seeds, adata, budget, out_dir, resume, verbose
                 )

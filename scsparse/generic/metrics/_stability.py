@@ -79,15 +79,55 @@ class ProgrammeSet:
     loadings
         Genes x factors loadings of the fit's active factors (``None``: no loadings, e.g. a method read from gene
         lists only).
+    scopes
+        The block of each programme (e.g. ``"shared"`` or a study's name for a multi-study fit), or ``None`` for
+        a fit with one block. Two fits with scopes are matched block by block (:func:`programme_agreement`).
+    factor_scopes
+        The block of each column of ``loadings`` (``None`` with ``scopes=None``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fit = ProgrammeSet([np.array([0, 1]), np.array([2])], scopes=["shared", "stim"])
+    >>> fit.n_active
+    2
     """
 
     programmes: list[np.ndarray]
     loadings: np.ndarray | None = None
+    scopes: list[str] | None = None
+    factor_scopes: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.scopes is not None and len(self.scopes) != len(self.programmes):
+            raise ValueError(
+                f"scopes has {len(self.scopes)} entries for {len(self.programmes)} programmes: give one block per "
+                "programme, or scopes=None."
+            )
+        if self.factor_scopes is not None:
+            if self.loadings is None or len(self.factor_scopes) != self.loadings.shape[1]:
+                n_columns = "no loadings" if self.loadings is None else f"{self.loadings.shape[1]} loading columns"
+                raise ValueError(
+                    f"factor_scopes has {len(self.factor_scopes)} entries for {n_columns}: give one block per "
+                    "column of loadings, or factor_scopes=None."
+                )
 
     @property
     def n_active(self) -> int:
         """Number of active factors (columns of ``loadings``), else of programmes."""
         return int(self.loadings.shape[1]) if self.loadings is not None else len(self.programmes)
+
+
+def _same_block(a: list[str] | None, b: list[str] | None, what: str) -> np.ndarray | float:
+    """1 where an item of ``a`` and one of ``b`` are in the same block, else 0 (1 when neither has blocks)."""
+    if (a is None) != (b is None):
+        raise ValueError(
+            f"One fit has {what} and the other has none: give both fits their blocks (e.g. two multi-study fits), "
+            "or neither."
+        )
+    if a is None or b is None:
+        return 1.0
+    return (np.asarray(a, dtype=object)[:, None] == np.asarray(b, dtype=object)[None, :]).astype(np.float64)
 
 
 def _match(score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -113,6 +153,11 @@ def programme_agreement(
       ``|corr|`` over the larger factor count (``nan`` when a fit has no loadings).
     - ``n_active_diff``: the difference in the number of active factors (absolute).
 
+    When both fits have blocks (``ProgrammeSet.scopes`` and ``factor_scopes``, e.g. the shared and each study's
+    factors of two multi-study fits), a programme is paired only with a programme of the same block, as
+    :meth:`scsparse.model.SparseVAE.consensus` matches them: a programme one seed puts in a study's block and
+    another in the shared block counts as unmatched (0).
+
     Parameters
     ----------
     a, b
@@ -136,7 +181,14 @@ def programme_agreement(
     >>> b = ProgrammeSet([np.array([3, 4, 5]), np.array([0, 1, 2])])
     >>> {k: round(v, 2) for k, v in programme_agreement(a, b, n_genes=6).items() if k in ("jaccard", "rbo")}
     {'jaccard': 0.83, 'rbo': 1.0}
+
+    The same programmes in other blocks do not pair:
+
+    >>> a.scopes, b.scopes = ["shared", "stim"], ["shared", "stim"]
+    >>> programme_agreement(a, b, n_genes=6)["jaccard"]
+    0.0
     """
+    same = _same_block(a.scopes, b.scopes, "programme blocks (scopes)")
     n_prog = max(len(a.programmes), len(b.programmes))
     out: dict[str, float] = {
         "n_programmes_a": float(len(a.programmes)),
@@ -151,14 +203,16 @@ def programme_agreement(
         out.update(jaccard=0.0, top_overlap=0.0, rbo=0.0)
     else:
         jac = jaccard_between(programme_indicator(a.programmes, n_genes), programme_indicator(b.programmes, n_genes))
+        jac = jac * same
         rows, cols = _match(jac)
         out["jaccard"] = float(jac[rows, cols].sum() / n_prog)
         # cores are paired on their rankings: a long tail shared with another programme does not steal the pair
         ranked_a = [list(x) for x in a.programmes]
         ranked_b = [list(x) for x in b.programmes]
-        rbo = np.array([[rank_biased_overlap(x, y, p) for y in ranked_b] for x in ranked_a])
+        rbo = np.array([[rank_biased_overlap(x, y, p) for y in ranked_b] for x in ranked_a]) * same
         rows, cols = _match(np.nan_to_num(rbo))
-        tops = [top_overlap(ranked_a[i], ranked_b[j], n_top) for i, j in zip(rows, cols, strict=True)]
+        same_pair = np.broadcast_to(same, rbo.shape)  # a forced pair across blocks counts 0
+        tops = [top_overlap(ranked_a[i], ranked_b[j], n_top) * same_pair[i, j] for i, j in zip(rows, cols, strict=True)]
         out["top_overlap"] = float(np.nansum(tops) / n_prog)
         out["rbo"] = float(np.nansum(rbo[rows, cols]) / n_prog)
     if a.loadings is None or b.loadings is None:
@@ -171,6 +225,7 @@ def programme_agreement(
             out["loadings_corr"] = 0.0
         else:
             corr = factor_correlation(a.loadings, b.loadings)
+            corr = corr * _same_block(a.factor_scopes, b.factor_scopes, "factor blocks (factor_scopes)")
             rows, cols = _match(corr)
             out["loadings_corr"] = float(corr[rows, cols].sum() / n_fac)
     return out
