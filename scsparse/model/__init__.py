@@ -4,13 +4,14 @@ from scsparse._checks import InvalidInputError
 from scsparse.nn import NoActiveFactorWarning
 from scsparse.results import FactorResponse
 
-from ._consensus import consensus_of
+from ._consensus import Consensus, consensus_of, consensus_programmes
 from ._multistudy import MultiStudySparseVAE
 from ._select import select_best
 from ._sparsevae import SparseVAE
 from ._validation import ZeroGenesWarning
 
 __all__ = [
+    "Consensus",
     "FactorResponse",
     "InvalidInputError",
     "MultiStudySparseVAE",
@@ -18,5 +19,6 @@ __all__ = [
     "SparseVAE",
     "ZeroGenesWarning",
     "consensus_of",
+    "consensus_programmes",
     "select_best",
 ]

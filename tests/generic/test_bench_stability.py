@@ -71,32 +71,42 @@ def test_summary_reports_every_measure_and_the_targets():
 
 
 def test_quick_run_and_resume(shared_data, tmp_path, monkeypatch):
-    df = run_stability(tmp_path, quick=True, verbose=False)
-    assert df["variant"].tolist() == ["default", "default"]
+    df = run_stability(tmp_path, quick=True, seeds=4, max_epochs=40, verbose=False)
+    assert df["variant"].tolist() == ["default"] * 4
     assert (df["factors_kept"] >= 0).all() and np.isfinite(df["heldout_nll"]).all()
     agreement = pd.read_csv(tmp_path / "agreement.csv")
-    assert list(agreement.columns) == AGREEMENT_COLUMNS and len(agreement) == 1
+    assert list(agreement.columns) == AGREEMENT_COLUMNS and len(agreement) == 6
+    # four single fits give three pairs of disjoint consensus fits of 2 restarts each, read off their p*
+    consensus = pd.read_csv(tmp_path / "consensus.csv")
+    assert consensus["restarts"].tolist() == [2, 2, 2]
+    assert consensus[["seeds_a", "seeds_b"]].to_numpy().tolist() == [["0 1", "2 3"], ["0 2", "1 3"], ["0 3", "1 2"]]
+    assert consensus["jaccard"].between(0, 1).all()
+    kept = pd.read_csv(tmp_path / "consensus_programmes.csv")
+    assert len(kept) == consensus[["kept_a", "kept_b"]].to_numpy().sum()
+    assert kept["recovered_by"].isin([1, 2]).all() and kept["best_jaccard"].between(0, 1).all()
     values = agreement.loc[0, ["jaccard", "top_overlap", "rbo", "loadings_corr"]].astype(float)
     assert ((values >= 0) & (values <= 1)).all()
     summary = (tmp_path / "summary.md").read_text()
     assert "# Stability of the programmes over seeds" in summary and "not assessed (quick smoke run)" in summary
+    assert "Consensus fits read off the single fits" in summary and "two consensus fits of 2 restarts" in summary
     tables, current = [], []
     for line in [*summary.splitlines(), ""]:
         if line.startswith("|"):
             current.append(line.count("|"))
         elif current:
             tables, current = [*tables, current], []
-    assert len(tables) == 2 and all(len(set(t)) == 1 for t in tables)  # every row has its header's columns
+    assert len(tables) >= 3 and all(len(set(t)) == 1 for t in tables)  # every row has its header's columns
 
     def no_fit(*args, **kwargs):
         raise AssertionError("a saved fit was fitted again")
 
     monkeypatch.setattr(stability, "_fit", no_fit)
-    again = run_stability(tmp_path, quick=True, resume=True, verbose=False)
+    again = run_stability(tmp_path, quick=True, seeds=4, max_epochs=40, resume=True, verbose=False)
     pd.testing.assert_frame_equal(again.reset_index(drop=True), df.reset_index(drop=True), check_dtype=False)
     assert pd.read_csv(tmp_path / "agreement.csv").equals(agreement)
+    assert pd.read_csv(tmp_path / "consensus.csv").equals(consensus)
     with pytest.raises(ValueError, match="Resume with the settings"):
-        run_stability(tmp_path, quick=True, resume=True, max_epochs=5, verbose=False)
+        run_stability(tmp_path, quick=True, seeds=4, resume=True, max_epochs=5, verbose=False)
 
 
 def test_quick_consensus_runs_use_disjoint_seeds(shared_data, tmp_path, monkeypatch):
@@ -167,3 +177,33 @@ def test_quick_multistudy_run_compares_fits_block_by_block(shared_data, tmp_path
     assert all(x.scopes is not None and x.factor_scopes is not None for x in sets)
     again = programme_agreement(*sets, len(genes))
     assert again["jaccard"] == pytest.approx(agreement.loc[0, "jaccard"])
+
+
+def test_consensus_read_off_single_fits_keeps_what_each_set_of_seeds_shares():
+    """Seeds 0 and 1 find programmes A and B, seeds 2 and 3 find A and C: the consensus of {0, 1} against that of
+    {2, 3} agrees on A only, and every programme each keeps is recovered by both of its restarts."""
+    from scsparse.generic.benchmarks._stability_consensus import FitMask, consensus_agreement
+
+    n_genes = 40
+    pip_b, pip_c = np.zeros((n_genes, 3)), np.zeros((n_genes, 3))
+    pip_b[:10, 0] = pip_c[:10, 0] = 0.95  # A
+    pip_b[10:20, 1] = 0.95  # B
+    pip_c[20:30, 1] = 0.95  # C
+    weights = np.random.default_rng(0).normal(size=(n_genes, 3))
+    fits = {
+        0: FitMask(pip_b, weights),
+        1: FitMask(pip_b, weights),
+        2: FitMask(pip_c, weights),
+        3: FitMask(pip_c, weights),
+    }
+    pairs, programmes = consensus_agreement("toy", "default", fits, n_genes)
+    apart = pairs[(pairs["seeds_a"] == "0 1") & (pairs["seeds_b"] == "2 3")].iloc[0]
+    assert apart["jaccard"] == 0.5 and apart["kept_a"] == apart["kept_b"] == 2
+    mine = programmes[programmes["draw"] == apart["draw"]]
+    assert mine["recovered_by"].tolist() == [2, 2, 2, 2]
+    assert sorted(mine["best_jaccard"].tolist()) == [0.0, 0.0, 1.0, 1.0]  # A is found again, B and C are not
+    # blocks: the same programmes in different blocks of two multi-study fits do not match
+    blocked = {s: FitMask(f.pip, f.weights, ["shared", "stim", "stim"]) for s, f in fits.items()}
+    blocked[2] = blocked[3] = FitMask(pip_c[:, [1, 0, 2]], weights, ["shared", "stim", "stim"])
+    pairs, _ = consensus_agreement("toy", "default", blocked, n_genes)
+    assert pairs.loc[(pairs["seeds_a"] == "0 1") & (pairs["seeds_b"] == "2 3"), "jaccard"].item() == 0.0

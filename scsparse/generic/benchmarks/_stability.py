@@ -27,8 +27,11 @@ only with shared ones, a study's only with that study's, as its consensus matche
 apply to it (``nmf_start``: the multi-study model has the constant start only) are left out there.
 
 ``results.csv`` has one row per data set, variant and seed; ``agreement.csv`` one row per pair of seeds;
-``summary.md`` the mean ± sd of each measure per data set and variant with the targets. The fits' programmes and
-loadings are saved under ``fits/``, so ``resume`` fits only what an earlier run into the same folder left out.
+``summary.md`` the mean ± sd of each measure per data set and variant with the targets. With at least 4 seeds, a
+variant's single fits also give its consensus fits at no cost (:mod:`._stability_consensus`): two disjoint sets of
+``R`` seeds, each set's consensus, compared (``consensus.csv``), and each kept programme's reproducibility against
+its best match in the other consensus (``consensus_programmes.csv``). The fits' programmes, loadings and ``p*``
+are saved under ``fits/``, so ``resume`` fits only what an earlier run into the same folder left out.
 """
 
 from __future__ import annotations
@@ -63,6 +66,13 @@ from ._report import (
     write_results,
     write_summary,
     wrote_line,
+)
+from ._stability_consensus import (
+    CONSENSUS_COLUMNS,
+    REPRODUCIBILITY_COLUMNS,
+    FitMask,
+    consensus_agreement,
+    consensus_lines,
 )
 
 __all__ = ["AGREEMENT_COLUMNS", "RESULT_COLUMNS", "VARIANTS", "Lambda0Ladder", "StabilityVariant", "run_stability"]
@@ -203,6 +213,8 @@ AGREEMENT_COLUMNS: list[str] = [
 
 #: Targets of a default single fit (issue: programmes that reproduce) and of a consensus fit.
 TARGETS: dict[str, float] = {"jaccard": 0.6, "top_overlap": 0.8}
+#: Target of two consensus fits of disjoint seeds (programmes, Jaccard): cNMF's level.
+CONSENSUS_TARGET = 0.9
 
 _LABELS = {
     "jaccard": "programmes (Jaccard)",
@@ -229,6 +241,7 @@ class _SavedFit:
     loadings: np.ndarray
     scopes: dict[str, str] | None = None  # programme -> block (multi-study fits)
     factor_scopes: list[str] | None = None  # block of each loading column
+    mask: FitMask | None = None  # p* and W of every factor, for the consensus of single fits
 
     def programme_set(self, genes: Sequence[str]) -> ProgrammeSet:
         """The fit as the agreement measures read it, genes as indices into ``genes``."""
@@ -242,6 +255,9 @@ def _save_fit(path: Path, fit: _SavedFit) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path.with_suffix(".npy"), fit.loadings)
     saved = {"row": fit.row, "programmes": fit.programmes, "scopes": fit.scopes, "factor_scopes": fit.factor_scopes}
+    if fit.mask is not None:
+        np.savez_compressed(path.with_suffix(".npz"), pip=fit.mask.pip, weights=fit.mask.weights)
+        saved["factor_blocks"] = fit.mask.factor_blocks
     path.with_suffix(".json").write_text(json.dumps(saved))
 
 
@@ -257,9 +273,14 @@ def _load_fit(path: Path, wanted: dict[str, Any]) -> _SavedFit | None:
             f"{path.with_suffix('.json')} was fitted with {made}; this run has {wanted}. Resume with the settings of "
             "the earlier run, or write to another --out."
         )
+    mask = None
+    if path.with_suffix(".npz").is_file():  # fits saved before the masks were have none: no consensus from them
+        with np.load(path.with_suffix(".npz")) as arrays:
+            mask = FitMask(arrays["pip"], arrays["weights"], saved.get("factor_blocks"))
     return _SavedFit(
-        row, saved["programmes"], np.load(path.with_suffix(".npy")), saved.get("scopes"), saved.get("factor_scopes")
-    )
+        row, saved["programmes"], np.load(path.with_suffix(".npy")), saved.get("scopes"), saved.get("factor_scopes"),
+        mask,
+    )  # fmt: skip
 
 
 def _consensus_model(adata, budget: FitBudget, first_seed: int, spec: RealDataset, variant: StabilityVariant):
@@ -314,14 +335,21 @@ def _fit(
         warnings.simplefilter("ignore")
         row["heldout_nll"] = float(model.get_heldout_nll(n_mc_samples=50))
     active = model.active_factors()
-    loadings = model.get_loadings()[active].to_numpy(dtype=np.float64)
+    weights = model.get_loadings()
+    loadings = weights[active].to_numpy(dtype=np.float64)
+    pip = model.get_inclusion_probabilities()[weights.columns].to_numpy(dtype=np.float64)
     genes = np.asarray(adata.var_names).astype(str)
     programmes = {name: genes[idx].tolist() for name, idx in fit.programmes.items()}
     if not spec.study_key:
-        return _SavedFit(row, programmes, loadings)
+        mask = FitMask(pip, weights.to_numpy(dtype=np.float64)) if variant.restarts == 1 else None
+        return _SavedFit(row, programmes, loadings, mask=mask)
     study = model.factor_table().set_index("factor")["study"].astype(str)
-    factor_scopes = ["shared" if study[f] == "all" else study[f] for f in active]
-    return _SavedFit(row, programmes, loadings, dict(fit.scope), factor_scopes)
+    block = {f: "shared" if study[f] == "all" else study[f] for f in weights.columns}
+    mask = FitMask(pip, weights.to_numpy(dtype=np.float64), [block[f] for f in weights.columns])
+    return _SavedFit(
+        row, programmes, loadings, dict(fit.scope), [block[f] for f in active],
+        mask if variant.restarts == 1 else None,
+    )  # fmt: skip
 
 
 def _run_variant(
@@ -333,8 +361,11 @@ def _run_variant(
     out_dir: Path,
     resume: bool,
     verbose: bool,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every seed of one variant on one data set, then the agreement of every pair of seeds."""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[int, FitMask | None]]:
+    """Every seed of one variant on one data set, then the agreement of every pair of seeds.
+
+    Returns the rows, the pairs, and each seed's p* and ``W`` (``None`` for a consensus run, or a fit saved without).
+    """
     genes = np.asarray(adata.var_names).astype(str).tolist()
     wanted = {
         "n_cells": adata.n_obs,
@@ -342,12 +373,12 @@ def _run_variant(
         "n_factors": budget.n_factors,
         "max_epochs": budget.max_epochs,
     }
-    rows, fits = [], {}
+    rows, fits, masks = [], {}, {}
     for seed in range(seeds):
         path = _fit_path(out_dir, dataset, variant.name, seed)
         earlier = _load_fit(path, wanted) if resume else None
         if earlier is not None:
-            fits[seed] = earlier.programme_set(genes)
+            fits[seed], masks[seed] = earlier.programme_set(genes), earlier.mask
             rows.append(earlier.row)
             if verbose:
                 print(f"[stability] {dataset} {variant.name} seed {seed}: kept from the earlier run", flush=True)
@@ -359,7 +390,7 @@ def _run_variant(
         )
         saved = _fit(dataset, variant, seed, adata, budget, row)
         _save_fit(path, saved)
-        fits[seed] = saved.programme_set(genes)
+        fits[seed], masks[seed] = saved.programme_set(genes), saved.mask
         rows.append(saved.row)
         if verbose:
             print(
@@ -371,13 +402,27 @@ def _run_variant(
     pairs = pairwise_agreement(fits, adata.n_vars)
     pairs.insert(0, "variant", variant.name)
     pairs.insert(0, "dataset", dataset)
-    return rows, pairs.to_dict("records")
+    return rows, pairs.to_dict("records"), masks
 
 
 def stability_summary(
-    results: pd.DataFrame, agreement: pd.DataFrame, prov: dict[str, Any], *, quick: bool, total_seconds: float
+    results: pd.DataFrame,
+    agreement: pd.DataFrame,
+    prov: dict[str, Any],
+    *,
+    quick: bool,
+    total_seconds: float,
+    consensus: pd.DataFrame | None = None,
+    consensus_programmes: pd.DataFrame | None = None,
 ) -> list[str]:
-    """The lines of ``summary.md``: per data set, the agreement measures and the fits' scores per variant."""
+    """The lines of ``summary.md``: per data set, the agreement measures and the fits' scores per variant.
+
+    ``consensus`` and ``consensus_programmes``: the consensus fits read off the single fits
+    (:func:`._stability_consensus.consensus_agreement`), shown under each data set.
+    """
+    consensus = pd.DataFrame(columns=CONSENSUS_COLUMNS) if consensus is None else consensus
+    if consensus_programmes is None:
+        consensus_programmes = pd.DataFrame(columns=REPRODUCIBILITY_COLUMNS)
     lines = summary_head(
         "# Stability of the programmes over seeds", prov, total_seconds=total_seconds, mode="quick" if quick else "full"
     )
@@ -401,12 +446,26 @@ def stability_summary(
         lines += ["", "The fits (mean ± sd over seeds):", ""]
         lines.append(markdown_table(fits, ["variant"], shown, digits=2))
         lines.append("")
+        in_data = consensus[consensus["dataset"] == dataset]
+        lines += consensus_lines(
+            in_data, consensus_programmes[consensus_programmes["dataset"] == dataset], dict(_LABELS)
+        )
         default = part[part["variant"] == "default"]
         if len(default):
             for measure, target in TARGETS.items():
                 mean = float(default[measure].mean())
                 verdict = target_verdict(mean >= target, assessed=not quick, unassessed=NOT_ASSESSED_QUICK)
                 lines.append(f"- target: default single fit {_LABELS[measure]} >= {target}: {mean:.2f}, {verdict}")
+        consensus_default = in_data[in_data["variant"] == "default"]
+        if len(consensus_default):
+            most = int(consensus_default["restarts"].max())
+            mean = float(consensus_default.loc[consensus_default["restarts"] == most, "jaccard"].mean())
+            verdict = target_verdict(mean >= CONSENSUS_TARGET, assessed=not quick, unassessed=NOT_ASSESSED_QUICK)
+            lines.append(
+                f"- target: two consensus fits of {most} restarts, programmes (Jaccard) >= {CONSENSUS_TARGET}: "
+                f"{mean:.2f}, {verdict}"
+            )
+        if len(default) or len(consensus_default):
             lines.append("")
     return lines
 
@@ -493,6 +552,7 @@ def run_stability(
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     pairs: list[dict[str, Any]] = []
+    consensus, consensus_programmes = [], []
     with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
         prov = provenance("stability", options)
         for name in chosen_data:
@@ -502,21 +562,47 @@ def run_stability(
             for variant in chosen:
                 if name in _MULTI_STUDY and not VARIANTS[variant].multi_study:
                     continue  # not named by the user (refused above): left out where it does not apply
-                new_rows, new_pairs = _run_variant(
+                new_rows, new_pairs, masks = _run_variant(
                     name, VARIANTS[variant], seeds, adata, budget, out_dir, resume, verbose
                 )
                 rows += new_rows
                 pairs += new_pairs
+                if VARIANTS[variant].restarts == 1 and seeds >= 4:
+                    if any(mask is None for mask in masks.values()):
+                        print(
+                            f"[stability] {name} {variant}: no consensus from these fits (some were saved without "
+                            "their p*; refit them into a new --out)",
+                            flush=True,
+                        )
+                    else:
+                        found = consensus_agreement(name, variant, masks, adata.n_vars)
+                        consensus.append(found[0])
+                        consensus_programmes.append(found[1])
                 write_results(pd.DataFrame(rows, columns=RESULT_COLUMNS), out_dir, RESULT_COLUMNS)
                 write_results(
                     pd.DataFrame(pairs, columns=AGREEMENT_COLUMNS), out_dir, AGREEMENT_COLUMNS, "agreement.csv"
                 )
     df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     agreement = pd.DataFrame(pairs, columns=AGREEMENT_COLUMNS)
+    written = ["results.csv", "agreement.csv", "summary.md"]
+    if consensus:
+        consensus_df = pd.concat(consensus, ignore_index=True)
+        programmes_df = pd.concat(consensus_programmes, ignore_index=True)
+        write_results(consensus_df, out_dir, CONSENSUS_COLUMNS, "consensus.csv")
+        write_results(programmes_df, out_dir, REPRODUCIBILITY_COLUMNS, "consensus_programmes.csv")
+        written[2:2] = ["consensus.csv", "consensus_programmes.csv"]
+    else:
+        consensus_df = programmes_df = None
     seconds = time.perf_counter() - start
-    write_summary(out_dir, stability_summary(df, agreement, prov, quick=quick, total_seconds=seconds))
+    write_summary(
+        out_dir,
+        stability_summary(
+            df, agreement, prov, quick=quick, total_seconds=seconds, consensus=consensus_df,
+            consensus_programmes=programmes_df,
+        ),
+    )  # fmt: skip
     if verbose:
-        print(wrote_line("stability", ["results.csv", "agreement.csv", "summary.md"], out_dir=out_dir, seconds=seconds))
+        print(wrote_line("stability", written, out_dir=out_dir, seconds=seconds))
     df.attrs["out_dir"] = str(out_dir)
     df.attrs["agreement"] = agreement
     return df
