@@ -77,9 +77,10 @@ def test_quick_run_and_resume(shared_data, tmp_path, monkeypatch):
     agreement = pd.read_csv(tmp_path / "agreement.csv")
     assert list(agreement.columns) == AGREEMENT_COLUMNS and len(agreement) == 6
     # four single fits give three pairs of disjoint consensus fits of 2 restarts each, read off their p*
-    consensus = pd.read_csv(tmp_path / "consensus.csv")
-    assert consensus["restarts"].tolist() == [2, 2, 2]
-    assert consensus[["seeds_a", "seeds_b"]].to_numpy().tolist() == [["0 1", "2 3"], ["0 2", "1 3"], ["0 3", "1 2"]]
+    consensus = pd.read_csv(tmp_path / "consensus.csv", dtype={"seeds_a": str, "seeds_b": str})
+    assert consensus["restarts"].tolist() == [1] * 6 + [2] * 3  # the single fits read the same way, then consensus
+    pairs = consensus.loc[consensus["restarts"] == 2, ["seeds_a", "seeds_b"]].to_numpy().tolist()
+    assert pairs == [["0 1", "2 3"], ["0 2", "1 3"], ["0 3", "1 2"]]
     assert consensus["jaccard"].between(0, 1).all()
     kept = pd.read_csv(tmp_path / "consensus_programmes.csv")
     assert len(kept) == consensus[["kept_a", "kept_b"]].to_numpy().sum()
@@ -104,7 +105,7 @@ def test_quick_run_and_resume(shared_data, tmp_path, monkeypatch):
     again = run_stability(tmp_path, quick=True, seeds=4, max_epochs=40, resume=True, verbose=False)
     pd.testing.assert_frame_equal(again.reset_index(drop=True), df.reset_index(drop=True), check_dtype=False)
     assert pd.read_csv(tmp_path / "agreement.csv").equals(agreement)
-    assert pd.read_csv(tmp_path / "consensus.csv").equals(consensus)
+    assert pd.read_csv(tmp_path / "consensus.csv", dtype={"seeds_a": str, "seeds_b": str}).equals(consensus)
     with pytest.raises(ValueError, match="Resume with the settings"):
         run_stability(tmp_path, quick=True, seeds=4, resume=True, max_epochs=5, verbose=False)
 
@@ -199,7 +200,10 @@ def test_consensus_read_off_single_fits_keeps_what_each_set_of_seeds_shares():
     pairs, programmes = consensus_agreement("toy", "default", fits, n_genes)
     apart = pairs[(pairs["seeds_a"] == "0 1") & (pairs["seeds_b"] == "2 3")].iloc[0]
     assert apart["jaccard"] == 0.5 and apart["kept_a"] == apart["kept_b"] == 2
-    mine = programmes[programmes["draw"] == apart["draw"]]
+    # the single fits, read the same way: seeds 0 and 1 agree fully, 0 and 2 on A only
+    singles = pairs[pairs["restarts"] == 1].set_index(["seeds_a", "seeds_b"])["jaccard"]
+    assert singles["0", "1"] == 1.0 and singles["0", "2"] == 0.5
+    mine = programmes[(programmes["restarts"] == 2) & (programmes["draw"] == apart["draw"])]
     assert mine["recovered_by"].tolist() == [2, 2, 2, 2]
     assert sorted(mine["best_jaccard"].tolist()) == [0.0, 0.0, 1.0, 1.0]  # A is found again, B and C are not
     # blocks: the same programmes in different blocks of two multi-study fits do not match
