@@ -274,7 +274,7 @@ def _load_fit(path: Path, wanted: dict[str, Any]) -> _SavedFit | None:
             "the earlier run, or write to another --out."
         )
     mask = None
-    if path.with_suffix(".npz").is_file():  # fits saved before the masks were have none: no consensus from them
+    if path.with_suffix(".npz").is_file():  # a fit saved without its p* gives no consensus
         with np.load(path.with_suffix(".npz")) as arrays:
             mask = FitMask(arrays["pip"], arrays["weights"], saved.get("factor_blocks"))
     return _SavedFit(
