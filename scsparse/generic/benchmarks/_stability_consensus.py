@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, programme_agreement
+from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, block_jaccard, programme_agreement
 
 from ._common import markdown_table
 
@@ -115,14 +115,8 @@ def _consensus_set(fits: Sequence[FitMask], min_share: float) -> tuple[Programme
 
 def _best_jaccard(a: ProgrammeSet, b: ProgrammeSet, n_genes: int) -> np.ndarray:
     """For each programme of ``a``, its largest Jaccard index with a programme of ``b`` in the same block."""
-    best = np.zeros(len(a.programmes))
-    for i, x in enumerate(a.programmes):
-        for j, y in enumerate(b.programmes):
-            if a.scopes is not None and a.scopes[i] != b.scopes[j]:
-                continue
-            union = np.union1d(x, y).size
-            best[i] = max(best[i], np.intersect1d(x, y).size / union if union else 0.0)
-    return best
+    jac = block_jaccard(a, b, n_genes)
+    return jac.max(axis=1) if jac.shape[1] else np.zeros(jac.shape[0])
 
 
 def consensus_agreement(

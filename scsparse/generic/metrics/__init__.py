@@ -56,6 +56,7 @@ from ._recommendation import FoldInSplit, fold_in_evaluate, fold_in_split, ndcg_
 from ._stability import (
     AGREEMENT_MEASURES,
     ProgrammeSet,
+    block_jaccard,
     pairwise_agreement,
     programme_agreement,
     rank_biased_overlap,
@@ -96,6 +97,7 @@ __all__ = [
     "AGREEMENT_MEASURES",
     "ProgrammeSet",
     "pairwise_agreement",
+    "block_jaccard",
     "programme_agreement",
     "rank_biased_overlap",
     "top_overlap",

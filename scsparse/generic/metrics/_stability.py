@@ -24,6 +24,7 @@ from ._programmes import jaccard_between, programme_indicator
 __all__ = [
     "AGREEMENT_MEASURES",
     "ProgrammeSet",
+    "block_jaccard",
     "pairwise_agreement",
     "programme_agreement",
     "rank_biased_overlap",
@@ -130,6 +131,34 @@ def _same_block(a: list[str] | None, b: list[str] | None, what: str) -> np.ndarr
     return (np.asarray(a, dtype=object)[:, None] == np.asarray(b, dtype=object)[None, :]).astype(np.float64)
 
 
+def block_jaccard(a: ProgrammeSet, b: ProgrammeSet, n_genes: int) -> np.ndarray:
+    """Jaccard index of every programme of ``a`` with every programme of ``b``, 0 across blocks.
+
+    Parameters
+    ----------
+    a, b
+        Two fits; with ``scopes`` (both or neither), programmes of different blocks score 0.
+    n_genes
+        Number of genes the programmes' indices refer to.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``len(a.programmes) x len(b.programmes)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = ProgrammeSet([np.array([0, 1]), np.array([2, 3])], scopes=["shared", "stim"])
+    >>> b = ProgrammeSet([np.array([0, 1]), np.array([0, 1, 2, 3])], scopes=["stim", "stim"])
+    >>> block_jaccard(a, b, n_genes=4).tolist()
+    [[0.0, 0.0], [0.0, 0.5]]
+    """
+    same = _same_block(a.scopes, b.scopes, "programme blocks (scopes)")
+    jac = jaccard_between(programme_indicator(a.programmes, n_genes), programme_indicator(b.programmes, n_genes))
+    return jac * same
+
+
 def _match(score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     from scipy.optimize import linear_sum_assignment
 
@@ -202,8 +231,7 @@ def programme_agreement(
     elif min(len(a.programmes), len(b.programmes)) == 0:
         out.update(jaccard=0.0, top_overlap=0.0, rbo=0.0)
     else:
-        jac = jaccard_between(programme_indicator(a.programmes, n_genes), programme_indicator(b.programmes, n_genes))
-        jac = jac * same
+        jac = block_jaccard(a, b, n_genes)
         rows, cols = _match(jac)
         out["jaccard"] = float(jac[rows, cols].sum() / n_prog)
         # cores are paired on their rankings: a long tail shared with another programme does not steal the pair
