@@ -20,7 +20,9 @@ activations of all features together exceed the budget, each chunk is recomputed
 
 With one hidden layer and ReLU (the default network) the CPU runs the decoder as one autograd function,
 ``FusedMaskedLayer``, which recomputes each chunk in the backward pass and computes all its
-gradients while the chunk is in the cache (``fused``).
+gradients while the chunk is in the cache (``fused``). A CUDA GPU with Triton runs the same function as two
+Triton kernels, ``TritonMaskedLayer``, which keep each gene's activations in registers and never write them to
+memory.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from torch.utils.checkpoint import checkpoint
 
 from ._fused_decoder import FusedMaskedLayer, FusedWorkspace
 from ._mlp import make_activation, one_hot_covariates
+from ._triton_decoder import TritonMaskedLayer, triton_available
 
 #: Activation budget (MB) on the CPU, and on any device without an explicit ``memory_budget_mb`` but a GPU.
 DEFAULT_MEMORY_BUDGET_MB = 512.0
@@ -115,10 +118,13 @@ class MaskedDecoder(nn.Module):
         Allow recomputing chunk activations in the backward pass when all features' activations together
         exceed ``memory_budget_mb`` (``False``: never recompute).
     fused
-        Run a one-hidden-layer ReLU network without dropout as ``FusedMaskedLayer`` (the same
-        function and gradients, recomputed chunk by chunk in the backward pass). ``None``: on the CPU, where it
-        makes the decoder's training step about twice as fast (:doc:`/benchmarks/speed`); ``True``: on every device;
-        ``False``: never. Other networks, and any network under mixed precision (autocast), run through autograd.
+        Run a one-hidden-layer ReLU network without dropout as one function with its own backward pass (the
+        same function and gradients, the hidden layer recomputed in the backward pass): on a CUDA GPU with Triton
+        installed as ``TritonMaskedLayer`` (float32), elsewhere as ``FusedMaskedLayer``, chunk by chunk.
+        ``None``: on the CPU, where it makes the decoder's training step about twice as fast, and on a CUDA GPU
+        with Triton, where it keeps the activations out of memory (both measured in :doc:`/benchmarks/speed`);
+        ``True``: on every device; ``False``: never. Other networks, and any network under mixed precision
+        (autocast), run through autograd.
     normalize_weights
         Give the first-layer columns norm ``first_norm`` and the hidden rows and each feature's output vector
         unit norm (see :meth:`network_weights`).
@@ -319,7 +325,18 @@ class MaskedDecoder(nn.Module):
         device = torch.device(device) if device is not None else self.W.device
         if torch.is_autocast_enabled(device.type):  # mixed precision: autograd's ops cast their inputs themselves
             return False
-        return self.fused is True or device.type == "cpu"
+        return self.fused is True or device.type == "cpu" or triton_available(device)
+
+    def uses_triton_kernel(self, device: torch.device | str | None = None) -> bool:
+        """Whether the decoder runs as the Triton kernels ``TritonMaskedLayer`` on ``device`` (float32 inputs).
+
+        Examples
+        --------
+        >>> MaskedDecoder(n_latent=3, n_output=5).uses_triton_kernel("cpu")
+        False
+        """
+        device = torch.device(device) if device is not None else self.W.device
+        return self.uses_fused_path(device) and triton_available(device)
 
     @torch.no_grad()
     def prune_(self, keep: torch.Tensor) -> int:
@@ -470,6 +487,8 @@ class MaskedDecoder(nn.Module):
         chunk = self.resolve_chunk_size(z.shape[0], z.device)
         if self.uses_fused_path(z.device):
             z, w, first = self._bias_as_input(z, w, first)
+            if z.dtype == torch.float32 and self.uses_triton_kernel(z.device):
+                return TritonMaskedLayer.apply(z, w, first, cov_term, head, bias)
             return FusedMaskedLayer.apply(z, w, first, cov_term, head, bias, chunk, self._workspace)
         n_genes = w.shape[0]
         if chunk >= n_genes:
