@@ -557,4 +557,4 @@ class MaskedDecoder(nn.Module):
         parts = [p for p in parts if p is not None]
         if not parts or self.covariates is None:
             return None
-        return self.covariates(torch.cat(parts, dim=-1))
+        return self.covariates(torch.cat(parts, dim=-1).to(dtype))  # the one-hot codes are float32

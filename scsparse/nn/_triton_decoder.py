@@ -173,8 +173,13 @@ def _layout(n_cells: int, n_genes: int, n_factors: int, n_hidden: int) -> dict[s
     }
 
 
+#: How the kernels multiply float32 matrices where torch does not allow TF32: ``"tf32x3"``, float32 accuracy from
+#: three TF32 tensor-core products (:doc:`/benchmarks/speed` compares it with a float64 reference).
+FLOAT32_PRECISION = "tf32x3"
+
+
 def _precision() -> str:
-    return "tf32" if torch.backends.cuda.matmul.allow_tf32 else "ieee"
+    return "tf32" if torch.backends.cuda.matmul.allow_tf32 else FLOAT32_PRECISION
 
 
 class TritonMaskedLayer(torch.autograd.Function):

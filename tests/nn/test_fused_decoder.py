@@ -116,3 +116,9 @@ def test_workspace_is_kept_between_calls_and_survives_inference_mode():
 
     assert pickle.loads(pickle.dumps(dec))._workspace._flat == {}  # scratch space is not pickled
     assert copy.deepcopy(dec)._workspace._flat == {}
+
+
+def test_covariates_follow_the_dtype_of_a_float64_decoder():
+    dec = MaskedDecoder(n_latent=3, n_output=6, n_hidden=5, n_cat_list=[2]).double()
+    out = dec(torch.randn(4, 3, dtype=torch.float64), torch.tensor([0, 1, 1, 0]))
+    assert out.dtype == torch.float64
