@@ -6,13 +6,26 @@ import os
 import pytest
 import torch
 
-# Triton's interpreter runs the kernels on CPU tensors; it must be chosen before Triton is first imported, which
-# builds Triton's own helpers for it.
+# Triton's interpreter runs the kernels on CPU tensors. Triton builds its own helpers for it when it is first
+# imported, so the interpreter is chosen for that import, and again while each test here runs (the fixture below);
+# the other tests of the process see the environment unchanged.
+_before = os.environ.get("TRITON_INTERPRET")
 os.environ["TRITON_INTERPRET"] = "1"
-pytest.importorskip("triton")
+try:
+    pytest.importorskip("triton")
+finally:
+    if _before is None:
+        del os.environ["TRITON_INTERPRET"]
+    else:
+        os.environ["TRITON_INTERPRET"] = _before
 
 from scsparse.nn import MaskedDecoder, _masked_decoder, _triton_decoder  # noqa: E402
 from scsparse.nn._triton_decoder import TritonMaskedLayer, _layout  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
 
 
 def _reference(z, w, first, cov, head, bias):
