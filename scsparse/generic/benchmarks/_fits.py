@@ -3,7 +3,7 @@
 Every benchmark that trains a :class:`~scsparse.model.SparseVAE` or :class:`~scsparse.model.MultiStudySparseVAE`
 trains it by one of two protocols, each written once here:
 
-- **as a user fits** (:func:`fit_sparsevae`, :func:`fit_multistudy_sparsevae`): ``train(max_epochs, seed=...)``
+- **as a user fits** (:func:`fit_sparsevae`, with a study key the multi-study model): ``train(max_epochs, seed=...)``
   with the model's defaults, the train/validation split and the stop once the fit has settled (``bench peers``,
   ``bench stability``);
 - **the papers' fixed epochs** (:func:`paper_model_kwargs`, :func:`train_fixed_epochs`): the settings dict of a
@@ -33,12 +33,12 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "MULTISTUDY_SPECIFIC",
     "bias_words",
-    "fit_multistudy_sparsevae",
     "fit_sparsevae",
     "measured",
     "multistudy_factors",
     "paper_model_kwargs",
     "train_fixed_epochs",
+    "user_model",
 ]
 
 #: Specific factors per study of a MultiStudySparseVAE fitted as a user fits it (at most a quarter of ``K``).
@@ -46,6 +46,25 @@ MULTISTUDY_SPECIFIC = 5
 
 
 # ---------------------------------------------------------------------------------------------- as a user fits
+def user_model(
+    adata: AnnData, n_latent: int, *, batch_key: str | None = None, study_key: str | None = None
+) -> tuple[type, dict[str, int]]:
+    """Register ``adata`` as a user registers it and give the model class with its numbers of factors.
+
+    With a ``study_key``: :class:`~scsparse.model.MultiStudySparseVAE`, ``n_latent`` factors a cell split as
+    :func:`multistudy_factors` says; otherwise :class:`~scsparse.model.SparseVAE` with ``n_latent`` factors and the
+    ``batch_key``. Both register the ``"counts"`` layer.
+    """
+    from scsparse.model import MultiStudySparseVAE, SparseVAE
+
+    if study_key is not None:
+        MultiStudySparseVAE.setup_anndata(adata, layer="counts", study_key=study_key)
+        shared, specific = multistudy_factors(n_latent)
+        return MultiStudySparseVAE, {"n_latent_shared": shared, "n_latent_specific": specific}
+    SparseVAE.setup_anndata(adata, layer="counts", batch_key=batch_key)
+    return SparseVAE, {"n_latent": n_latent}
+
+
 def fit_sparsevae(
     adata: AnnData,
     n_latent: int,
@@ -54,20 +73,22 @@ def fit_sparsevae(
     batch_key: str | None,
     init_seed: int | None = None,
     train_kwargs: Mapping[str, Any] | None = None,
+    *,
+    study_key: str | None = None,
     **model_kwargs: Any,
 ):
     """A SparseVAE trained as a user trains it: the model's defaults, its split and its settled stop.
 
-    ``init_seed`` draws the initial weights (default ``seed``), ``seed`` the split and the minibatches, so restarts
-    of one seed train on the same cells (as :func:`scsparse.model.select_best` needs). ``model_kwargs`` go to the
-    model and ``train_kwargs`` to ``train()`` beyond their defaults. A fit that reaches ``max_epochs`` before it
-    settles is kept without a warning (the caller reads ``model.history["stopping"]``).
+    With a ``study_key`` a :class:`~scsparse.model.MultiStudySparseVAE` instead, ``n_latent`` factors a cell
+    (:func:`user_model`). ``init_seed`` draws the initial weights (default ``seed``), ``seed`` the split and the
+    minibatches, so restarts of one seed train on the same cells (as :func:`scsparse.model.select_best` needs).
+    ``model_kwargs`` go to the model and ``train_kwargs`` to ``train()`` beyond their defaults. A fit that reaches
+    ``max_epochs`` before it settles is kept without a warning (the caller reads ``model.history["stopping"]``).
     """
-    from scsparse.model import SparseVAE
     from scsparse.train import FitNotSettledWarning
 
-    SparseVAE.setup_anndata(adata, layer="counts", batch_key=batch_key)
-    model = SparseVAE(adata, n_latent=n_latent, seed=seed if init_seed is None else init_seed, **model_kwargs)
+    model_class, factors = user_model(adata, n_latent, batch_key=batch_key, study_key=study_key)
+    model = model_class(adata, **factors, seed=seed if init_seed is None else init_seed, **model_kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitNotSettledWarning)
         model.train(max_epochs=max_epochs, seed=seed, enable_progress_bar=False, **(train_kwargs or {}))
@@ -78,35 +99,6 @@ def multistudy_factors(n_latent: int) -> tuple[int, int]:
     """``K`` factors of a cell as ``(shared, specific per study)``: :data:`MULTISTUDY_SPECIFIC`, at most ``K // 4``."""
     specific = max(1, min(MULTISTUDY_SPECIFIC, n_latent // 4))
     return n_latent - specific, specific
-
-
-def fit_multistudy_sparsevae(
-    adata: AnnData,
-    n_latent: int,
-    max_epochs: int,
-    seed: int,
-    study_key: str,
-    init_seed: int | None = None,
-    train_kwargs: Mapping[str, Any] | None = None,
-    **model_kwargs: Any,
-):
-    """A MultiStudySparseVAE trained as a user trains it, ``n_latent`` factors a cell (:func:`multistudy_factors`).
-
-    Seeds and keyword arguments as in :func:`fit_sparsevae`.
-    """
-    from scsparse.model import MultiStudySparseVAE
-    from scsparse.train import FitNotSettledWarning
-
-    shared, specific = multistudy_factors(n_latent)
-    MultiStudySparseVAE.setup_anndata(adata, layer="counts", study_key=study_key)
-    model = MultiStudySparseVAE(
-        adata, n_latent_shared=shared, n_latent_specific=specific, seed=seed if init_seed is None else init_seed,
-        **model_kwargs,
-    )  # fmt: skip
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitNotSettledWarning)
-        model.train(max_epochs=max_epochs, seed=seed, enable_progress_bar=False, **(train_kwargs or {}))
-    return model
 
 
 # ---------------------------------------------------------------------------------------------- the papers' protocol

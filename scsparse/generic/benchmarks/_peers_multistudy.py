@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from anndata import AnnData
 
-from ._fits import MULTISTUDY_SPECIFIC, fit_multistudy_sparsevae, fit_sparsevae, measured
+from ._fits import MULTISTUDY_SPECIFIC, fit_sparsevae, measured
 from ._peers_methods import MethodUnavailable, counts_matrix, signed_programmes
 from ._programme_fit import FitBudget, ProgrammeFit, read_sparsevae
 from ._real_data import study_names
@@ -67,7 +67,7 @@ MULTISTUDY_READING: dict[str, str] = {
 
 def _fit_multistudy(adata: AnnData, budget: FitBudget, seed: int, study_key: str) -> ProgrammeFit:
     with measured() as m:
-        model = fit_multistudy_sparsevae(adata, budget.n_factors, budget.max_epochs, seed, study_key)
+        model = fit_sparsevae(adata, budget.n_factors, budget.max_epochs, seed, None, study_key=study_key)
         fit = read_sparsevae(model, adata, "MultiStudySparseVAE")
         fit.transfer = model.get_latent_representation(kind="shared")
     fit.seconds, fit.peak_mb = m["seconds"], m["peak_mb"]

@@ -52,7 +52,7 @@ from lightning.pytorch import Callback
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_agreement
 
 from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
-from ._fits import fit_multistudy_sparsevae, fit_sparsevae, measured, multistudy_factors
+from ._fits import fit_sparsevae, measured, user_model
 from ._programme_fit import FitBudget, read_sparsevae
 from ._programme_scores import score_fit
 from ._real_data import REAL_DATASETS, RealDataset, load_real_dataset
@@ -285,18 +285,9 @@ def _load_fit(path: Path, wanted: dict[str, Any]) -> _SavedFit | None:
 
 def _consensus_model(adata, budget: FitBudget, first_seed: int, spec: RealDataset, variant: StabilityVariant):
     """A consensus of ``variant.restarts`` restarts with seeds ``first_seed, first_seed + 1, ...``."""
-    from scsparse.model import MultiStudySparseVAE, SparseVAE
     from scsparse.train import FitNotSettledWarning
 
-    if spec.study_key:
-        model_class = MultiStudySparseVAE
-        MultiStudySparseVAE.setup_anndata(adata, layer="counts", study_key=spec.study_key)
-        shared, specific = multistudy_factors(budget.n_factors)
-        factors = {"n_latent_shared": shared, "n_latent_specific": specific}
-    else:
-        model_class = SparseVAE
-        SparseVAE.setup_anndata(adata, layer="counts", batch_key=spec.batch_key)
-        factors = {"n_latent": budget.n_factors}
+    model_class, factors = user_model(adata, budget.n_factors, batch_key=spec.batch_key, study_key=spec.study_key)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitNotSettledWarning)
         return model_class.consensus(
@@ -316,16 +307,10 @@ def _fit(
             model = _consensus_model(adata.copy(), budget, init_seed, spec, variant)
         else:
             train_kwargs = {"callbacks": variant.callbacks()} if variant.callbacks is not None else None
-            if spec.study_key:
-                model = fit_multistudy_sparsevae(
-                    adata.copy(), budget.n_factors, budget.max_epochs, training_seed, spec.study_key,
-                    init_seed=init_seed, train_kwargs=train_kwargs, **variant.model_kwargs,
-                )  # fmt: skip
-            else:
-                model = fit_sparsevae(
-                    adata.copy(), budget.n_factors, budget.max_epochs, training_seed, spec.batch_key,
-                    init_seed=init_seed, train_kwargs=train_kwargs, **variant.model_kwargs,
-                )  # fmt: skip
+            model = fit_sparsevae(
+                adata.copy(), budget.n_factors, budget.max_epochs, training_seed, spec.batch_key,
+                init_seed=init_seed, train_kwargs=train_kwargs, study_key=spec.study_key, **variant.model_kwargs,
+            )  # fmt: skip
         fit = read_sparsevae(model, adata.copy(), type(model).__name__)
     fit.seconds, fit.peak_mb = m["seconds"], m["peak_mb"]
     scores = score_fit(fit, adata, spec, seed)
