@@ -36,7 +36,7 @@ from torch.utils.checkpoint import checkpoint
 
 from ._fused_decoder import FusedMaskedLayer, FusedWorkspace
 from ._mlp import make_activation, one_hot_covariates
-from ._triton_decoder import TritonMaskedLayer, triton_available
+from ._triton_decoder import TritonMaskedLayer, kernel_fits, triton_available
 
 #: Activation budget (MB) on the CPU, and on any device without an explicit ``memory_budget_mb`` but a GPU.
 DEFAULT_MEMORY_BUDGET_MB = 512.0
@@ -487,7 +487,8 @@ class MaskedDecoder(nn.Module):
         chunk = self.resolve_chunk_size(z.shape[0], z.device)
         if self.uses_fused_path(z.device):
             z, w, first = self._bias_as_input(z, w, first)
-            if z.dtype == torch.float32 and self.uses_triton_kernel(z.device):
+            shape = (z.shape[0], w.shape[0], z.shape[1], first.shape[0], head.shape[0])
+            if z.dtype == torch.float32 and self.uses_triton_kernel(z.device) and kernel_fits(*shape):
                 return TritonMaskedLayer.apply(z, w, first, cov_term, head, bias)
             return FusedMaskedLayer.apply(z, w, first, cov_term, head, bias, chunk, self._workspace)
         n_genes = w.shape[0]

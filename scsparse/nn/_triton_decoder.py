@@ -34,7 +34,7 @@ import os
 
 import torch
 
-__all__ = ["TritonMaskedLayer", "triton_available"]
+__all__ = ["TritonMaskedLayer", "kernel_fits", "triton_available"]
 
 #: Cells per program (at most; fewer, down to 16, for a smaller batch).
 BLOCK_CELLS = 64
@@ -176,6 +176,27 @@ def _layout(n_cells: int, n_genes: int, n_factors: int, n_hidden: int) -> dict[s
 #: How the kernels multiply float32 matrices where torch does not allow TF32: ``"tf32x3"``, float32 accuracy from
 #: three TF32 tensor-core products (:doc:`/benchmarks/speed` compares it with a float64 reference).
 FLOAT32_PRECISION = "tf32x3"
+
+
+def kernel_fits(n_cells: int, n_genes: int, n_factors: int, n_hidden: int, n_heads: int) -> bool:
+    """Whether every offset the kernels compute fits their 32-bit integers (else the caller takes another path).
+
+    Examples
+    --------
+    >>> kernel_fits(1_024, 20_000, 21, 128, 1)
+    True
+    >>> kernel_fits(65_536, 200_000, 21, 128, 2)
+    False
+    """
+    layout = _layout(n_cells, n_genes, n_factors, n_hidden)
+    largest = max(
+        n_heads * n_genes * n_cells,  # outputs and their gradients
+        layout["n_tiles"] * n_heads * n_genes * n_hidden,  # the output units' gradients, per cell tile
+        layout["n_tiles"] * n_genes * n_factors,  # the mask's gradients, per cell tile
+        layout["n_groups"] * n_cells * max(n_hidden, n_factors),  # the covariates' and cells' gradients, per group
+        layout["n_tiles"] * layout["n_groups"] * n_hidden * n_factors,  # the first layer's, per program
+    )
+    return largest < 2**31
 
 
 def _precision() -> str:

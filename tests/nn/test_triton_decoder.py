@@ -75,6 +75,8 @@ def test_decoder_runs_the_kernels_where_triton_is_at_hand(monkeypatch):
         (out * weights).sum().backward()
         results.append((out.detach(), z_in.grad, {n: p.grad for n, p in dec.named_parameters()}))
     assert kernel(z, batch).grad_fn.name() == "TritonMaskedLayerBackward"
+    monkeypatch.setattr(_masked_decoder, "kernel_fits", lambda *shape: False)  # offsets past 32 bits: chunks instead
+    assert kernel(z, batch).grad_fn.name() == "FusedMaskedLayerBackward"
     torch.testing.assert_close(results[0][0], results[1][0], rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(results[0][1], results[1][1], rtol=1e-5, atol=1e-5)
     assert results[0][2].keys() == results[1][2].keys()
@@ -92,6 +94,8 @@ def test_layout_covers_every_gene_with_few_kernel_variants():
         assert min(layout["BLOCK_B"], layout["BLOCK_K"], layout["BLOCK_H"]) >= 16
         assert layout["BLOCK_K"] >= 21 and layout["BLOCK_H"] >= 128
     assert math.prod(_layout(1_024, 20_000, 21, 128)[k] for k in ("n_tiles", "n_groups")) >= 256  # fills a GPU
+    assert _triton_decoder.kernel_fits(4_096, 60_000, 21, 128, 2)
+    assert not _triton_decoder.kernel_fits(65_536, 200_000, 21, 128, 2)
 
 
 def test_backward_keeps_no_activations_and_float32_only():
