@@ -18,9 +18,12 @@ the kernel: no atomic additions, so a step gives the same numbers every time. No
 ``genes x cells x hidden`` is ever stored; the buffers hold ``(cell tiles) x genes x hidden`` and
 ``(gene groups) x cells x hidden`` floats.
 
-The matrix products run in full float32 (``input_precision="ieee"``), or in TF32 where torch allows it for its
-own float32 matrix products (``torch.backends.cuda.matmul.allow_tf32``), so the kernel computes what the autograd
-path computes, up to the order of the additions. Only float32 inputs are taken. Triton's interpreter
+The matrix products run as three TF32 tensor-core products each (``input_precision="tf32x3"``), as accurate as
+float32 against a float64 reference, or in plain TF32 where torch allows it for its own float32 matrix products
+(``torch.backends.cuda.matmul.allow_tf32``): the kernels compute what the autograd path computes, up to rounding.
+Triton's float32 FMA products (``"ieee"``) were faster but gave gradients 1,000 times less accurate in one
+measured case (:doc:`/benchmarks/speed`), so they are not used. Only float32 inputs are taken; shapes whose offsets
+would not fit 32-bit integers (:func:`kernel_fits`) are left to the chunked path. Triton's interpreter
 (``TRITON_INTERPRET=1`` before the kernels are first built) runs the same kernels on CPU tensors, which is how the
 test suite checks them without a GPU.
 """
