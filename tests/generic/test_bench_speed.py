@@ -86,12 +86,17 @@ def test_run_speed_tiny(tmp_path):
     assert (times > 0).all() and len(times) == 5  # and SparseVAE and SCVI at SCVI's default K = 10
     ratios = df[df["metric"] == "ratio"].set_index("method")["value"]
     assert ratios["SparseVAE / SCVI, K = 10"] > 0
+    errors = df[df["metric"] == "max_relative_error_float64"].set_index("method")["value"]
+    assert set(errors.index) == {"scsparse decoder step", "decoder step, autograd"}
+    assert (errors > 0).all() and (errors < 1e-4).all()  # float32 rounding against the float64 decoder
+    assert "peak_memory_mb" not in set(df["metric"])  # GPU memory: measured on CUDA devices only
     sparsity = df[df["section"] == "sparsity"].set_index("metric")["value"]
     assert 0.0 <= sparsity["active_entries_fraction"] <= 1.0 and sparsity["ratio"] > 0
     n_groups = sparsity[["genes_with_0_active", "genes_with_1_active", "genes_with_2plus_active"]].sum()
     assert n_groups == pytest.approx(1.0)
     summary = (tmp_path / "summary.md").read_text()
     assert "per-gene loop" in summary and "SparseVAE epoch time <= 3x SCVI" in summary
+    assert "`FusedMaskedLayer`" in summary and "against float64" in summary
     with pytest.raises(ValueError, match="device must be"):
         run_speed(tmp_path, device="tpu")
 

@@ -341,6 +341,14 @@ def _flops_rows(
         _sync(device)
 
     t_autograd = _time_call(autograd_step, repeats)
+    memory = {}
+    if device.startswith("cuda"):  # the GPU memory each path's step takes, activations included
+        for name, fn in (("scsparse decoder step", step), ("decoder step, autograd", autograd_step)):
+            torch.cuda.reset_peak_memory_stats(device)
+            before = torch.cuda.memory_allocated(device)
+            fn()
+            memory[name] = (torch.cuda.max_memory_allocated(device) - before) / 2**20
+    errors = _float64_errors(dec, autograd, z)
     flops = decoder_step_flops(n_genes, batch_size, n_latent, n_hidden)
     achieved = flops / t_step
     chunk = dec.resolve_chunk_size(batch_size, z.device)
@@ -366,6 +374,14 @@ def _flops_rows(
         {**base, "method": "scsparse decoder step", "metric": "seconds_per_step", "value": t_step, "unit": "s"},
         {**base, "method": "decoder step, autograd", "metric": "seconds_per_step", "value": t_autograd, "unit": "s"},
         {**base, "method": "autograd / decoder step", "metric": "ratio", "value": t_autograd / t_step, "unit": "x"},
+        *(
+            {**base, "method": name, "metric": "max_relative_error_float64", "value": error, "unit": ""}
+            for name, error in errors.items()
+        ),
+        *(
+            {**base, "method": name, "metric": "peak_memory_mb", "value": mb, "unit": "MB"}
+            for name, mb in memory.items()
+        ),
         {**base, "method": "scsparse decoder step", "metric": "gflops", "value": achieved / 1e9, "unit": "GFLOP/s"},
         {
             **base,
@@ -386,6 +402,33 @@ def _flops_rows(
             flush=True,
         )
     return rows
+
+
+def _float64_errors(dec, autograd, z) -> dict[str, float]:
+    """Largest error of each path's output and gradients against the same decoder in float64 (relative to the
+    largest value of each), on the batch ``z`` with random output weights.
+    """
+    import copy
+
+    import torch
+
+    exact = copy.deepcopy(autograd).double()
+    generator = torch.Generator(z.device).manual_seed(1)
+    weights = torch.randn(1, z.shape[0], dec.n_output, device=z.device, generator=generator)
+
+    def grads(model, dtype) -> list:
+        model.zero_grad(set_to_none=True)
+        z_in = z.to(dtype).clone().requires_grad_(True)
+        out = model(z_in)
+        (out * weights.to(dtype)).sum().backward()
+        return [out.detach(), z_in.grad, *(p.grad for p in model.parameters() if p.grad is not None)]
+
+    reference = [t.double() for t in grads(exact, torch.float64)]
+    errors = {}
+    for name, model in (("scsparse decoder step", dec), ("decoder step, autograd", autograd)):
+        pairs = zip(grads(model, torch.float32), reference, strict=True)
+        errors[name] = max(float((g.double() - r).abs().max() / r.abs().max().clamp_min(1e-30)) for g, r in pairs)
+    return errors
 
 
 def _sparsity_model(
@@ -751,13 +794,14 @@ def _summary(df: pd.DataFrame, prov: dict[str, Any]) -> list[str]:
         "",
         "The decoder evaluates a hidden layer for every (cell, gene) pair: a `(genes, cells, hidden)` tensor of "
         f"{opts['n_genes']} x {opts['batch_size']} x {opts['n_hidden']} floats per step, against SCVI's "
-        f"`(cells, hidden)` one; its first layer costs K = {opts['n_latent']} multiply-adds per entry. scsparse "
-        "processes genes in cache-sized chunks, and with one hidden layer and ReLU on the CPU it runs the decoder "
-        "as one autograd function that recomputes each chunk in the backward pass "
-        "(`FusedMaskedLayer`) instead of storing the activations: "
+        f"`(cells, hidden)` one; its first layer costs K = {opts['n_latent']} multiply-adds per entry. "
+        f"{_decoder_path(opts['device'])}: "
         f"{_value(df, 'flops', 'scsparse decoder step', 'seconds_per_step') * 1e3:.1f} ms per decoder step "
         f"against {_value(df, 'flops', 'decoder step, autograd', 'seconds_per_step') * 1e3:.1f} ms through "
-        "autograd op by op, same weights and batch.",
+        "autograd op by op, same weights and batch; largest error of the outputs and gradients against float64 "
+        f"{_value(df, 'flops', 'scsparse decoder step', 'max_relative_error_float64'):.1e} against "
+        f"{_value(df, 'flops', 'decoder step, autograd', 'max_relative_error_float64'):.1e} (relative to the "
+        "largest value)" + _memory_words(df) + ".",
         "",
         "The learned sparsity of W is the route past it. After training on "
         f"{min(opts['sparsity_cells'], opts['n_cells'])} of the cells for {opts['sparsity_epochs']} epochs, "
@@ -775,6 +819,30 @@ def _summary(df: pd.DataFrame, prov: dict[str, Any]) -> list[str]:
         f"here the decoder's outputs moved by up to {change:.3g} (logits), so fine-tune after pruning.",
     ]
     return lines + time_to_fit_summary(df)
+
+
+def _decoder_path(device: str) -> str:
+    """How the default decoder network ran on ``device``, in words."""
+    from scsparse.nn import MaskedDecoder
+
+    if MaskedDecoder(2, 2).uses_triton_kernel(device):
+        return (
+            "On this GPU the decoder runs as two Triton kernels (`TritonMaskedLayer`) that keep each gene's hidden "
+            "layer in registers and recompute it in the backward pass"
+        )
+    return (
+        "scsparse processes genes in cache-sized chunks, and with one hidden layer and ReLU on the CPU it runs the "
+        "decoder as one autograd function that recomputes each chunk in the backward pass (`FusedMaskedLayer`) "
+        "instead of storing the activations"
+    )
+
+
+def _memory_words(df: pd.DataFrame) -> str:
+    ours = _value(df, "flops", "scsparse decoder step", "peak_memory_mb")
+    if ours != ours:  # measured on GPUs only
+        return ""
+    theirs = _value(df, "flops", "decoder step, autograd", "peak_memory_mb")
+    return f"; GPU memory of a step {ours:.0f} MB against {theirs:.0f} MB"
 
 
 def _target(ok: bool, text: str) -> str:
