@@ -325,10 +325,16 @@ class MaskedDecoder(nn.Module):
         device = torch.device(device) if device is not None else self.W.device
         if torch.is_autocast_enabled(device.type):  # mixed precision: autograd's ops cast their inputs themselves
             return False
-        return self.fused is True or device.type == "cpu" or triton_available(device)
+        return (
+            self.fused is True
+            or device.type == "cpu"
+            or (triton_available(device) and not torch.compiler.is_compiling())
+        )
 
     def uses_triton_kernel(self, device: torch.device | str | None = None) -> bool:
         """Whether the decoder runs as the Triton kernels ``TritonMaskedLayer`` on ``device`` (float32 inputs).
+
+        Not while ``torch.compile`` traces the model: the compiler gets the op-by-op path, which it fuses itself.
 
         Examples
         --------
@@ -336,6 +342,8 @@ class MaskedDecoder(nn.Module):
         False
         """
         device = torch.device(device) if device is not None else self.W.device
+        if torch.compiler.is_compiling():  # under torch.compile the op-by-op path, which the compiler fuses itself
+            return False
         return self.uses_fused_path(device) and triton_available(device)
 
     @torch.no_grad()

@@ -75,6 +75,9 @@ def test_decoder_runs_the_kernels_where_triton_is_at_hand(monkeypatch):
         (out * weights).sum().backward()
         results.append((out.detach(), z_in.grad, {n: p.grad for n, p in dec.named_parameters()}))
     assert kernel(z, batch).grad_fn.name() == "TritonMaskedLayerBackward"
+    with monkeypatch.context() as patch:  # torch.compile gets the op-by-op path, which it fuses itself
+        patch.setattr(torch.compiler, "is_compiling", lambda: True)
+        assert not kernel.uses_triton_kernel("cpu") and not kernel.uses_fused_path("cuda")
     monkeypatch.setattr(_masked_decoder, "kernel_fits", lambda *shape: False)  # offsets past 32 bits: chunks instead
     assert kernel(z, batch).grad_fn.name() == "FusedMaskedLayerBackward"
     torch.testing.assert_close(results[0][0], results[1][0], rtol=1e-5, atol=1e-5)
