@@ -65,6 +65,13 @@ def default_memory_budget_mb(device: torch.device | str) -> float:
     return DEFAULT_MEMORY_BUDGET_MB
 
 
+def _kernels_here(device: torch.device) -> bool:
+    """Whether the Triton kernels can run on ``device`` now: not while ``torch.compile`` traces the model, which
+    gets the op-by-op path to fuse itself.
+    """
+    return triton_available(device) and not torch.compiler.is_compiling()
+
+
 def _invalidate_after_load(module: MaskedDecoder, incompatible_keys: object) -> None:
     """Load hook (module level, so that models pickle for ``ddp_spawn``): regroup genes after a new mask."""
     module._invalidate_groups()
@@ -325,11 +332,7 @@ class MaskedDecoder(nn.Module):
         device = torch.device(device) if device is not None else self.W.device
         if torch.is_autocast_enabled(device.type):  # mixed precision: autograd's ops cast their inputs themselves
             return False
-        return (
-            self.fused is True
-            or device.type == "cpu"
-            or (triton_available(device) and not torch.compiler.is_compiling())
-        )
+        return self.fused is True or device.type == "cpu" or _kernels_here(device)
 
     def uses_triton_kernel(self, device: torch.device | str | None = None) -> bool:
         """Whether the decoder runs as the Triton kernels ``TritonMaskedLayer`` on ``device`` (float32 inputs).
@@ -342,9 +345,7 @@ class MaskedDecoder(nn.Module):
         False
         """
         device = torch.device(device) if device is not None else self.W.device
-        if torch.compiler.is_compiling():  # under torch.compile the op-by-op path, which the compiler fuses itself
-            return False
-        return self.uses_fused_path(device) and triton_available(device)
+        return self.uses_fused_path(device) and _kernels_here(device)
 
     @torch.no_grad()
     def prune_(self, keep: torch.Tensor) -> int:
