@@ -386,6 +386,40 @@ def test_resume_keeps_the_finished_fits_and_fits_the_rest(offline_data, tmp_path
         run_peers(tmp_path, seeds=2, resume=True, max_epochs=7, **options)
 
 
+def test_sparsevae_fits_are_stored_so_a_consensus_reuses_the_plain_fit_and_a_resume_its_restarts(
+    offline_data, tmp_path, monkeypatch
+):
+    from scsparse.generic.benchmarks import _fits
+
+    fitted = []
+    real = _fits.fit_sparsevae
+    monkeypatch.setattr(_fits, "fit_sparsevae", lambda *a, **k: fitted.append(a[3]) or real(*a, **k))
+    options = {
+        "quick": True, "seeds": 1, "datasets": "kang", "max_epochs": 5, "verbose": False,
+        "methods": "SparseVAE,SparseVAE (consensus)",
+    }  # fmt: skip
+    first = run_peers(tmp_path, **options)
+    assert fitted == [0, 1000]  # restart 0 of the consensus is the plain fit, loaded, not fitted again
+    assert len(list((tmp_path / "models" / "kang").glob("*/fit.json"))) == 2
+    plain, consensus = first["seconds"].tolist()
+    assert consensus > plain  # the plain fit's seconds counted in the consensus'
+    # a run stopped after the consensus' restarts but before its row: the resumed run fits nothing
+    results = pd.read_csv(tmp_path / "results.csv")
+    results[results["method"] == "SparseVAE"].to_csv(tmp_path / "results.csv", index=False)
+    fitted.clear()
+    again = run_peers(tmp_path, resume=True, **options)
+    assert fitted == []
+    programmes = json.loads((tmp_path / "programmes" / "kang.json").read_text())
+    assert len(programmes["SparseVAE (consensus)|0"]) == first["programmes"].iloc[1]
+    for metric in ("programmes", "median_genes", "accuracy", "redundancy"):
+        assert again[metric].tolist() == pytest.approx(first[metric].tolist(), nan_ok=True)
+    assert again["seconds"].iloc[1] >= plain  # the stored fits' own seconds, not the seconds spent loading them
+    # without --resume the earlier run's fits are not trusted: fitted again
+    fitted.clear()
+    run_peers(tmp_path, **options)
+    assert fitted == [0, 1000]
+
+
 def test_summary_calls_differences_inside_the_seeds_spread_ties_and_skips_deterministic_stability():
     from scsparse.generic.benchmarks._peers_summary import _losses, _means, _spreads, _winners
     from scsparse.generic.benchmarks._programme_scores import METRICS

@@ -10,7 +10,9 @@ trains it by one of two protocols, each written once here:
   benchmark that follows a paper (``lr``, ``batch_size``, ``max_epochs``, the network and the prior), every cell
   in training, no stop (``bench multistudy``, ``bench multistudy_real``, ``bench synthetic``).
 
-:func:`measured` gives the wall time and the peak resident-memory growth of a block (one fit).
+:func:`measured` gives the wall time and the peak resident-memory growth of a block (one fit);
+:class:`ModelStore` keeps a long run's user-style fits on disk, so that a resumed run loads them instead of fitting
+them again.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import json
 import math
 import time
 import warnings
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +36,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "MULTISTUDY_SPECIFIC",
+    "ModelStore",
+    "StoredFit",
     "bias_words",
     "fit_sparsevae",
     "measured",
@@ -93,6 +99,79 @@ def fit_sparsevae(
         warnings.simplefilter("ignore", FitNotSettledWarning)
         model.train(max_epochs=max_epochs, seed=seed, enable_progress_bar=False, **(train_kwargs or {}))
     return model
+
+
+@dataclass
+class StoredFit:
+    """A trained model with the wall time and peak memory growth of the fit that made it."""
+
+    model: Any
+    seconds: float
+    peak_mb: float
+
+
+class ModelStore:
+    """SparseVAE fits made as a user makes them (:func:`fit_sparsevae`), each saved to ``folder`` as it ends.
+
+    A long benchmark fits the same model more than once: a seed's plain fit is restart 0 of its consensus. The
+    store fits each (cells, ``K``, epochs, seed, initial-weights seed) once and loads it afterwards, with the
+    seconds and peak memory of the fit that made it. With ``reuse`` it also loads the fits an earlier run saved
+    to ``folder`` (a resumed run, which has checked that the earlier run used the same settings), so a run stopped
+    in the middle of a consensus loses at most the fit in progress; without it, only this store's own fits are
+    loaded and the earlier ones are overwritten. ``folder=None`` keeps the fits in memory only.
+
+    Examples
+    --------
+    >>> store = ModelStore(Path("bench_out/peers/models/kang"), reuse=True)
+    >>> fit = store.fit_sparsevae(adata, 20, 400, seed=0, batch_key=None)
+    >>> fit.model, fit.seconds
+    """
+
+    _COST = "fit.json"  # written after the model: its presence says the saved fit is whole
+
+    def __init__(self, folder: str | Path | None = None, *, reuse: bool = False) -> None:
+        self.folder = None if folder is None else Path(folder)
+        self.reuse = reuse
+        self._made: set[str] = set()  # keys fitted by this store
+        self._in_memory: dict[str, StoredFit] = {}  # without a folder: the fits themselves
+
+    def _key(self, adata: AnnData, n_latent: int, max_epochs: int, seed: int, init_seed: int) -> str:
+        return f"cells{adata.n_obs}-genes{adata.n_vars}-K{n_latent}-epochs{max_epochs}-seed{seed}-init{init_seed}"
+
+    def fit_sparsevae(
+        self,
+        adata: AnnData,
+        n_latent: int,
+        max_epochs: int,
+        seed: int,
+        batch_key: str | None,
+        init_seed: int | None = None,
+    ) -> StoredFit:
+        """:func:`fit_sparsevae` on ``adata`` (registered as a user registers it), or the stored fit of the same
+        settings, loaded with ``adata``.
+        """
+        from scsparse.model import SparseVAE
+
+        init_seed = seed if init_seed is None else init_seed
+        key = self._key(adata, n_latent, max_epochs, seed, init_seed)
+        if key in self._in_memory:
+            return self._in_memory[key]
+        path = None if self.folder is None else self.folder / key
+        if path is not None and (path / self._COST).is_file() and (self.reuse or key in self._made):
+            user_model(adata, n_latent, batch_key=batch_key)  # register as the fit did
+            cost = json.loads((path / self._COST).read_text())
+            return StoredFit(SparseVAE.load(str(path), adata=adata), cost["seconds"], cost["peak_mb"])
+        with measured() as m:
+            model = fit_sparsevae(adata, n_latent, max_epochs, seed, batch_key, init_seed=init_seed)
+        made = StoredFit(model, m["seconds"], m["peak_mb"])
+        if path is not None:
+            (path / self._COST).unlink(missing_ok=True)
+            model.save(str(path), overwrite=True)
+            (path / self._COST).write_text(json.dumps({"seconds": made.seconds, "peak_mb": made.peak_mb}))
+        self._made.add(key)
+        if path is None:
+            self._in_memory[key] = made
+        return made
 
 
 def multistudy_factors(n_latent: int) -> tuple[int, int]:

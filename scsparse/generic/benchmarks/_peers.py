@@ -11,7 +11,8 @@ metrics.
 
 With ``resume``, the fits of an earlier run into the same folder (``results.csv`` and the programmes it saved in
 ``programmes/<data set>.json``) are kept and only the missing ones are fitted, so a run stopped part-way goes on
-where it stopped.
+where it stopped; the SparseVAE models it saved in ``models/<data set>/`` (every restart as it ends) are loaded, so
+a consensus stopped after some of its restarts fits only the others.
 
 A method that cannot run in the environment (DRVI before scvi-tools 1.5, cNMF or MOFA+ without the ``peers``
 extra) gets rows with ``status`` "not run: <reason>". In a full run a method that fails is recorded as
@@ -34,10 +35,11 @@ import numpy as np
 import pandas as pd
 
 from ._common import check_positive_int, chosen_names, quiet_training_logs
+from ._fits import ModelStore
 from ._peers_methods import PEER_METHODS, MethodUnavailable, fit_peer
 from ._peers_multistudy import MULTISTUDY_METHODS, fit_multistudy_peer
 from ._peers_summary import peers_figure, peers_summary
-from ._programme_fit import FitBudget, ProgrammeFit
+from ._programme_fit import FitBudget
 from ._programme_scores import METRICS, score_fit, stability_scores
 from ._real_data import REAL_DATASETS, load_real_dataset
 from ._report import make_output_dir, provenance, run_options, write_results, write_summary, wrote_line
@@ -175,8 +177,10 @@ def _run_dataset(
     for (method, seed), (_, kept) in earlier.items():  # every save below keeps them, whenever the run stops
         if method in programmes and seed < seeds:
             programmes[method][seed] = kept
+    # the SparseVAE fits, saved as they end: a seed's plain fit is restart 0 of its consensus, and a resumed run
+    # loads the fits an earlier one finished, down to the single restarts of a consensus it was in the middle of
+    store = ModelStore(out_dir / "models" / name, reuse=earlier_results is not None)
     for seed in range(seeds):
-        first: ProgrammeFit | None = None
         for method in methods:
             if (method, seed) in earlier:
                 rows.append(earlier[(method, seed)][0])
@@ -190,7 +194,7 @@ def _run_dataset(
                 if spec.study_key:
                     fit = fit_multistudy_peer(method, adata, budget, seed, spec.study_key)
                 else:
-                    fit = fit_peer(method, adata, budget, seed, spec.batch_key, first=first)
+                    fit = fit_peer(method, adata, budget, seed, spec.batch_key, store=store)
             except MethodUnavailable as exc:
                 row["status"] = f"not run: {exc}"
             except Exception as exc:
@@ -199,8 +203,6 @@ def _run_dataset(
                 row["status"] = f"failed: {type(exc).__name__}: {exc}"
                 traceback.print_exc()
             else:
-                if method == "SparseVAE":
-                    first = fit
                 row.update(score_fit(fit, adata, spec, seed))
                 row.update({k: fit.extra.get(k, math.nan) for k in ("settled", "epochs")})
                 programmes[method][seed] = list(fit.programmes.values())
@@ -214,7 +216,6 @@ def _run_dataset(
                     if isinstance(row[k], float) and not math.isnan(row[k])
                 )
                 print(f"[peers] {name} seed {seed} {method}: {row['status']}; {shown}", flush=True)
-        first = None  # the SparseVAE model of this seed is no longer needed
     for method, by_seed in programmes.items():
         for seed, values in stability_scores(by_seed, adata.n_vars).items():
             for row in rows:

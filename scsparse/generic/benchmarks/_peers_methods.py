@@ -44,7 +44,7 @@ import pandas as pd
 import scipy.sparse as sp
 from anndata import AnnData
 
-from ._fits import fit_sparsevae, measured
+from ._fits import ModelStore, StoredFit, measured
 from ._programme_fit import EQUAL_SIZES, FitBudget, ProgrammeFit, read_sparsevae
 
 __all__ = [
@@ -119,62 +119,64 @@ def counts_matrix(adata: AnnData) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- SparseVAE
-def _fit_sparsevae(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
+def _fit_sparsevae(adata, budget, seed, batch_key, store: ModelStore) -> ProgrammeFit:
+    made = store.fit_sparsevae(adata, budget.n_factors, budget.max_epochs, seed, batch_key)
     with measured() as m:
-        model = fit_sparsevae(adata, budget.n_factors, budget.max_epochs, seed, batch_key)
-        fit = read_sparsevae(model, adata, "SparseVAE")
-    fit.seconds, fit.peak_mb = m["seconds"], m["peak_mb"]
+        fit = read_sparsevae(made.model, adata, "SparseVAE")
+    fit.seconds, fit.peak_mb = made.seconds + m["seconds"], max(made.peak_mb, m["peak_mb"])
     return fit
 
 
-def _fit_sparsevae_restarts(adata, budget, seed, batch_key, first: ProgrammeFit | None = None) -> ProgrammeFit:
+def _several_fits(made: list[StoredFit], combine, adata, method: str) -> ProgrammeFit:
+    """``combine`` (the models -> one model) read as ``method``; its cost is the fits' and the reading's."""
+    with measured() as m:
+        model = combine([f.model for f in made])
+        fit = read_sparsevae(model, adata.copy(), method)
+    fit.seconds = sum(f.seconds for f in made) + m["seconds"]
+    fit.peak_mb = max([m["peak_mb"], *(f.peak_mb for f in made)])
+    return fit
+
+
+def _fit_sparsevae_restarts(adata, budget, seed, batch_key, store: ModelStore) -> ProgrammeFit:
     from scsparse.model import select_best
 
     from ._common import RESTART_SEED_STEP
 
-    with measured() as m:
-        models = [first.model] if first is not None else []
-        models += [
-            fit_sparsevae(
-                adata.copy(),
-                budget.n_factors,
-                budget.max_epochs,
-                seed,
-                batch_key,
-                init_seed=seed + r * RESTART_SEED_STEP,
-            )  # fmt: skip
-            for r in range(len(models), budget.restarts)
-        ]
+    made = [
+        store.fit_sparsevae(
+            adata.copy(), budget.n_factors, budget.max_epochs, seed, batch_key, init_seed=seed + r * RESTART_SEED_STEP
+        )  # the same split, initial weights of their own
+        for r in range(budget.restarts)
+    ]
+    selected: list[int] = []
+
+    def best_of(models):
         best, table = select_best(models)
-        selected = int(np.flatnonzero(table["selected"].to_numpy())[0])
-        fit = read_sparsevae(best, adata.copy(), "SparseVAE (restarts)")
-    fit.seconds = m["seconds"] + (first.seconds if first is not None else 0.0)
-    fit.peak_mb = max(m["peak_mb"], first.peak_mb) if first is not None else m["peak_mb"]
-    fit.extra["selected_restart"] = float(selected)
+        selected.append(int(np.flatnonzero(table["selected"].to_numpy())[0]))
+        return best
+
+    fit = _several_fits(made, best_of, adata, "SparseVAE (restarts)")
+    fit.extra["selected_restart"] = float(selected[0])
     fit.extra["restarts"] = float(budget.restarts)
     return fit
 
 
-def _fit_sparsevae_consensus(adata, budget, seed, batch_key, first: ProgrammeFit | None = None) -> ProgrammeFit:
+def _fit_sparsevae_consensus(adata, budget, seed, batch_key, store: ModelStore) -> ProgrammeFit:
     from scsparse.model import consensus_of
 
     from ._common import RESTART_SEED_STEP
 
-    with measured() as m:
-        models = [first.model] if first is not None else []
-        for r in range(len(models), budget.consensus_restarts):
-            restart_seed = seed + r * RESTART_SEED_STEP  # its own initial weights and its own split
-            models.append(fit_sparsevae(adata.copy(), budget.n_factors, budget.max_epochs, restart_seed, batch_key))
-        model = consensus_of(models)
-        fit = read_sparsevae(model, adata.copy(), "SparseVAE (consensus)")
-    fit.seconds = m["seconds"] + (first.seconds if first is not None else 0.0)
-    fit.peak_mb = max(m["peak_mb"], first.peak_mb) if first is not None else m["peak_mb"]
+    made = [
+        store.fit_sparsevae(adata.copy(), budget.n_factors, budget.max_epochs, seed + r * RESTART_SEED_STEP, batch_key)
+        for r in range(budget.consensus_restarts)
+    ]  # each restart its own initial weights and its own split; restart 0 is the seed's plain fit
+    fit = _several_fits(made, consensus_of, adata, "SparseVAE (consensus)")
     fit.extra["restarts"] = float(budget.consensus_restarts)
     return fit
 
 
 # ---------------------------------------------------------------------------------------------- scvi-tools peers
-def _fit_ldvae(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
+def _fit_ldvae(adata, budget, seed, batch_key, store=None) -> ProgrammeFit:
     import scvi
 
     with measured() as m:
@@ -286,16 +288,16 @@ def _fit_drvi_model(adata, n_latent, budget, seed, batch_key, own_rule: bool) ->
     )
 
 
-def _fit_drvi(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
+def _fit_drvi(adata, budget, seed, batch_key, store=None) -> ProgrammeFit:
     return _fit_drvi_model(adata, budget.n_factors, budget, seed, batch_key, own_rule=False)
 
 
-def _fit_drvi_defaults(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
+def _fit_drvi_defaults(adata, budget, seed, batch_key, store=None) -> ProgrammeFit:
     return _fit_drvi_model(adata, _drvi_default_n_latent(), budget, seed, batch_key, own_rule=True)
 
 
 # ---------------------------------------------------------------------------------------------- matrix factorisations
-def _fit_nmf(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
+def _fit_nmf(adata, budget, seed, batch_key, store=None) -> ProgrammeFit:
     from sklearn.decomposition import NMF
 
     with measured() as m:
@@ -319,7 +321,7 @@ def _fit_nmf(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
     return ProgrammeFit("NMF (KL)", usage, programmes, activity, kept, m["seconds"], m["peak_mb"])
 
 
-def _fit_cnmf(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
+def _fit_cnmf(adata, budget, seed, batch_key, store=None) -> ProgrammeFit:
     try:
         from cnmf import cNMF
     except ImportError as exc:
@@ -353,7 +355,7 @@ def _fit_cnmf(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
     return ProgrammeFit("cNMF", usage, programmes, activity, spectra.shape[1], m["seconds"], m["peak_mb"])
 
 
-def _fit_pca(adata, budget, seed, batch_key, first=None) -> ProgrammeFit:
+def _fit_pca(adata, budget, seed, batch_key, store=None) -> ProgrammeFit:
     import scanpy as sc
 
     from scsparse._threads import torch_threads
@@ -389,7 +391,7 @@ def fit_peer(
     seed: int,
     batch_key: str | None = None,
     *,
-    first: ProgrammeFit | None = None,
+    store: ModelStore | None = None,
 ) -> ProgrammeFit:
     """Fit ``method`` to a copy of ``adata`` (counts in ``layers["counts"]``) and read its programmes.
 
@@ -405,9 +407,10 @@ def fit_peer(
         Seed of the fit.
     batch_key
         ``obs`` column of the batches, given to the methods that model batches (SparseVAE, LDVAE, DRVI).
-    first
-        For ``"SparseVAE (restarts)"`` and ``"SparseVAE (consensus)"``: the ``"SparseVAE"`` fit of the same seed,
-        used as restart 0 (its time is added, not spent again).
+    store
+        Where the SparseVAE rows get their fits (:class:`._fits.ModelStore`): one store for a data set's run lets
+        a seed's plain fit serve as restart 0 of its restarts and its consensus, fitted once (default: a store of
+        this call only).
 
     Raises
     ------
@@ -416,6 +419,6 @@ def fit_peer(
     """
     if method not in _FITTERS:
         raise ValueError(f"Unknown method {method!r}; choose from {', '.join(PEER_METHODS)}.")
-    fit = _FITTERS[method](adata.copy(), budget, int(seed), batch_key, first)
+    fit = _FITTERS[method](adata.copy(), budget, int(seed), batch_key, store or ModelStore())
     fit.method = method
     return fit
