@@ -19,6 +19,7 @@ from scsparse.generic.benchmarks._peers_methods import (
     drvi_selected_genes,
     fit_peer,
     signed_programmes,
+    slab_programmes,
 )
 from scsparse.generic.benchmarks._peers_summary import peers_summary, peers_targets
 from scsparse.generic.benchmarks._programme_fit import FitBudget, ProgrammeFit
@@ -85,6 +86,15 @@ def test_top_genes_by_sign_and_signed_programmes():
     progs, act = signed_programmes(np.column_stack([w, np.abs(w)]), scores, 2)
     assert set(progs) == {"0+", "0-", "1+"}  # no negative loading in factor 1
     assert act["0-"].tolist() == (-scores[:, 0]).tolist() and act["1+"].tolist() == scores[:, 1].tolist()
+
+
+def test_slab_programmes_keep_the_genes_in_the_slab_by_sign_and_rank_the_rest_after_them():
+    weights = np.array([[2.0, 0.0], [1.0, -1.0], [0.1, -3.0], [1.5, 0.5], [-0.2, 0.0]])
+    slab = np.array([[1.0, 0.0], [0.9, 0.8], [0.2, 1.0], [0.4, 0.3], [0.9, 0.1]])
+    progs, act, rankings = slab_programmes(weights, slab, np.arange(6.0).reshape(3, 2), n_rank=3)
+    assert {k: v.tolist() for k, v in progs.items()} == {"0+": [0, 1], "0-": [4], "1-": [2, 1]}  # 1+: none in the slab
+    assert rankings["0+"].tolist() == [0, 1, 3]  # the slab genes, then the direction's others by weight (1.5 > 0.1)
+    assert act["1-"].tolist() == [-1.0, -3.0, -5.0]
 
 
 def _labelled_counts(n_per_type: int = 60, n_genes: int = 40, seed: int = 0) -> ad.AnnData:

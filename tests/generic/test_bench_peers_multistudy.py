@@ -52,6 +52,7 @@ def test_mofa_groups_scope_the_programme_of_one_study_to_it():
     own = set(range(20, 30))
     best = max(fit.programmes, key=lambda name: len(own & set(fit.programmes[name].tolist())))
     assert len(own & set(fit.programmes[best].tolist())) >= 8
+    assert len(own & set(fit.programmes[best].tolist())) >= 0.8 * fit.programmes[best].size  # its slab, not a top n
     assert fit.scope[best] == "b"
     types = [max(fit.programmes, key=lambda n, b=b: len(b & set(fit.programmes[n].tolist()))) for b in
              (set(range(10)), set(range(10, 20)))]  # fmt: skip

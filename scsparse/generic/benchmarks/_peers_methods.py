@@ -56,6 +56,7 @@ __all__ = [
     "drvi_selected_genes",
     "fit_peer",
     "signed_programmes",
+    "slab_programmes",
 ]
 
 #: The methods, in the order they run and are shown.
@@ -111,6 +112,36 @@ def signed_programmes(
                 programmes[name] = genes
                 activity[name] = sign * np.asarray(scores[:, k], dtype=np.float64)
     return programmes, activity
+
+
+def slab_programmes(
+    weights: np.ndarray, slab: np.ndarray, scores: np.ndarray, n_rank: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """A spike-and-slab model's own reading: per factor and direction, the genes whose weight is more likely in the
+    slab than in the spike (posterior slab probability ``slab > 0.5``), strongest weight first.
+
+    Returns programmes, activities and rankings (the programme's genes, then the direction's other genes by
+    weight, ``n_rank`` in all: what the equal-size reading cuts).
+
+    Examples
+    --------
+    >>> w = np.array([[2.0, 0.0], [1.0, -1.0], [0.1, -3.0]])
+    >>> slab = np.array([[1.0, 0.0], [0.9, 0.8], [0.2, 1.0]])
+    >>> programmes, _, rankings = slab_programmes(w, slab, np.ones((4, 2)), n_rank=3)
+    >>> {k: v.tolist() for k, v in programmes.items()}, rankings["0+"].tolist()
+    ({'0+': [0, 1], '1-': [2, 1]}, [0, 1, 2])
+    """
+    programmes, activity, rankings = {}, {}, {}
+    for k in range(weights.shape[1]):
+        for sign in (1, -1):
+            ranked = _top_by_sign(weights[:, k], weights.shape[0], sign)
+            inside = slab[ranked, k] > 0.5
+            if inside.any():
+                name = f"{k}{'+' if sign > 0 else '-'}"
+                programmes[name] = ranked[inside]
+                rankings[name] = np.concatenate([ranked[inside], ranked[~inside]])[:n_rank]
+                activity[name] = sign * np.asarray(scores[:, k], dtype=np.float64)
+    return programmes, activity, rankings
 
 
 def counts_matrix(adata: AnnData) -> np.ndarray:

@@ -9,8 +9,10 @@ programmes are compared, each with the same cells, genes, seed and at most ``K``
 - **MOFA+ (groups)** — ``mofapy2`` with the studies as groups (its own way of modelling several sample groups),
   Gaussian likelihood on log-normalised expression, groups centred (its default), ``K`` factors with ARD and
   spike-and-slab priors. A factor is kept when it explains more than :data:`MOFA_MIN_R2` of the variance in at
-  least one group (the rule of mofapy2's ``dropR2``); its programmes are the top genes of its weights by sign; its
-  scope is the group that holds at least :data:`MOFA_SPECIFIC_SHARE` of the variance it explains, else shared.
+  least one group (the rule of mofapy2's ``dropR2``); its programmes are read by its spike-and-slab prior, the
+  genes whose weight is in the slab (posterior slab probability > 0.5) by sign
+  (:func:`._peers_methods.slab_programmes`); its scope is the group that holds at least
+  :data:`MOFA_SPECIFIC_SHARE` of the variance it explains, else shared.
 - **SparseVAE (per study)** — one SparseVAE per study, on the genes expressed in that study: the baseline that
   shares nothing. Every programme is specific to its study, and a programme present in every study is found once
   per study.
@@ -31,8 +33,8 @@ import scipy.sparse as sp
 from anndata import AnnData
 
 from ._fits import MULTISTUDY_SPECIFIC, fit_sparsevae, measured
-from ._peers_methods import MethodUnavailable, counts_matrix, signed_programmes
-from ._programme_fit import FitBudget, ProgrammeFit, read_sparsevae
+from ._peers_methods import MethodUnavailable, counts_matrix, slab_programmes
+from ._programme_fit import EQUAL_SIZES, FitBudget, ProgrammeFit, read_sparsevae
 from ._real_data import study_names
 
 __all__ = [
@@ -58,7 +60,8 @@ MULTISTUDY_READING: dict[str, str] = {
         f"shared factors and {MULTISTUDY_SPECIFIC} specific to each study; scope: the factor's block"
     ),
     "MOFA+ (groups)": (
-        f"top genes of each factor's weights by sign, factors explaining > {MOFA_MIN_R2:.1%} of a group's variance; "
+        "its spike-and-slab reading: the genes of each factor whose weight is in the slab (posterior slab probability "
+        f"> 0.5), by sign, strongest weight first; factors explaining > {MOFA_MIN_R2:.1%} of a group's variance; "
         f"scope: the group holding >= {MOFA_SPECIFIC_SHARE:.0%} of the factor's variance explained, else shared"
     ),
     "SparseVAE (per study)": "as SparseVAE, one fit per study; every programme specific to its study",
@@ -143,11 +146,11 @@ def _fit_mofa(adata: AnnData, budget: FitBudget, seed: int, study_key: str) -> P
         z = np.empty((adata.n_obs, budget.n_factors))
         z[order] = np.asarray(expectations["Z"], dtype=np.float64)
         weights = np.asarray(expectations["W"][0], dtype=np.float64)  # genes x K
+        slab = np.asarray(ent.model.nodes["W"].nodes[0].Q.getExpectations()["EB"], dtype=np.float64)
         r2 = np.vstack([np.asarray(g[0], dtype=np.float64) for g in ent.model.calculate_variance_explained()])
         kept = np.flatnonzero((r2 > MOFA_MIN_R2).any(axis=0))  # r2: groups x K
-        programmes, activity = signed_programmes(weights[:, kept], z[:, kept], budget.n_top)
-        programmes = {f"{kept[int(k[:-1])]}{k[-1]}": v for k, v in programmes.items()}
-        activity = {f"{kept[int(k[:-1])]}{k[-1]}": v for k, v in activity.items()}
+        read = slab_programmes(weights[:, kept], slab[:, kept], z[:, kept], max(EQUAL_SIZES))
+        programmes, activity, rankings = ({f"{kept[int(k[:-1])]}{k[-1]}": v for k, v in d.items()} for d in read)
         share = np.clip(r2, 0.0, None) / np.maximum(np.clip(r2, 0.0, None).sum(0), 1e-12)
         specific = share.max(axis=0) >= MOFA_SPECIFIC_SHARE  # per factor: held by one group
         scope = {}
@@ -157,7 +160,7 @@ def _fit_mofa(adata: AnnData, budget: FitBudget, seed: int, study_key: str) -> P
         shared = [k for k in kept if not specific[k]]
     return ProgrammeFit(
         "MOFA+ (groups)", z, programmes, activity, int(kept.size), m["seconds"], m["peak_mb"], scope=scope,
-        transfer=z[:, shared] if shared else None,
+        rankings=rankings, transfer=z[:, shared] if shared else None,
     )  # fmt: skip
 
 

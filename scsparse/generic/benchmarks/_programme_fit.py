@@ -76,8 +76,6 @@ class ProgrammeFit:
         it (MB; ``nan`` where the peak cannot be reset, outside Linux).
     extra
         Method-specific facts for the summary (e.g. whether SparseVAE settled).
-    model
-        The fitted model, for the SparseVAE fits (restart 0 of the restarts of the same seed).
     scope
         Multi-study methods: programme name -> ``"shared"`` or the study it belongs to (empty for the others).
     rankings
@@ -97,7 +95,6 @@ class ProgrammeFit:
     seconds: float = math.nan
     peak_mb: float = math.nan
     extra: dict[str, Any] = field(default_factory=dict)
-    model: Any = field(default=None, repr=False)
     scope: dict[str, str] = field(default_factory=dict)
     rankings: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     transfer: np.ndarray | None = field(default=None, repr=False)
@@ -145,7 +142,6 @@ def read_sparsevae(model, adata: AnnData, method: str) -> ProgrammeFit:
         activity,
         n_kept=len(res.active_factors),
         extra={"settled": settled, "epochs": float(len(model.history["elbo_train"]))},
-        model=model,
         scope=scope,
         rankings=rankings,
     )
