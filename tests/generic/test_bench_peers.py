@@ -283,7 +283,7 @@ def test_summary_names_losses_and_runs_not_run():
 
     text = "\n".join(peers_summary(df, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
     assert "kang / DRVI: not run: needs scvi-tools >= 1.5" in text
-    assert "- accuracy: scsparse 0.800 (SparseVAE); ahead: LDVAE 0.900" in text
+    assert "- accuracy (single fits): scsparse 0.800 (SparseVAE); ahead: LDVAE 0.900" in text
     assert "## Targets (Kang and PBMC 3k)" in text
 
 
@@ -464,6 +464,20 @@ def test_summary_calls_differences_inside_the_seeds_spread_ties_and_skips_determ
     assert "PCA" not in _winners(means, ["stability"], sds)[0]
     losses = _losses(means, ["stability", "redundancy"], sds)
     assert len(losses) == 1 and losses[0].startswith("- stability") and "LDVAE" in losses[0] and "PCA" not in losses[0]
+
+
+def test_losses_compare_like_with_like_single_fits_and_consensus_methods_apart():
+    from scsparse.generic.benchmarks._peers_summary import _losses, _means
+
+    values = {"SparseVAE": 0.10, "SparseVAE (consensus)": 0.05, "LDVAE": 0.08, "cNMF": 0.04}
+    rows = [{"dataset": "d", "method": k, "seed": 0, "status": "ok", "redundancy": v} for k, v in values.items()]
+    df = pd.DataFrame(rows).reindex(columns=RESULT_COLUMNS)
+    losses = _losses(_means(df), ["redundancy"])
+    # LDVAE beats the single fit (not the consensus, which it is not compared with); cNMF beats the consensus
+    assert losses == [
+        "- redundancy (single fits): scsparse 0.100 (SparseVAE); ahead: LDVAE 0.080",
+        "- redundancy (several fits): scsparse 0.050 (SparseVAE (consensus)); ahead: cNMF 0.040",
+    ]
 
 
 def test_equal_size_reading_cuts_every_method_by_its_own_ranking():
