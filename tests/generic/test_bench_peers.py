@@ -431,7 +431,7 @@ def test_sparsevae_fits_are_stored_so_a_consensus_reuses_the_plain_fit_and_a_res
 
 
 def test_summary_calls_differences_inside_the_seeds_spread_ties_and_skips_deterministic_stability():
-    from scsparse.generic.benchmarks._peers_summary import _losses, _means, _spreads, _winners
+    from scsparse.generic.benchmarks._peers_compare import loss_lines, method_means, method_spreads, winner_lines
     from scsparse.generic.benchmarks._programme_scores import METRICS
 
     rows = []
@@ -455,24 +455,27 @@ def test_summary_calls_differences_inside_the_seeds_spread_ties_and_skips_determ
     df = pd.DataFrame(rows)
     for m in METRICS:
         df[m] = df.get(m, np.nan)
-    means, sds = _means(df), _spreads(df)
+    means, sds = method_means(df), method_spreads(df)
     # redundancy 0.55 ± 0.05 vs 0.58 ± 0.02: inside the spread, a tie; without the spread SparseVAE would win alone
-    best = _winners(means, ["redundancy"], sds)[0]
+    best = winner_lines(means, ["redundancy"], sds)[0]
     assert "SparseVAE, LDVAE" in best
-    assert "SparseVAE (" in _winners(means, ["redundancy"])[0] and "LDVAE" not in _winners(means, ["redundancy"])[0]
+    assert (
+        "SparseVAE (" in winner_lines(means, ["redundancy"])[0]
+        and "LDVAE" not in winner_lines(means, ["redundancy"])[0]
+    )
     # stability: PCA's 1.00 is not compared; LDVAE 0.6 ± 0.1 is ahead of SparseVAE's 0.3 beyond the spread
-    assert "PCA" not in _winners(means, ["stability"], sds)[0]
-    losses = _losses(means, ["stability", "redundancy"], sds)
+    assert "PCA" not in winner_lines(means, ["stability"], sds)[0]
+    losses = loss_lines(means, ["stability", "redundancy"], sds)
     assert len(losses) == 1 and losses[0].startswith("- stability") and "LDVAE" in losses[0] and "PCA" not in losses[0]
 
 
 def test_losses_compare_like_with_like_single_fits_and_consensus_methods_apart():
-    from scsparse.generic.benchmarks._peers_summary import _losses, _means
+    from scsparse.generic.benchmarks._peers_compare import loss_lines, method_means
 
     values = {"SparseVAE": 0.10, "SparseVAE (consensus)": 0.05, "LDVAE": 0.08, "cNMF": 0.04}
     rows = [{"dataset": "d", "method": k, "seed": 0, "status": "ok", "redundancy": v} for k, v in values.items()]
     df = pd.DataFrame(rows).reindex(columns=RESULT_COLUMNS)
-    losses = _losses(_means(df), ["redundancy"])
+    losses = loss_lines(method_means(df), ["redundancy"])
     # LDVAE beats the single fit (not the consensus, which it is not compared with); cNMF beats the consensus
     assert losses == [
         "- redundancy (single fits): scsparse 0.100 (SparseVAE); ahead: LDVAE 0.080",

@@ -1,0 +1,179 @@
+"""How ``scsparse bench peers`` compares methods: means and spreads over seeds, ties, budgets, who is ahead.
+
+A difference inside the seeds' spread (the larger standard deviation of the two methods) is a tie. Methods are
+compared like with like (:func:`budget_groups`): single fits with single fits, and the methods that combine several
+fits (SparseVAE's restarts and consensus, cNMF's consensus of NMF replicates) with each other. A deterministic
+method's stability (1 by construction) is not compared.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ._peers_methods import DETERMINISTIC
+from ._programme_fit import EQUAL_SIZES
+from ._programme_scores import HIGHER_IS_BETTER, LOWER_IS_BETTER, METRICS, STABILITY
+
+__all__ = [
+    "COSTS", "DIGITS", "OURS", "P_VALUES", "SEVERAL_FITS", "SPARSEVAE", "ahead_of_all", "better", "budget_groups",
+    "compared", "fmt_value", "geometric_mean", "loss_lines", "method_means", "method_spreads", "pair_spread", "ran",
+    "tied", "versus", "winner_lines",
+]  # fmt: skip
+
+SPARSEVAE = ("SparseVAE", "SparseVAE (restarts)", "SparseVAE (consensus)")
+#: scsparse's models, against which the others are compared (the per-study SparseVAE fits are the multi-study
+#: arm's baseline, a peer of MultiStudySparseVAE).
+OURS = (*SPARSEVAE, "MultiStudySparseVAE")
+#: Methods that combine several fits: compared with each other (scsparse's restarts and consensus with cNMF's
+#: consensus of NMF replicates), not with single fits.
+SEVERAL_FITS = ("SparseVAE (restarts)", "SparseVAE (consensus)", "cNMF")
+#: Metrics that are p-values: summarised over seeds by their geometric mean, shown in scientific notation.
+P_VALUES = ("interferon_p", *(f"interferon_p_at{n}" for n in EQUAL_SIZES))
+_SMALLEST_P = 1e-300
+#: Cost metrics: summarised over seeds by their median (a fit slowed by another job beside it moves a mean, not a
+#: median), shown with their range.
+COSTS = ("seconds", "peak_mb")
+DIGITS = {"distinct_terms": 1, "factors_kept": 1, "programmes": 1, "median_genes": 1, "seconds": 0, "peak_mb": 0}
+DIGITS.update({f"distinct_terms_at{n}": 1 for n in EQUAL_SIZES})
+
+
+def ran(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the fits that ran (``status`` "ok")."""
+    return df[df["status"] == "ok"]
+
+
+def geometric_mean(values: pd.Series) -> float:
+    """Geometric mean of the finite values (p-values: the arithmetic mean is the largest one's)."""
+    finite = values[np.isfinite(values)].clip(lower=_SMALLEST_P)
+    return float(np.exp(np.log(finite).mean())) if len(finite) else math.nan
+
+
+def method_means(df: pd.DataFrame) -> pd.DataFrame:
+    """Method x metric means over seeds (runs that ran); geometric means of the p-values, medians of the costs."""
+    grouped = ran(df).groupby("method", sort=False)
+    means = grouped[list(METRICS)].mean(numeric_only=True)
+    for m in P_VALUES:
+        means[m] = grouped[m].agg(lambda v: geometric_mean(pd.to_numeric(v, errors="coerce")))
+    for m in COSTS:
+        means[m] = grouped[m].agg(lambda v: pd.to_numeric(v, errors="coerce").median())
+    return means
+
+
+def method_spreads(df: pd.DataFrame) -> pd.DataFrame:
+    """Method x metric standard deviations over seeds (0 for one seed and for the p-values, compared as they are)."""
+    sds = ran(df).groupby("method", sort=False)[list(METRICS)].std(ddof=1, numeric_only=True).fillna(0.0)
+    for m in P_VALUES:
+        sds[m] = 0.0
+    return sds
+
+
+def tied(a: float, b: float, spread: float = 0.0) -> bool:
+    """A tie: a difference inside the seeds' spread (the larger sd of the two methods), or equal up to the
+    rounding of a mean over seeds (6/7 from two different sums of fractions).
+    """
+    return bool(np.isclose(a, b, rtol=1e-9, atol=0.0) or abs(a - b) <= spread)
+
+
+def better(a: float, b: float, *, higher: bool, spread: float = 0.0) -> bool:
+    """``a`` better than ``b`` by more than the seeds' spread."""
+    return (a > b if higher else a < b) and not tied(a, b, spread)
+
+
+def pair_spread(sds: pd.DataFrame | None, metric: str, *methods: str) -> float:
+    if sds is None or metric not in sds:
+        return 0.0
+    return float(max((sds.loc[m, metric] for m in methods if m in sds.index), default=0.0))
+
+
+def compared(methods, metric: str) -> list[str]:
+    """The methods a metric compares: a deterministic method's stability (1 by construction) is not a result."""
+    return [m for m in methods if not (metric in STABILITY and m in DETERMINISTIC)]
+
+
+def fmt_value(metric: str, value: float) -> str:
+    if value != value:
+        return "n/a"
+    if metric in P_VALUES:
+        return f"{value:.2g}"
+    return f"{value:.{DIGITS.get(metric, 3)}f}"
+
+
+def winner_lines(means: pd.DataFrame, metrics: list[str], sds: pd.DataFrame | None = None) -> list[str]:
+    """The best method(s) of each metric: every method within the seeds' spread of the best one."""
+    lines = []
+    for m in metrics:
+        if m not in HIGHER_IS_BETTER | LOWER_IS_BETTER:
+            continue
+        col = means.loc[compared(means.index, m), m].dropna()
+        if col.empty:
+            continue
+        best = col.max() if m in HIGHER_IS_BETTER else col.min()
+        top = col.idxmax() if m in HIGHER_IS_BETTER else col.idxmin()
+        who = ", ".join(p for p in col.index if tied(col[p], best, pair_spread(sds, m, p, top)))
+        sv = "; ".join(f"{s} {fmt_value(m, means.loc[s, m])}" for s in OURS if s in means.index)
+        lines.append(f"- **{m}** ({'higher' if m in HIGHER_IS_BETTER else 'lower'} is better): {who} "
+                     f"({fmt_value(m, best)}){'; ' + sv if sv else ''}")  # fmt: skip
+    return lines
+
+
+def budget_groups(methods) -> list[tuple[str, list[str]]]:
+    """The methods split by budget, so that each is compared like with like: single fits, and the methods that
+    combine several fits (:data:`SEVERAL_FITS`).
+    """
+    groups = [
+        ("single fits", [m for m in methods if m not in SEVERAL_FITS]),
+        ("several fits", [m for m in methods if m in SEVERAL_FITS]),
+    ]
+    return [(name, members) for name, members in groups if members]
+
+
+def loss_lines(means: pd.DataFrame, metrics: list[str], sds: pd.DataFrame | None = None) -> list[str]:
+    """Metrics where a peer beats every scsparse model of its budget group (:func:`budget_groups`) by more than
+    the seeds' spread: single fits against single fits, restarts and consensus against cNMF's consensus.
+    """
+    lines = []
+    for m in metrics:
+        if m not in HIGHER_IS_BETTER | LOWER_IS_BETTER:
+            continue
+        sign = 1.0 if m in HIGHER_IS_BETTER else -1.0
+        for group, members in budget_groups(means.index):
+            ours = [s for s in OURS if s in members and means.loc[s, m] == means.loc[s, m]]
+            peers = [p for p in compared(members, m) if p not in OURS and means.loc[p, m] == means.loc[p, m]]
+            if not ours or not peers:
+                continue
+            best_ours = max(ours, key=lambda s: sign * means.loc[s, m])
+            our_best = sign * means.loc[best_ours, m]
+            beaten = [
+                p
+                for p in peers
+                if better(sign * means.loc[p, m], our_best, higher=True, spread=pair_spread(sds, m, p, best_ours))
+            ]
+            if beaten:
+                shown = ", ".join(f"{p} {fmt_value(m, means.loc[p, m])}" for p in beaten)
+                who = ours[0] if len(ours) == 1 else f"the better of {', '.join(ours)}"
+                lines.append(f"- {m} ({group}): scsparse {fmt_value(m, sign * our_best)} ({who}); ahead: {shown}")
+    return lines
+
+
+def ahead_of_all(
+    means: pd.DataFrame, ours: str, peers: list[str], metric: str, *, higher: bool, sds: pd.DataFrame | None = None
+) -> bool:
+    """``ours`` better than every peer with a value by more than the seeds' spread (``False`` when ``ours`` has
+    none).
+    """
+    mine = means.loc[ours, metric]
+    others = [p for p in peers if means.loc[p, metric] == means.loc[p, metric]]
+    return bool(
+        mine == mine
+        and all(
+            better(mine, means.loc[p, metric], higher=higher, spread=pair_spread(sds, metric, ours, p)) for p in others
+        )
+    )
+
+
+def versus(means: pd.DataFrame, ours: str, peers: list[str], metric: str) -> str:
+    theirs = ", ".join(f"{p} {fmt_value(metric, means.loc[p, metric])}" for p in peers)
+    return f"{ours} {fmt_value(metric, means.loc[ours, metric])} vs {theirs}"
