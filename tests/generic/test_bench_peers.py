@@ -483,6 +483,35 @@ def test_losses_compare_like_with_like_single_fits_and_consensus_methods_apart()
     ]
 
 
+def test_in_short_compares_each_scsparse_model_with_its_budget_group_in_both_readings():
+    from scsparse.generic.benchmarks._peers_compare import in_short_rows, method_means, method_spreads
+
+    values = {  # method: (redundancy, at 20, at 50, accuracy) over two seeds
+        "SparseVAE": [(0.10, 0.05, 0.12, 0.80), (0.12, 0.05, 0.14, 0.82)],
+        "SparseVAE (consensus)": [(0.05, 0.04, 0.09, 0.85), (0.05, 0.04, 0.09, 0.85)],
+        "LDVAE": [(0.08, 0.08, 0.08, 0.90), (0.08, 0.08, 0.08, 0.90)],
+        "cNMF": [(0.05, 0.06, 0.05, 0.84), (0.06, 0.06, 0.05, 0.86)],
+    }
+    rows = [
+        {"dataset": "d", "method": m, "seed": seed, "status": "ok", "redundancy": r, "redundancy_at20": r20,
+         "redundancy_at50": r50, "accuracy": acc}
+        for m, by_seed in values.items()
+        for seed, (r, r20, r50, acc) in enumerate(by_seed)
+    ]  # fmt: skip
+    df = pd.DataFrame(rows).reindex(columns=RESULT_COLUMNS)
+    tables = dict(in_short_rows(method_means(df), method_spreads(df)))
+    single = {r[0]: r[1:] for r in tables["SparseVAE against the single fits (LDVAE)"]}
+    several = {r[0]: r[1:] for r in tables["SparseVAE (consensus) against the several fits (cNMF)"]}
+    assert single["least redundant programmes"] == [
+        "behind: 0.110 vs 0.080 (LDVAE)", "ahead: 0.050 vs 0.080 (LDVAE)", "behind: 0.130 vs 0.080 (LDVAE)"
+    ]  # fmt: skip
+    assert single["cell types read off the factors (accuracy)"] == ["behind: 0.810 vs 0.900 (LDVAE)", "—", "—"]
+    # 0.050 vs 0.055 ± 0.007 and 0.85 vs 0.85 ± 0.014: ties; at 20 genes the consensus is ahead
+    assert several["least redundant programmes"][:2] == ["tie: 0.050 vs 0.055 (cNMF)", "ahead: 0.040 vs 0.060 (cNMF)"]
+    assert several["cell types read off the factors (accuracy)"][0] == "tie: 0.850 vs 0.850 (cNMF)"
+    assert "most programmes enriched" not in single  # no values: no row
+
+
 def test_equal_size_reading_cuts_every_method_by_its_own_ranking():
     from scsparse.generic.benchmarks._programme_fit import EQUAL_SIZES, ProgrammeFit, extended_ranking
 

@@ -15,12 +15,12 @@ import pandas as pd
 
 from ._peers_methods import DETERMINISTIC
 from ._programme_fit import EQUAL_SIZES
-from ._programme_scores import HIGHER_IS_BETTER, LOWER_IS_BETTER, METRICS, STABILITY
+from ._programme_scores import HIGHER_IS_BETTER, LOWER_IS_BETTER, METRICS, SIZE_DEPENDENT, STABILITY
 
 __all__ = [
-    "COSTS", "DIGITS", "OURS", "P_VALUES", "SEVERAL_FITS", "SPARSEVAE", "ahead_of_all", "better", "budget_groups",
-    "compared", "fmt_value", "geometric_mean", "loss_lines", "method_means", "method_spreads", "pair_spread", "ran",
-    "tied", "versus", "winner_lines",
+    "COSTS", "DIGITS", "IN_SHORT", "OURS", "P_VALUES", "SEVERAL_FITS", "SPARSEVAE", "ahead_of_all", "better",
+    "budget_groups", "compared", "fmt_value", "geometric_mean", "in_short_rows", "loss_lines", "method_means",
+    "method_spreads", "pair_spread", "ran", "tied", "verdict", "versus", "winner_lines",
 ]  # fmt: skip
 
 SPARSEVAE = ("SparseVAE", "SparseVAE (restarts)", "SparseVAE (consensus)")
@@ -38,6 +38,7 @@ _SMALLEST_P = 1e-300
 COSTS = ("seconds", "peak_mb")
 DIGITS = {"distinct_terms": 1, "factors_kept": 1, "programmes": 1, "median_genes": 1, "seconds": 0, "peak_mb": 0}
 DIGITS.update({f"distinct_terms_at{n}": 1 for n in EQUAL_SIZES})
+_SIZED = frozenset(SIZE_DEPENDENT)
 
 
 def ran(df: pd.DataFrame) -> pd.DataFrame:
@@ -177,3 +178,77 @@ def ahead_of_all(
 def versus(means: pd.DataFrame, ours: str, peers: list[str], metric: str) -> str:
     theirs = ", ".join(f"{p} {fmt_value(metric, means.loc[p, metric])}" for p in peers)
     return f"{ours} {fmt_value(metric, means.loc[ours, metric])} vs {theirs}"
+
+
+#: The questions of the "in short" tables, ``(metric, question)``; a size-dependent metric is also read with every
+#: programme cut to the same number of genes (``<metric>_at<n>``).
+IN_SHORT: tuple[tuple[str, str], ...] = (
+    ("median_genes", "smallest programmes (median genes)"),
+    ("redundancy", "least redundant programmes"),
+    ("enriched_share", "most programmes enriched"),
+    ("distinct_terms", "most distinct gene sets"),
+    ("interferon_p", "interferon response most strongly enriched (adj. p)"),
+    ("markers_recovered", "most cell types' markers recovered"),
+    ("accuracy", "cell types read off the factors (accuracy)"),
+    ("lms_smi", "one factor per cell type (LMS of SMI)"),
+    ("transfer_accuracy", "cell types transferred between studies"),
+    ("batch_leakage", "least batch leakage"),
+    ("stability_top10", "strongest genes stable over seeds (top-10 overlap)"),
+    ("seconds", "fastest (median seconds)"),
+)
+
+
+def verdict(means: pd.DataFrame, sds: pd.DataFrame | None, ours: str, peers: list[str], metric: str) -> str:
+    """``ours`` against the best of ``peers`` on ``metric``: "ahead", "tie" (inside the seeds' spread) or
+    "behind", with both values and the peer's name; "n/a" where either side has no value.
+
+    Examples
+    --------
+    >>> means = pd.DataFrame({"redundancy": [0.05, 0.08, 0.04]}, index=["SparseVAE", "LDVAE", "PCA"])
+    >>> verdict(means, None, "SparseVAE", ["LDVAE"], "redundancy")
+    'ahead: 0.050 vs 0.080 (LDVAE)'
+    >>> verdict(means, None, "SparseVAE", ["LDVAE", "PCA"], "redundancy")
+    'behind: 0.050 vs 0.040 (PCA)'
+    """
+    if metric not in means or ours not in means.index:
+        return "n/a"
+    mine = means.loc[ours, metric]
+    theirs = means.loc[[p for p in compared(peers, metric) if p in means.index], metric].dropna()
+    if mine != mine or theirs.empty:
+        return "n/a"
+    higher = metric in HIGHER_IS_BETTER
+    best = theirs.idxmax() if higher else theirs.idxmin()
+    spread = pair_spread(sds, metric, ours, best)
+    word = (
+        "ahead"
+        if better(mine, theirs[best], higher=higher, spread=spread)
+        else "behind"
+        if better(theirs[best], mine, higher=higher, spread=spread)
+        else "tie"
+    )
+    return f"{word}: {fmt_value(metric, mine)} vs {fmt_value(metric, theirs[best])} ({best})"
+
+
+def in_short_rows(
+    means: pd.DataFrame, sds: pd.DataFrame | None, sizes: tuple[int, ...] = EQUAL_SIZES
+) -> list[tuple[str, list[list[str]]]]:
+    """Each scsparse model of the data set against the peers of its budget group (:func:`budget_groups`), question
+    by question (:data:`IN_SHORT`): ``(title, rows)``, a row ``[question, own reading, at n genes for n in sizes]``.
+    Equal-size cells are "—" for the metrics that do not depend on programme size.
+    """
+    out = []
+    for group, members in budget_groups(means.index):
+        peers = [p for p in members if p not in OURS]
+        for ours in (s for s in OURS if s in members):
+            if not peers:
+                continue
+            rows = []
+            for metric, question in IN_SHORT:
+                sized = [f"{metric}_at{n}" for n in sizes] if metric in _SIZED else []
+                cells = [verdict(means, sds, ours, peers, m) for m in (metric, *sized)]
+                if all(c == "n/a" for c in cells):
+                    continue
+                rows.append([question, cells[0], *(cells[1:] if sized else ["—"] * len(sizes))])
+            if rows:
+                out.append((f"{ours} against the {group} ({', '.join(peers)})", rows))
+    return out

@@ -20,6 +20,7 @@ from ._peers_compare import (
     ahead_of_all,
     better,
     geometric_mean,
+    in_short_rows,
     loss_lines,
     method_means,
     method_spreads,
@@ -30,7 +31,7 @@ from ._peers_compare import (
 )  # fmt: skip
 from ._peers_methods import DETERMINISTIC, READING
 from ._peers_multistudy import MULTISTUDY_READING
-from ._programme_fit import FitBudget
+from ._programme_fit import EQUAL_SIZES, FitBudget
 from ._programme_scores import (
     DISENTANGLEMENT,
     EQUAL_SIZE_METRICS,
@@ -107,6 +108,20 @@ _TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
         EQUAL_SIZE_METRICS,
     ),
 )
+
+
+def _in_short(means: pd.DataFrame, sds: pd.DataFrame) -> list[str]:
+    """The data set's "in short" tables: each scsparse model against the best peer of its budget, question by
+    question, in the methods' own readings and with every programme cut to the same number of genes.
+    """
+    from scsparse._text import markdown_rows
+
+    lines = []
+    header = ["question", "own reading", *(f"{n} genes each" for n in EQUAL_SIZES)]
+    for title, rows in in_short_rows(means, sds):
+        lines += ["", f"In short, {title}: ahead, tie (inside the seeds' spread) or behind the best of them", ""]
+        lines += markdown_rows(header, rows)
+    return lines
 
 
 def peers_targets(df: pd.DataFrame, *, assessed: bool = True) -> list[tuple[str, str, str]]:
@@ -220,6 +235,7 @@ def peers_summary(
             f"{spec.label_key or 'none'}; batches: {spec.batch_key or 'none'}. Mean ± sd over seeds; p-values: "
             "geometric mean over seeds and their range; seconds and peak_mb: median over seeds and their range.",
         ]
+        lines += _in_short(means, sds)
         for caption, among in _TABLES:
             shown = _shown_metrics(frame, among)
             if not shown:
