@@ -241,7 +241,8 @@ def run_peers(
     Parameters
     ----------
     out
-        Output folder: ``results.csv``, ``summary.md``, ``peers_<data set>.png``, ``programmes/<data set>.json``.
+        Output folder: ``results.csv``, ``summary.md``, ``peers_<data set>.png``, ``programmes/<data set>.json``
+        and ``models/<data set>/`` (every SparseVAE fit, a few MB each, which ``resume`` loads).
     seeds
         Seeds ``0 .. seeds - 1`` per data set and method (default 3; quick: 1). Stability needs at least 2.
     quick
@@ -260,7 +261,8 @@ def run_peers(
         would use every core from being timed on more cores than the others.
     resume
         Keep the fits an earlier run into ``out`` finished (same cells, genes, ``K`` and epochs) and fit only the
-        missing ones; rows of data sets this run does not choose are carried over.
+        missing ones, loading the SparseVAE fits it saved (a consensus goes on after its last finished restart);
+        rows of data sets this run does not choose are carried over.
     verbose
         Print one line per fit.
 
