@@ -350,7 +350,10 @@ def test_quick_run_on_kang(offline_data, tmp_path):
         assert (tmp_path / name).is_file()
     text = (tmp_path / "summary.md").read_text()
     assert "not assessed (quick smoke run)" in text and "## Kang" in text
-    assert "2 for SparseVAE (consensus)" in text
+    assert "2 restarts for SparseVAE (restarts), 2 restarts for SparseVAE (consensus)." in text
+    assert "NMF replicates" not in text  # cNMF did not run
+    assert "In short, SparseVAE against the single fits (NMF (KL))" in text
+    assert "| least redundant programmes |" in text
     consensus = df[df["method"] == "SparseVAE (consensus)"]
     plain = df[df["method"] == "SparseVAE"]
     assert (consensus["seconds"].to_numpy() > plain["seconds"].to_numpy()).all()  # the plain fit's time included

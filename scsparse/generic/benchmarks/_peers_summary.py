@@ -173,6 +173,17 @@ def peers_targets(df: pd.DataFrame, *, assessed: bool = True) -> list[tuple[str,
     return out
 
 
+def _several_fits_budget(df: pd.DataFrame, budget: FitBudget) -> str:
+    """The fits behind each several-fit method that ran: ", 5 restarts for SparseVAE (consensus), ..."."""
+    fits = {
+        "SparseVAE (restarts)": f"{budget.restarts} restarts for SparseVAE (restarts)",
+        "SparseVAE (consensus)": f"{budget.consensus_restarts} restarts for SparseVAE (consensus)",
+        "cNMF": f"{budget.cnmf_iterations} NMF replicates for cNMF",
+    }
+    ran_methods = set(df["method"])
+    return "".join(f", {text}" for method, text in fits.items() if method in ran_methods)
+
+
 def peers_summary(
     df: pd.DataFrame,
     prov: Mapping[str, Any],
@@ -201,9 +212,8 @@ def peers_summary(
         "excepted: DRVI's own default number of latent dimensions), seeds "
         f"0..{int(df['seed'].max()) if len(df) else 0}, {budget.max_epochs} epochs for the neural methods "
         f"(SparseVAE stops earlier once its fit has settled), top {budget.n_top} genes per programme where a "
-        f"method's programmes are the top of a weight vector, {budget.restarts} restarts for SparseVAE (restarts), "
-        f"{budget.consensus_restarts} for SparseVAE (consensus) and {budget.cnmf_iterations} NMF replicates for "
-        "cNMF. Batches (where a data set has them) go to the "
+        f"method's programmes are the top of a weight vector{_several_fits_budget(df, budget)}. Batches (where a "
+        "data set has them) go to the "
         "methods that model them (SparseVAE, LDVAE, DRVI). On the data sets of the multi-study arm, "
         "MultiStudySparseVAE, MOFA+ with the studies as groups (at most "
         f"{budget.mofa_iterations} iterations) and one SparseVAE per study give every cell at most K factors. "
