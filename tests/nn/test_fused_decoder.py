@@ -19,7 +19,9 @@ def _pair(**kwargs) -> tuple[MaskedDecoder, MaskedDecoder]:
 @pytest.mark.parametrize("first_bias", [False, True])
 @pytest.mark.parametrize("chunk_size", [None, 4])
 @pytest.mark.parametrize("covariates", [False, True])
-def test_fused_path_gives_the_autograd_outputs_and_gradients(n_heads, first_bias, chunk_size, covariates):
+def test_fused_path_gives_the_autograd_outputs_and_gradients(
+    n_heads, first_bias, chunk_size, covariates, decoder_pass, assert_same_pass
+):
     torch.manual_seed(0)
     cov = {"n_cat_list": [3], "n_continuous": 2} if covariates else {}
     fused, plain = _pair(
@@ -33,17 +35,8 @@ def test_fused_path_gives_the_autograd_outputs_and_gradients(n_heads, first_bias
     args = (torch.tensor([0, 1, 2, 1, 0, 2, 2]),) if covariates else ()
     continuous = torch.randn(7, 2) if covariates else None
     weights = torch.randn(n_heads, 7, 11)
-    results = []
-    for dec in (fused, plain):
-        z_in = z.clone().requires_grad_(True)
-        out = dec(z_in, *args, continuous=continuous)
-        (out * weights).sum().backward()
-        results.append((out.detach(), z_in.grad, {n: p.grad.clone() for n, p in dec.named_parameters()}))
-    torch.testing.assert_close(results[0][0], results[1][0], rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(results[0][1], results[1][1], rtol=1e-5, atol=1e-6)
-    assert results[0][2].keys() == results[1][2].keys()
-    for name, grad in results[0][2].items():
-        torch.testing.assert_close(grad, results[1][2][name], rtol=1e-5, atol=1e-6, msg=name)
+    fused_pass, plain_pass = (decoder_pass(dec, z, weights, *args, continuous=continuous) for dec in (fused, plain))
+    assert_same_pass(fused_pass, plain_pass, rtol=1e-5, atol=1e-6, param_rtol=1e-5)
 
 
 def test_fused_path_serves_the_pruned_decoder_genes_with_several_factors():

@@ -53,7 +53,7 @@ def test_kernels_give_the_outputs_and_gradients_of_autograd(n_cells, n_genes, n_
         torch.testing.assert_close(grad.double() / scale, want / scale, rtol=0, atol=1e-5)
 
 
-def test_decoder_runs_the_kernels_where_triton_is_at_hand(monkeypatch):
+def test_decoder_runs_the_kernels_where_triton_is_at_hand(monkeypatch, decoder_pass, assert_same_pass):
     torch.manual_seed(1)
     kwargs = {"n_latent": 4, "n_output": 23, "n_hidden": 12, "n_heads": 2, "n_cat_list": [3]}
     kernel, plain = MaskedDecoder(**kwargs), MaskedDecoder(fused=False, **kwargs)
@@ -64,23 +64,14 @@ def test_decoder_runs_the_kernels_where_triton_is_at_hand(monkeypatch):
     assert not MaskedDecoder(n_layers=2, **kwargs).uses_triton_kernel("cpu")
     z, batch = torch.randn(19, 4), torch.tensor([0, 1, 2, 1, 0, 2, 2, 0, 1, 1, 0, 2, 0, 0, 1, 2, 2, 1, 0])
     weights = torch.randn(2, 19, 23)
-    results = []
-    for dec in (kernel, plain):
-        z_in = z.clone().requires_grad_(True)
-        out = dec(z_in, batch)
-        (out * weights).sum().backward()
-        results.append((out.detach(), z_in.grad, {n: p.grad for n, p in dec.named_parameters()}))
+    kernel_pass, plain_pass = (decoder_pass(dec, z, weights, batch) for dec in (kernel, plain))
     assert kernel(z, batch).grad_fn.name() == "TritonMaskedLayerBackward"
     with monkeypatch.context() as patch:  # torch.compile gets the op-by-op path, which it fuses itself
         patch.setattr(torch.compiler, "is_compiling", lambda: True)
         assert not kernel.uses_triton_kernel("cpu") and not kernel.uses_fused_path("cuda")
     monkeypatch.setattr(_masked_decoder, "kernel_fits", lambda *shape: False)  # offsets past 32 bits: chunks instead
     assert kernel(z, batch).grad_fn.name() == "FusedMaskedLayerBackward"
-    torch.testing.assert_close(results[0][0], results[1][0], rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(results[0][1], results[1][1], rtol=1e-5, atol=1e-5)
-    assert results[0][2].keys() == results[1][2].keys()
-    for name, grad in results[0][2].items():
-        torch.testing.assert_close(grad, results[1][2][name], rtol=1e-4, atol=1e-5, msg=name)
+    assert_same_pass(kernel_pass, plain_pass, rtol=1e-5, atol=1e-5, param_rtol=1e-4)  # 3xTF32 sums in another order
 
 
 def test_layout_covers_every_gene_with_few_kernel_variants():
