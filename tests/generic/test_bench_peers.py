@@ -486,6 +486,19 @@ def test_losses_compare_like_with_like_single_fits_and_consensus_methods_apart()
     ]
 
 
+def test_close_values_are_written_with_the_digits_that_tell_them_apart():
+    from scsparse.generic.benchmarks._peers_compare import loss_lines, method_means, verdict
+
+    values = {"SparseVAE": 0.064843, "DRVI": 0.064514, "PCA": 0.15}  # one seed: no spread, DRVI ahead
+    rows = [{"dataset": "d", "method": k, "seed": 0, "status": "ok", "redundancy": v} for k, v in values.items()]
+    means = method_means(pd.DataFrame(rows).reindex(columns=RESULT_COLUMNS))
+    assert verdict(means, None, "SparseVAE", ["DRVI", "PCA"], "redundancy") == "behind: 0.0648 vs 0.0645 (DRVI)"
+    assert verdict(means, None, "SparseVAE", ["PCA"], "redundancy") == "ahead: 0.065 vs 0.150 (PCA)"
+    assert loss_lines(means, ["redundancy"]) == [
+        "- redundancy (single fits): scsparse 0.0648 (SparseVAE); ahead: DRVI 0.0645"
+    ]
+
+
 def test_in_short_compares_each_scsparse_model_with_its_budget_group_in_both_readings():
     from scsparse.generic.benchmarks._peers_compare import in_short_rows, method_means, method_spreads
 

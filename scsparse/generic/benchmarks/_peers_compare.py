@@ -19,8 +19,8 @@ from ._programme_scores import HIGHER_IS_BETTER, LOWER_IS_BETTER, METRICS, SIZE_
 
 __all__ = [
     "COSTS", "DIGITS", "IN_SHORT", "OURS", "P_VALUES", "SEVERAL_FITS", "SPARSEVAE", "ahead_of_all", "better",
-    "budget_groups", "compared", "fmt_value", "geometric_mean", "in_short_rows", "loss_lines", "method_means",
-    "method_spreads", "pair_spread", "ran", "tied", "verdict", "versus", "winner_lines",
+    "budget_groups", "compared", "fmt_apart", "fmt_value", "geometric_mean", "in_short_rows", "loss_lines",
+    "method_means", "method_spreads", "pair_spread", "ran", "tied", "verdict", "versus", "winner_lines",
 ]  # fmt: skip
 
 SPARSEVAE = ("SparseVAE", "SparseVAE (restarts)", "SparseVAE (consensus)")
@@ -102,6 +102,31 @@ def fmt_value(metric: str, value: float) -> str:
     return f"{value:.{DIGITS.get(metric, 3)}f}"
 
 
+def fmt_apart(metric: str, value: float, other: float) -> tuple[str, str]:
+    """``value`` and ``other`` as :func:`fmt_value` writes them, with more digits where that would show two
+    different values as the same number (at most four more).
+
+    Examples
+    --------
+    >>> fmt_apart("redundancy", 0.0648, 0.0645)
+    ('0.0648', '0.0645')
+    >>> fmt_apart("redundancy", 0.05, 0.08)
+    ('0.050', '0.080')
+    """
+    shown = fmt_value(metric, value), fmt_value(metric, other)
+    if shown[0] != shown[1] or value == other or value != value or other != other:
+        return shown
+    base = DIGITS.get(metric, 3)
+    for extra in range(1, 5):
+        if metric in P_VALUES:
+            shown = f"{value:.{2 + extra}g}", f"{other:.{2 + extra}g}"
+        else:
+            shown = f"{value:.{base + extra}f}", f"{other:.{base + extra}f}"
+        if shown[0] != shown[1]:
+            break
+    return shown
+
+
 def winner_lines(means: pd.DataFrame, metrics: list[str], sds: pd.DataFrame | None = None) -> list[str]:
     """The best method(s) of each metric: every method within the seeds' spread of the best one."""
     lines = []
@@ -153,9 +178,11 @@ def loss_lines(means: pd.DataFrame, metrics: list[str], sds: pd.DataFrame | None
                 if better(sign * means.loc[p, m], our_best, higher=True, spread=pair_spread(sds, m, p, best_ours))
             ]
             if beaten:
-                shown = ", ".join(f"{p} {fmt_value(m, means.loc[p, m])}" for p in beaten)
+                pairs = {p: fmt_apart(m, sign * our_best, means.loc[p, m]) for p in beaten}
+                mine = max((pair[0] for pair in pairs.values()), key=len)  # as many digits as the closest peer needs
+                shown = ", ".join(f"{p} {pair[1]}" for p, pair in pairs.items())
                 who = ours[0] if len(ours) == 1 else f"the better of {', '.join(ours)}"
-                lines.append(f"- {m} ({group}): scsparse {fmt_value(m, sign * our_best)} ({who}); ahead: {shown}")
+                lines.append(f"- {m} ({group}): scsparse {mine} ({who}); ahead: {shown}")
     return lines
 
 
@@ -226,7 +253,8 @@ def verdict(means: pd.DataFrame, sds: pd.DataFrame | None, ours: str, peers: lis
         if better(theirs[best], mine, higher=higher, spread=spread)
         else "tie"
     )
-    return f"{word}: {fmt_value(metric, mine)} vs {fmt_value(metric, theirs[best])} ({best})"
+    shown = fmt_apart(metric, mine, theirs[best])
+    return f"{word}: {shown[0]} vs {shown[1]} ({best})"
 
 
 def in_short_rows(
