@@ -487,7 +487,7 @@ def test_losses_compare_like_with_like_single_fits_and_consensus_methods_apart()
 
 
 def test_close_values_are_written_with_the_digits_that_tell_them_apart():
-    from scsparse.generic.benchmarks._peers_compare import loss_lines, method_means, verdict
+    from scsparse.generic.benchmarks._peers_compare import loss_lines, method_means, verdict, versus, winner_lines
 
     values = {"SparseVAE": 0.064843, "DRVI": 0.064514, "PCA": 0.15}  # one seed: no spread, DRVI ahead
     rows = [{"dataset": "d", "method": k, "seed": 0, "status": "ok", "redundancy": v} for k, v in values.items()]
@@ -497,6 +497,10 @@ def test_close_values_are_written_with_the_digits_that_tell_them_apart():
     assert loss_lines(means, ["redundancy"]) == [
         "- redundancy (single fits): scsparse 0.0648 (SparseVAE); ahead: DRVI 0.0645"
     ]
+    assert winner_lines(means, ["redundancy"]) == [
+        "- **redundancy** (lower is better): DRVI (0.0645); SparseVAE 0.0648"
+    ]
+    assert versus(means, "SparseVAE", ["DRVI", "PCA"], "redundancy") == "SparseVAE 0.0648 vs DRVI 0.0645, PCA 0.150"
 
 
 def test_in_short_compares_each_scsparse_model_with_its_budget_group_in_both_readings():

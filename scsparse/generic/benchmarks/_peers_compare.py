@@ -9,6 +9,7 @@ method's stability (1 by construction) is not compared.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -94,37 +95,35 @@ def compared(methods, metric: str) -> list[str]:
     return [m for m in methods if not (metric in STABILITY and m in DETERMINISTIC)]
 
 
-def fmt_value(metric: str, value: float) -> str:
+def fmt_value(metric: str, value: float, extra: int = 0) -> str:
+    """``value`` with the metric's digits (two significant ones for a p-value), ``extra`` more; "n/a" for NaN."""
     if value != value:
         return "n/a"
     if metric in P_VALUES:
-        return f"{value:.2g}"
-    return f"{value:.{DIGITS.get(metric, 3)}f}"
+        return f"{value:.{2 + extra}g}"
+    return f"{value:.{DIGITS.get(metric, 3) + extra}f}"
 
 
-def fmt_apart(metric: str, value: float, other: float) -> tuple[str, str]:
-    """``value`` and ``other`` as :func:`fmt_value` writes them, with more digits where that would show two
-    different values as the same number (at most four more).
+def fmt_apart(metric: str, value: float, *others: float) -> tuple[str, ...]:
+    """``value`` and each of ``others`` as :func:`fmt_value` writes them, with more digits (at most four more)
+    where that would show two different values as the same number; ``value`` gets as many as its closest other.
 
     Examples
     --------
-    >>> fmt_apart("redundancy", 0.0648, 0.0645)
-    ('0.0648', '0.0645')
+    >>> fmt_apart("redundancy", 0.0648, 0.0645, 0.08)
+    ('0.0648', '0.0645', '0.080')
     >>> fmt_apart("redundancy", 0.05, 0.08)
     ('0.050', '0.080')
     """
-    shown = fmt_value(metric, value), fmt_value(metric, other)
-    if shown[0] != shown[1] or value == other or value != value or other != other:
-        return shown
-    base = DIGITS.get(metric, 3)
-    for extra in range(1, 5):
-        if metric in P_VALUES:
-            shown = f"{value:.{2 + extra}g}", f"{other:.{2 + extra}g}"
-        else:
-            shown = f"{value:.{base + extra}f}", f"{other:.{base + extra}f}"
-        if shown[0] != shown[1]:
-            break
-    return shown
+
+    def digits_apart(other: float) -> int:
+        for extra in range(4):
+            if other == value or fmt_value(metric, value, extra) != fmt_value(metric, other, extra):
+                return extra
+        return 4
+
+    extras = [digits_apart(other) for other in others]
+    return fmt_value(metric, value, max(extras, default=0)), *map(partial(fmt_value, metric), others, extras)
 
 
 def winner_lines(means: pd.DataFrame, metrics: list[str], sds: pd.DataFrame | None = None) -> list[str]:
@@ -139,9 +138,11 @@ def winner_lines(means: pd.DataFrame, metrics: list[str], sds: pd.DataFrame | No
         best = col.max() if m in HIGHER_IS_BETTER else col.min()
         top = col.idxmax() if m in HIGHER_IS_BETTER else col.idxmin()
         who = ", ".join(p for p in col.index if tied(col[p], best, pair_spread(sds, m, p, top)))
-        sv = "; ".join(f"{s} {fmt_value(m, means.loc[s, m])}" for s in OURS if s in means.index)
+        ours = [s for s in OURS if s in means.index]
+        best_shown, *ours_shown = fmt_apart(m, best, *(means.loc[s, m] for s in ours))
+        sv = "; ".join(f"{s} {shown}" for s, shown in zip(ours, ours_shown, strict=True))
         lines.append(f"- **{m}** ({'higher' if m in HIGHER_IS_BETTER else 'lower'} is better): {who} "
-                     f"({fmt_value(m, best)}){'; ' + sv if sv else ''}")  # fmt: skip
+                     f"({best_shown}){'; ' + sv if sv else ''}")  # fmt: skip
     return lines
 
 
@@ -178,9 +179,8 @@ def loss_lines(means: pd.DataFrame, metrics: list[str], sds: pd.DataFrame | None
                 if better(sign * means.loc[p, m], our_best, higher=True, spread=pair_spread(sds, m, p, best_ours))
             ]
             if beaten:
-                pairs = {p: fmt_apart(m, sign * our_best, means.loc[p, m]) for p in beaten}
-                mine = max((pair[0] for pair in pairs.values()), key=len)  # as many digits as the closest peer needs
-                shown = ", ".join(f"{p} {pair[1]}" for p, pair in pairs.items())
+                mine, *theirs = fmt_apart(m, sign * our_best, *(means.loc[p, m] for p in beaten))
+                shown = ", ".join(f"{p} {value}" for p, value in zip(beaten, theirs, strict=True))
                 who = ours[0] if len(ours) == 1 else f"the better of {', '.join(ours)}"
                 lines.append(f"- {m} ({group}): scsparse {mine} ({who}); ahead: {shown}")
     return lines
@@ -203,8 +203,9 @@ def ahead_of_all(
 
 
 def versus(means: pd.DataFrame, ours: str, peers: list[str], metric: str) -> str:
-    theirs = ", ".join(f"{p} {fmt_value(metric, means.loc[p, metric])}" for p in peers)
-    return f"{ours} {fmt_value(metric, means.loc[ours, metric])} vs {theirs}"
+    mine, *shown = fmt_apart(metric, means.loc[ours, metric], *(means.loc[p, metric] for p in peers))
+    theirs = ", ".join(f"{p} {value}" for p, value in zip(peers, shown, strict=True))
+    return f"{ours} {mine} vs {theirs}"
 
 
 #: The questions of the "in short" tables, ``(metric, question)``; a size-dependent metric is also read with every
@@ -253,8 +254,8 @@ def verdict(means: pd.DataFrame, sds: pd.DataFrame | None, ours: str, peers: lis
         if better(theirs[best], mine, higher=higher, spread=spread)
         else "tie"
     )
-    shown = fmt_apart(metric, mine, theirs[best])
-    return f"{word}: {shown[0]} vs {shown[1]} ({best})"
+    mine_shown, best_shown = fmt_apart(metric, mine, theirs[best])
+    return f"{word}: {mine_shown} vs {best_shown} ({best})"
 
 
 def in_short_rows(
