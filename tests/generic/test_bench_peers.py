@@ -371,6 +371,8 @@ def test_resume_keeps_the_finished_fits_and_fits_the_rest(offline_data, tmp_path
     first = run_peers(tmp_path, seeds=1, n_threads=2, **options)
     assert calls == ["NMF (KL)", "PCA"] and (tmp_path / "programmes" / "kang.json").is_file()
     assert "2 torch threads" in (tmp_path / "summary.md").read_text()  # the threads the fits ran with
+    assert first["ref_seconds"].gt(0).all()  # the CPU's speed as each fit started, for rows of several runs
+    assert "- CPU speed as the fits started" in (tmp_path / "summary.md").read_text()
     calls.clear()
     df = run_peers(tmp_path, seeds=2, resume=True, **options)
     assert calls == ["NMF (KL)", "PCA"]  # seed 1 only
@@ -395,6 +397,13 @@ def test_resume_keeps_the_finished_fits_and_fits_the_rest(offline_data, tmp_path
     calls.clear()
     both = run_peers(tmp_path / "c", seeds=1, resume=True, **two)
     assert calls == [] and sorted(both["dataset"]) == ["kang", "pbmc3k"]
+    # a run of fewer methods and seeds carries the other fits over, rows and programmes, so a record is made in parts
+    calls.clear()
+    part = run_peers(tmp_path, seeds=1, resume=True, **{**options, "methods": "PCA"})
+    assert calls == [] and len(part) == 4
+    assert sorted(part[["method", "seed"]].to_numpy().tolist()) == sorted(df[["method", "seed"]].to_numpy().tolist())
+    stored = json.loads((tmp_path / "programmes" / "kang.json").read_text())
+    assert set(stored) == {"NMF (KL)|0", "NMF (KL)|1", "PCA|0", "PCA|1"}
     with pytest.raises(ValueError, match="Resume with the settings of the earlier run"):
         run_peers(tmp_path, seeds=2, resume=True, max_epochs=7, **options)
 

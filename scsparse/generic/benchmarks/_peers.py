@@ -42,13 +42,21 @@ from ._peers_summary import peers_figure, peers_summary
 from ._programme_fit import FitBudget
 from ._programme_scores import METRICS, score_fit, stability_scores
 from ._real_data import REAL_DATASETS, load_real_dataset
-from ._report import make_output_dir, provenance, run_options, write_results, write_summary, wrote_line
+from ._report import (
+    make_output_dir,
+    provenance,
+    reference_seconds,
+    run_options,
+    write_results,
+    write_summary,
+    wrote_line,
+)
 
 __all__ = ["RESULT_COLUMNS", "run_peers"]
 
 RESULT_COLUMNS: list[str] = [
     "dataset", "method", "seed", "status", "n_cells", "n_genes", "n_factors", "max_epochs", *METRICS,
-    "settled", "epochs",
+    "settled", "epochs", "ref_seconds",
 ]  # fmt: skip
 
 #: Settings of a full run and of ``quick`` (300 cells, 300 genes, 40 epochs: a smoke run of every data set and
@@ -98,10 +106,19 @@ def _programmes_file(out_dir: Path, name: str) -> Path:
     return out_dir / "programmes" / f"{name}.json"
 
 
-def _save_programmes(out_dir: Path, name: str, programmes: dict[str, dict[int, list[np.ndarray]]], genes) -> None:
-    """Every fit's programmes as gene names (``"method|seed"`` -> lists), for stability when a run is resumed."""
+def _save_programmes(
+    out_dir: Path,
+    name: str,
+    programmes: dict[str, dict[int, list[np.ndarray]]],
+    genes,
+    carried: dict[str, list[list[str]]],
+) -> None:
+    """Every fit's programmes as gene names (``"method|seed"`` -> lists), for stability when a run is resumed.
+
+    ``carried``: the saved programmes of the fits outside this run's methods and seeds, written back unchanged.
+    """
     names = np.asarray(genes).astype(str)
-    data = {
+    data = carried | {
         f"{m}|{s}": [names[p].tolist() for p in progs]
         for m, by_seed in programmes.items()
         for s, progs in by_seed.items()
@@ -114,6 +131,20 @@ def _save_programmes(out_dir: Path, name: str, programmes: dict[str, dict[int, l
 def _earlier_results(out_dir: Path) -> pd.DataFrame:
     path = out_dir / "results.csv"
     return pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=RESULT_COLUMNS)
+
+
+def _in_run(frame: pd.DataFrame, datasets: list[str], methods: list[str], seeds: int) -> pd.Series:
+    """Which rows of ``frame`` this run makes (its data sets x methods x seeds ``0 .. seeds - 1``)."""
+    return frame["dataset"].isin(datasets) & frame["method"].isin(methods) & (frame["seed"].astype(int) < seeds)
+
+
+def _carried_programmes(out_dir: Path, name: str, methods: list[str], seeds: int) -> dict[str, list[list[str]]]:
+    """The programmes saved for data set ``name`` by fits outside this run's methods and seeds."""
+    file = _programmes_file(out_dir, name)
+    saved = json.loads(file.read_text()) if file.is_file() else {}
+    keys = pd.DataFrame([[name, *k.rsplit("|", 1)] for k in saved], columns=["dataset", "method", "seed"])
+    made = _in_run(keys, [name], methods, seeds).to_numpy()
+    return {k: v for (k, v), again in zip(saved.items(), made, strict=True) if not again}
 
 
 def _earlier_fits(
@@ -177,6 +208,7 @@ def _run_dataset(
     for (method, seed), (_, kept) in earlier.items():  # every save below keeps them, whenever the run stops
         if method in programmes and seed < seeds:
             programmes[method][seed] = kept
+    carried = {} if earlier_results is None else _carried_programmes(out_dir, name, methods, seeds)
     # the SparseVAE fits, saved as they end: a seed's plain fit is restart 0 of its consensus, and a resumed run
     # loads the fits an earlier one finished, down to the single restarts of a consensus it was in the middle of
     store = ModelStore(out_dir / "models" / name, reuse=earlier_results is not None)
@@ -190,6 +222,7 @@ def _run_dataset(
                     print(f"[peers] {name} seed {seed} {method}: kept from the earlier run", flush=True)
                 continue
             row = _row(name, method, seed, adata, budget, "ok")
+            row["ref_seconds"] = reference_seconds()  # the CPU's speed as the fit starts (rows of several runs)
             try:
                 if spec.study_key:
                     fit = fit_multistudy_peer(method, adata, budget, seed, spec.study_key)
@@ -206,7 +239,7 @@ def _run_dataset(
                 row.update(score_fit(fit, adata, spec, seed))
                 row.update({k: fit.extra.get(k, math.nan) for k in ("settled", "epochs")})
                 programmes[method][seed] = list(fit.programmes.values())
-                _save_programmes(out_dir, name, programmes, adata.var_names)
+                _save_programmes(out_dir, name, programmes, adata.var_names, carried)
             rows.append(row)
             save(rows)
             if verbose:
@@ -262,7 +295,8 @@ def run_peers(
     resume
         Keep the fits an earlier run into ``out`` finished (same cells, genes, ``K`` and epochs) and fit only the
         missing ones, loading the SparseVAE fits it saved (a consensus goes on after its last finished restart);
-        rows of data sets this run does not choose are carried over.
+        the rows and programmes of the data sets, methods and seeds this run does not choose are carried over as
+        they are (their stability as the run that made them measured it), so a record can be fitted in parts.
     verbose
         Print one line per fit.
 
@@ -297,8 +331,9 @@ def run_peers(
     )  # fmt: skip
     start = time.perf_counter()
     earlier = _earlier_results(out_dir) if resume else None  # read once, before this run writes results.csv
+    # the earlier fits this run does not make (other data sets, methods or seeds) are carried over as they are
     rows: list[dict[str, Any]] = (
-        [] if earlier is None else earlier[~earlier["dataset"].isin(chosen_data)].to_dict("records")
+        [] if earlier is None else earlier[~_in_run(earlier, chosen_data, chosen_methods, seeds)].to_dict("records")
     )
     figures: list[str] = []
     n_kept = 0

@@ -184,6 +184,29 @@ def _several_fits_budget(df: pd.DataFrame, budget: FitBudget) -> str:
     return "".join(f", {text}" for method, text in fits.items() if method in ran_methods)
 
 
+def _cpu_speed_line(df: pd.DataFrame) -> str:
+    """How fast the CPU was as each fit started (``ref_seconds``), and what to compare when the rows differ.
+
+    Examples
+    --------
+    >>> _cpu_speed_line(pd.DataFrame({"ref_seconds": [0.05, 0.051]})).endswith("0.050-0.051 s, within 1.2x")
+    True
+    >>> "2.0x apart" in _cpu_speed_line(pd.DataFrame({"ref_seconds": [0.05, 0.1]}))
+    True
+    """
+    ref = pd.to_numeric(df["ref_seconds"], errors="coerce").dropna()
+    line = "- CPU speed as the fits started (`ref_seconds`: 20 products of 512 x 512 float32 matrices in torch): "
+    if ref.empty:
+        return line + "not measured (rows of an earlier version)"
+    line += f"{ref.min():.3f}-{ref.max():.3f} s"
+    if ref.max() < 1.2 * ref.min():
+        return line + ", within 1.2x"
+    return line + (
+        f", {ref.max() / ref.min():.1f}x apart: the rows were timed on other machines or beside other work, so "
+        "compare seconds / ref_seconds across them"
+    )
+
+
 def peers_summary(
     df: pd.DataFrame,
     prov: Mapping[str, Any],
@@ -205,6 +228,7 @@ def peers_summary(
     )
     fitting = pd.to_numeric(ran(df)["seconds"], errors="coerce").sum()
     lines.insert(-1, f"- fitting time, all fits (the sum of their seconds): {fitting / 60:.1f} min")
+    lines.insert(-1, _cpu_speed_line(ran(df)))
     lines += [
         "## What ran",
         "",

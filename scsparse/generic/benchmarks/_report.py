@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import os
 import platform
+import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +41,7 @@ __all__ = [
     "package_versions",
     "provenance",
     "provenance_markdown",
+    "reference_seconds",
     "run_options",
     "save_figure",
     "summary_head",
@@ -136,6 +139,32 @@ def machine_info() -> dict[str, Any]:
         info["torch_threads"] = "n/a"
         info["device"] = "cpu"
     return info
+
+
+def reference_seconds(repeats: int = 5) -> float:
+    """Seconds a fixed workload takes on this CPU now: the median of ``repeats`` timings of 20 products of two
+    512 x 512 float32 matrices in torch, on torch's current threads.
+
+    Fits timed on different machines, or beside other work, are set side by side through it: a row's seconds
+    divided by its reference seconds is a cost in units of the workload, which the CPU's speed cancels from (as far
+    as the fit's mix of arithmetic and memory traffic is the workload's).
+
+    Examples
+    --------
+    >>> 0 < reference_seconds(repeats=1) < 60
+    True
+    """
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.rand(512, 512, generator=gen), torch.rand(512, 512, generator=gen)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(20):
+            torch.mm(a, b)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def provenance(benchmark: str, options: Mapping[str, Any]) -> dict[str, Any]:
