@@ -402,8 +402,10 @@ def test_resume_keeps_the_finished_fits_and_fits_the_rest(offline_data, tmp_path
     part = run_peers(tmp_path, seeds=1, resume=True, **{**options, "methods": "PCA"})
     assert calls == [] and len(part) == 4
     assert sorted(part[["method", "seed"]].to_numpy().tolist()) == sorted(df[["method", "seed"]].to_numpy().tolist())
+    more = run_peers(tmp_path, seeds=3, resume=True, **{**options, "methods": "PCA"})
+    assert calls == ["PCA"] and len(more) == 5  # seed 2 fitted, its programmes written beside the carried ones
     stored = json.loads((tmp_path / "programmes" / "kang.json").read_text())
-    assert set(stored) == {"NMF (KL)|0", "NMF (KL)|1", "PCA|0", "PCA|1"}
+    assert set(stored) == {"NMF (KL)|0", "NMF (KL)|1", "PCA|0", "PCA|1", "PCA|2"}
     with pytest.raises(ValueError, match="Resume with the settings of the earlier run"):
         run_peers(tmp_path, seeds=2, resume=True, max_epochs=7, **options)
 
