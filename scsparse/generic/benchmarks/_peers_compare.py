@@ -114,11 +114,14 @@ def fmt_apart(metric: str, value: float, *others: float) -> tuple[str, ...]:
     ('0.0648', '0.0645', '0.080')
     >>> fmt_apart("redundancy", 0.05, 0.08)
     ('0.050', '0.080')
+    >>> fmt_apart("redundancy", 0.1 + 0.2, 0.3)  # equal but for rounding error: no extra digits
+    ('0.300', '0.300')
     """
 
     def digits_apart(other: float) -> int:
         for extra in range(4):
-            if other == value or fmt_value(metric, value, extra) != fmt_value(metric, other, extra):
+            same = math.isclose(other, value, rel_tol=1e-9, abs_tol=1e-12)
+            if same or fmt_value(metric, value, extra) != fmt_value(metric, other, extra):
                 return extra
         return 4
 
