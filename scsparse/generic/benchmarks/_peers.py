@@ -138,20 +138,26 @@ def _in_run(frame: pd.DataFrame, datasets: list[str], methods: list[str], seeds:
     return frame["dataset"].isin(datasets) & frame["method"].isin(methods) & (frame["seed"].astype(int) < seeds)
 
 
-def _carried_programmes(out_dir: Path, name: str, methods: list[str], seeds: int) -> dict[str, list[list[str]]]:
-    """The programmes saved for data set ``name`` by fits outside this run's methods and seeds."""
+def _saved_programmes(out_dir: Path, name: str) -> dict[str, list[list[str]]]:
+    """The programmes an earlier run into ``out_dir`` saved for data set ``name`` (``"method|seed"`` -> lists)."""
     file = _programmes_file(out_dir, name)
-    saved = json.loads(file.read_text()) if file.is_file() else {}
+    return json.loads(file.read_text()) if file.is_file() else {}
+
+
+def _carried_programmes(
+    saved: dict[str, list[list[str]]], name: str, methods: list[str], seeds: int
+) -> dict[str, list[list[str]]]:
+    """The ``saved`` programmes of data set ``name`` made by fits outside this run's methods and seeds."""
     keys = pd.DataFrame([[name, *k.rsplit("|", 1)] for k in saved], columns=["dataset", "method", "seed"])
     made = _in_run(keys, [name], methods, seeds).to_numpy()
     return {k: v for (k, v), again in zip(saved.items(), made, strict=True) if not again}
 
 
 def _earlier_fits(
-    earlier: pd.DataFrame, out_dir: Path, name: str, adata, budget: FitBudget
+    earlier: pd.DataFrame, saved: dict[str, list[list[str]]], out_dir: Path, name: str, adata, budget: FitBudget
 ) -> dict[tuple[str, int], tuple[dict[str, Any], list[np.ndarray]]]:
     """The fits of data set ``name`` in ``earlier`` (the ``results.csv`` an earlier run into ``out_dir`` left, read
-    before this run wrote to it) with their saved programmes: ``(method, seed)`` -> (row, programmes).
+    before this run wrote to it) with their ``saved`` programmes: ``(method, seed)`` -> (row, programmes).
 
     Raises
     ------
@@ -159,8 +165,6 @@ def _earlier_fits(
         When the earlier fits were made on other cells or genes, or with another ``K`` or epoch budget.
     """
     earlier = earlier[earlier["dataset"] == name]
-    file = _programmes_file(out_dir, name)
-    saved = json.loads(file.read_text()) if file.is_file() else {}
     index = {g: j for j, g in enumerate(np.asarray(adata.var_names).astype(str))}
     wanted = (adata.n_obs, adata.n_vars, budget.n_factors, budget.max_epochs)
     out = {}
@@ -204,11 +208,12 @@ def _run_dataset(
     rows: list[dict[str, Any]] = []
     n_kept = 0
     programmes: dict[str, dict[int, list[np.ndarray]]] = {m: {} for m in methods}
-    earlier = {} if earlier_results is None else _earlier_fits(earlier_results, out_dir, name, adata, budget)
+    saved = {} if earlier_results is None else _saved_programmes(out_dir, name)
+    earlier = {} if earlier_results is None else _earlier_fits(earlier_results, saved, out_dir, name, adata, budget)
     for (method, seed), (_, kept) in earlier.items():  # every save below keeps them, whenever the run stops
         if method in programmes and seed < seeds:
             programmes[method][seed] = kept
-    carried = {} if earlier_results is None else _carried_programmes(out_dir, name, methods, seeds)
+    carried = _carried_programmes(saved, name, methods, seeds)
     # the SparseVAE fits, saved as they end: a seed's plain fit is restart 0 of its consensus, and a resumed run
     # loads the fits an earlier one finished, down to the single restarts of a consensus it was in the middle of
     store = ModelStore(out_dir / "models" / name, reuse=earlier_results is not None)

@@ -231,9 +231,10 @@ def peers_summary(
     lines = summary_head(
         "# SparseVAE against its peers on real single-cell data", prov, total_seconds=total_seconds, mode=mode
     )
-    fitting = pd.to_numeric(ran(df)["seconds"], errors="coerce").sum()
+    fitted = ran(df)
+    fitting = pd.to_numeric(fitted["seconds"], errors="coerce").sum()
     lines.insert(-1, f"- fitting time, all fits (the sum of their seconds): {fitting / 60:.1f} min")
-    lines.insert(-1, _cpu_speed_line(ran(df)))
+    lines.insert(-1, _cpu_speed_line(fitted))
     lines += [
         "## What ran",
         "",
