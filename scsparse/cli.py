@@ -602,7 +602,7 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         default=None,
         metavar="A,B",
         help="methods (peers), variants (stability) or scenarios (programme_size) to run, comma-separated "
-        "(default: all)",
+        "(default: all; for peers all but 'SparseVAE (restarts)')",
     )
     bench.add_argument(
         "--cells",

@@ -15,6 +15,7 @@ from scsparse.generic.benchmarks import BENCHMARKS
 from scsparse.generic.benchmarks._peers import RESULT_COLUMNS, run_peers
 from scsparse.generic.benchmarks._peers_methods import (
     PEER_METHODS,
+    MethodUnavailable,
     _top_by_sign,
     drvi_selected_genes,
     fit_peer,
@@ -335,6 +336,23 @@ def test_registered_and_rejects_unknown_names(tmp_path):
         "cellbench_studies"
     }
     assert PEER_METHODS[0] == "SparseVAE"
+
+
+def test_a_run_not_told_which_methods_fits_all_but_the_restarts(offline_data, tmp_path, monkeypatch):
+    from scsparse.generic.benchmarks import _peers
+
+    calls = []
+
+    def unavailable(method, *args, **kwargs):
+        calls.append(method)
+        raise MethodUnavailable("not fitted in this test")
+
+    monkeypatch.setattr(_peers, "fit_peer", unavailable)
+    df = run_peers(tmp_path, quick=True, seeds=1, datasets="kang", verbose=False)
+    assert calls == [m for m in PEER_METHODS if m != "SparseVAE (restarts)"]
+    assert df["status"].str.startswith("not run").all()
+    run_peers(tmp_path / "named", quick=True, seeds=1, datasets="kang", methods="SparseVAE (restarts)", verbose=False)
+    assert calls[-1] == "SparseVAE (restarts)"  # run when named
 
 
 def test_quick_run_on_kang(offline_data, tmp_path):

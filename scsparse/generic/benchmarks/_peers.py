@@ -1,7 +1,8 @@
 """``scsparse bench peers``: SparseVAE against the tools single-cell users would pick instead, on real data.
 
-On each data set of :data:`._real_data.REAL_DATASETS`, every method of :data:`._peers_methods.PEER_METHODS`
-(or, on the data sets of the multi-study arm, of :data:`._peers_multistudy.MULTISTUDY_METHODS`) is fitted with
+On each data set of :data:`._real_data.REAL_DATASETS`, every chosen method of :data:`._peers_methods.PEER_METHODS`
+(by default :data:`._peers_methods.DEFAULT_METHODS`; on the data sets of the multi-study arm, of
+:data:`._peers_multistudy.MULTISTUDY_METHODS`) is fitted with
 the same genes, the same maximum number of factors, the same seeds and the same epoch budget,
 one after the other in one process, and its programmes are read the way its authors recommend. Each fit is
 scored on biology recovered, parsimony, information, batch leakage, stability over seeds and cost
@@ -36,7 +37,7 @@ import pandas as pd
 
 from ._common import check_positive_int, chosen_names, quiet_training_logs
 from ._fits import ModelStore
-from ._peers_methods import PEER_METHODS, MethodUnavailable, fit_peer
+from ._peers_methods import DEFAULT_METHODS, PEER_METHODS, MethodUnavailable, fit_peer
 from ._peers_multistudy import MULTISTUDY_METHODS, fit_multistudy_peer
 from ._peers_summary import peers_figure, peers_summary
 from ._programme_fit import FitBudget
@@ -291,8 +292,9 @@ def run_peers(
     datasets
         Data sets to run (comma-separated or a list; default: all of :data:`._real_data.REAL_DATASETS`).
     methods
-        Methods to run (default: all of :data:`._peers_methods.PEER_METHODS` and, on the multi-study data sets,
-        of :data:`._peers_multistudy.MULTISTUDY_METHODS`).
+        Methods to run (default: :data:`._peers_methods.DEFAULT_METHODS`, all of
+        :data:`._peers_methods.PEER_METHODS` but the restarts, and, on the multi-study data sets, all of
+        :data:`._peers_multistudy.MULTISTUDY_METHODS`).
     n_threads
         CPU threads for torch and for the BLAS and OpenMP pools of the other methods (NMF, cNMF, MOFA+, PCA),
         through ``threadpoolctl`` (``None``: the libraries' defaults). One thread per method keeps methods that
@@ -326,7 +328,11 @@ def run_peers(
     check_positive_int("seeds", seeds)
     check_positive_int("max_epochs", max_epochs, optional=True)
     chosen_data = chosen_names(datasets, list(REAL_DATASETS), "data set(s)")
-    chosen_methods = chosen_names(methods, [*PEER_METHODS, *MULTISTUDY_METHODS], "method(s)")
+    chosen_methods = chosen_names(
+        [*DEFAULT_METHODS, *MULTISTUDY_METHODS] if methods is None else methods,
+        [*PEER_METHODS, *MULTISTUDY_METHODS],
+        "method(s)",
+    )
     base = _QUICK if quick else _FULL
     budget = FitBudget(**{**base.__dict__, "max_epochs": max_epochs or base.max_epochs})
     out_dir = make_output_dir(out)

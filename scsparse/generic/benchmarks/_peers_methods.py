@@ -48,6 +48,7 @@ from ._fits import ModelStore, StoredFit, measured
 from ._programme_fit import EQUAL_SIZES, FitBudget, ProgrammeFit, read_sparsevae
 
 __all__ = [
+    "DEFAULT_METHODS",
     "DETERMINISTIC",
     "PEER_METHODS",
     "READING",
@@ -64,6 +65,10 @@ PEER_METHODS: tuple[str, ...] = (
     "SparseVAE", "SparseVAE (restarts)", "SparseVAE (consensus)", "LDVAE", "DRVI", "DRVI (defaults)", "NMF (KL)",
     "cNMF", "PCA",
 )  # fmt: skip
+
+#: The methods a run fits when it is not told which: all but the restarts, a several-fit row with no peer of the
+#: same budget (the consensus is the several-fit row, set against cNMF's consensus); the restarts run when named.
+DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in PEER_METHODS if m != "SparseVAE (restarts)")
 
 #: How each method's programmes are read (stated in the summary).
 READING: dict[str, str] = {
