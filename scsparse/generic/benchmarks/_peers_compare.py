@@ -20,7 +20,7 @@ from ._programme_scores import HIGHER_IS_BETTER, LOWER_IS_BETTER, METRICS, SIZE_
 
 __all__ = [
     "COSTS", "DIGITS", "IN_SHORT", "OURS", "P_VALUES", "SEVERAL_FITS", "SPARSEVAE", "ahead_of_all", "better",
-    "budget_groups", "compared", "fmt_apart", "fmt_value", "geometric_mean", "in_short_rows", "loss_lines",
+    "budget_groups", "compared", "fmt_apart", "fmt_cost", "fmt_value", "geometric_mean", "in_short_rows", "loss_lines",
     "method_means", "method_spreads", "pair_spread", "ran", "tied", "verdict", "versus", "winner_lines",
 ]  # fmt: skip
 
@@ -37,7 +37,7 @@ _SMALLEST_P = 1e-300
 #: Cost metrics: summarised over seeds by their median (a fit slowed by another job beside it moves a mean, not a
 #: median), shown with their range.
 COSTS = ("seconds", "peak_mb")
-DIGITS = {"distinct_terms": 1, "factors_kept": 1, "programmes": 1, "median_genes": 1, "seconds": 0, "peak_mb": 0}
+DIGITS = {"distinct_terms": 1, "factors_kept": 1, "programmes": 1, "median_genes": 1}
 DIGITS.update({f"distinct_terms_at{n}": 1 for n in EQUAL_SIZES})
 _SIZED = frozenset(SIZE_DEPENDENT)
 
@@ -95,12 +95,27 @@ def compared(methods, metric: str) -> list[str]:
     return [m for m in methods if not (metric in STABILITY and m in DETERMINISTIC)]
 
 
+def fmt_cost(value: float, extra: int = 0) -> str:
+    """A cost (seconds, MB): a whole number from 10 on, two significant digits below (``extra`` more each).
+
+    Examples
+    --------
+    >>> fmt_cost(1209.4), fmt_cost(0.4123), fmt_cost(2.41)
+    ('1209', '0.41', '2.4')
+    """
+    if abs(value) >= 10:
+        return f"{value:.{extra}f}"
+    return f"{value:.{2 + extra}g}"
+
+
 def fmt_value(metric: str, value: float, extra: int = 0) -> str:
     """``value`` with the metric's digits (two significant ones for a p-value), ``extra`` more; "n/a" for NaN."""
     if value != value:
         return "n/a"
     if metric in P_VALUES:
         return f"{value:.{2 + extra}g}"
+    if metric in COSTS:
+        return fmt_cost(value, extra)
     return f"{value:.{DIGITS.get(metric, 3) + extra}f}"
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from ._peers_compare import (
     SPARSEVAE,
     ahead_of_all,
     better,
+    fmt_cost,
     geometric_mean,
     in_short_rows,
     loss_lines,
@@ -56,23 +57,23 @@ FIGURE_METRICS = (
 )  # fmt: skip
 
 
-def _centre_and_range(values: pd.Series, centre, spec: str, sep: str) -> str:
-    """A cell: ``centre`` of the finite values and, for several, their range, each formatted with ``spec``."""
+def _centre_and_range(values: pd.Series, centre, write: Callable[[float], str], sep: str) -> str:
+    """A cell: ``centre`` of the finite values and, for several, their range, each written by ``write``."""
     finite = values[np.isfinite(values)]
     if finite.empty:
         return "n/a"
-    text = format(centre(finite), spec)
-    return text + (f" ({finite.min():{spec}}{sep}{finite.max():{spec}})" if len(finite) > 1 else "")
+    text = write(centre(finite))
+    return text + (f" ({write(finite.min())}{sep}{write(finite.max())})" if len(finite) > 1 else "")
 
 
 def _format_p(values: pd.Series) -> str:
     """A p-value column's cell: the geometric mean over seeds and, for several seeds, their range."""
-    return _centre_and_range(values, geometric_mean, ".1e", " to ")
+    return _centre_and_range(values, geometric_mean, "{:.1e}".format, " to ")
 
 
 def _format_cost(values: pd.Series) -> str:
-    """A cost column's cell: the median over seeds and, for several seeds, their range (whole numbers)."""
-    return _centre_and_range(values, pd.Series.median, ".0f", "-")
+    """A cost column's cell: the median over seeds and, for several seeds, their range (:func:`fmt_cost`)."""
+    return _centre_and_range(values, pd.Series.median, fmt_cost, "-")
 
 
 def _shown_metrics(df: pd.DataFrame, among: tuple[str, ...] = METRICS) -> list[str]:
