@@ -288,6 +288,22 @@ def test_summary_names_losses_and_runs_not_run():
     assert "## Targets (Kang and PBMC 3k)" in text
 
 
+def test_summary_of_a_data_set_without_a_scsparse_fit_says_there_is_nothing_to_compare():
+    # a record fitted in parts: the peers of a data set have run, SparseVAE not yet; "nowhere" would read as a win
+    df = _results({"accuracy": 0.8}, {"accuracy": 0.9})
+    from scsparse.generic.benchmarks._report import provenance
+
+    text = "\n".join(peers_summary(df, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
+    assert "ahead: LDVAE 0.900" in text and "- nowhere" not in text
+    peers_only = df[df["method"] != "SparseVAE"]
+    text = "\n".join(peers_summary(peers_only, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
+    assert "- no scsparse model has run on this data set, so there is nothing to compare" in text
+    assert "- nowhere" not in text
+    even = _results({"accuracy": 0.9}, {"accuracy": 0.9})
+    text = "\n".join(peers_summary(even, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
+    assert "- nowhere" in text
+
+
 def test_summary_shows_p_values_by_their_geometric_mean_and_ties_are_not_losses():
     seeds = []
     # the peer finds 7 and 5 of 7 types' markers, SparseVAE 6 of 7 twice: the same mean, rounded differently

@@ -308,7 +308,12 @@ def peers_summary(
             "single fits, SparseVAE's restarts and consensus against cNMF's consensus:",
             "",
         ]
-        lines += losses or ["- nowhere"]
+        if losses:
+            lines += losses
+        elif any(m in OURS for m in ok["method"].unique()):
+            lines.append("- nowhere")
+        else:  # a record fitted in parts: this data set's peers have run, its scsparse fits not yet
+            lines.append("- no scsparse model has run on this data set, so there is nothing to compare")
     targets = peers_targets(df, assessed=not quick)
     if targets:
         lines += ["", "## Targets (Kang and PBMC 3k)", ""]
