@@ -9,6 +9,7 @@ from typing import Literal, get_args
 
 __all__ = [
     "COUNT_LIKELIHOODS",
+    "DEFAULT_MAX_PRIOR_CELLS",
     "GENE_LIKELIHOODS",
     "LATENT_PRIORS",
     "MASK_INITS",
@@ -36,3 +37,7 @@ GENE_LIKELIHOODS: tuple[str, ...] = get_args(GeneLikelihood)
 LATENT_PRIORS: tuple[str, ...] = get_args(LatentPrior)
 #: Starts of the mask ``W``: ``"nmf"`` or ``"constant"``.
 MASK_INITS: tuple[str, ...] = get_args(MaskInit)
+
+#: The most training cells the models weigh the prior on ``W`` against by default (their ``max_prior_cells``): up to
+#: 10,000 cells planted programmes kept their size under the untempered objective, beyond it they grew.
+DEFAULT_MAX_PRIOR_CELLS: int | None = 10_000

@@ -274,6 +274,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         "datasets": args.datasets,
         "methods": args.methods,
         "cells": _cell_counts(args.cells),
+        "max_prior_cells": args.max_prior_cells,
         "resume": True if args.resume else None,
     }
     if args.name == "all":
@@ -324,6 +325,10 @@ def _int_at_least(text: str, minimum: int) -> int:
 
 def _positive_int(text: str) -> int:
     return _int_at_least(text, 1)
+
+
+def _prior_cells(text: str) -> int | str:
+    return "all" if text.strip().lower() == "all" else _positive_int(text)
 
 
 def _batch_size(text: str) -> int:
@@ -609,6 +614,14 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         default=None,
         metavar="N,N",
         help="numbers of cells, comma-separated, for benchmarks that take them (programme_size; default: theirs)",
+    )
+    bench.add_argument(
+        "--max-prior-cells",
+        type=_prior_cells,
+        default=None,
+        metavar="N|all",
+        help="the most training cells the prior on W is weighed against, for benchmarks that take it "
+        "(programme_size; default: the model's, 10000); 'all': every training cell",
     )
     bench.add_argument(
         "--resume",

@@ -14,7 +14,7 @@ from scvi.data.fields import CategoricalObsField, LayerField
 from scvi.utils import unsupported_if_adata_minified
 
 from scsparse._checks import InvalidInputError, check_integer
-from scsparse._options import GeneLikelihood
+from scsparse._options import DEFAULT_MAX_PRIOR_CELLS, GeneLikelihood
 from scsparse.module import STUDY_KEY, MultiStudySparseVAEModule
 from scsparse.results import check_keys_free, result_keys, write_multistudy_results
 
@@ -128,9 +128,11 @@ class MultiStudySparseVAE(SparseVAE):
     n_latent_specific
         Number of specific factors per study: one int for every study, or a dict ``{study: K_m}``
         (studies not in the dict get none).
-    n_hidden, n_layers, gene_likelihood, lambda0, lambda1, a, b, dropout_rate, seed, registry, **module_kwargs
+    n_hidden, n_layers, gene_likelihood, lambda0, lambda1, a, b, max_prior_cells, dropout_rate, seed
         As in :class:`~scsparse.model.SparseVAE` (the model is built by its constructor, through the
-        ``_build_module`` hook), except that the decoder has no first-layer bias unless
+        ``_build_module`` hook).
+    registry, **module_kwargs
+        As in :class:`~scsparse.model.SparseVAE`, except that the decoder has no first-layer bias unless
         ``decoder_kwargs={"first_bias": True}`` is given: with it, a programme present in one study only lands in
         a shared factor more often (:doc:`/user-guide/multistudy`).
         ``module_kwargs`` also takes ``encode_study`` (default ``False``: the encoder does not see the study,
@@ -163,6 +165,7 @@ class MultiStudySparseVAE(SparseVAE):
         lambda1: float = 1.0,
         a: float = 1.0,
         b: float | None = None,
+        max_prior_cells: int | None = DEFAULT_MAX_PRIOR_CELLS,
         dropout_rate: float = 0.1,
         seed: int | None = None,
         registry: dict | None = None,
@@ -173,7 +176,8 @@ class MultiStudySparseVAE(SparseVAE):
         self._factor_request = (n_latent_shared, n_latent_specific)  # sized per study by _build_module
         super().__init__(
             adata, n_hidden=n_hidden, n_layers=n_layers, gene_likelihood=gene_likelihood, lambda0=lambda0,
-            lambda1=lambda1, a=a, b=b, dropout_rate=dropout_rate, seed=seed, registry=registry, **module_kwargs,
+            lambda1=lambda1, a=a, b=b, max_prior_cells=max_prior_cells, dropout_rate=dropout_rate, seed=seed,
+            registry=registry, **module_kwargs,
         )  # fmt: skip
         studies, per_study = self.studies, list(self.module.n_latent_specific)
         self._model_summary_string = (

@@ -239,6 +239,7 @@ def check_model_arguments(
     b: Any,
     dropout_rate: Any,
     seed: Any,
+    max_prior_cells: Any = None,
 ) -> None:
     """The constructor arguments both models share, each refused with its name, its value and the fix.
 
@@ -261,6 +262,8 @@ def check_model_arguments(
     check_real("dropout_rate", dropout_rate, low=0, high=1, high_open=True, fix="The default is 0.1.")
     if seed is not None:
         check_integer("seed", seed, minimum=0, fix="None uses scvi.settings.seed.")
+    if max_prior_cells is not None:
+        check_integer("max_prior_cells", max_prior_cells, fix="None weighs the prior against every training cell.")
 
 
 def check_train_arguments(

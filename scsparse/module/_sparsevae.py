@@ -13,6 +13,7 @@ from scvi.distributions import Normal as ExpressionNormal
 from scvi.module.base import BaseMinifiedModeModuleClass, LossOutput, auto_move_data
 from torch.distributions import Distribution, Normal
 
+from scsparse._checks import check_integer
 from scsparse._options import COUNT_LIKELIHOODS, GENE_LIKELIHOODS, LATENT_PRIORS, GeneLikelihood, LatentPrior
 from scsparse.nn import (
     CorrelatedGaussianPrior,
@@ -53,6 +54,12 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         ``"nb"``, ``"zinb"``, ``"poisson"``, ``"multinomial"`` or ``"normal"``.
     lambda0, lambda1, a, b
         Spike-and-Slab Lasso hyper-parameters (``b=None`` means ``b = G``).
+    max_prior_cells
+        The prior on ``W`` is weighed against at most this many training cells: the loss divides the prior's
+        penalty by ``min(n_obs, max_prior_cells)`` rather than by ``n_obs``. With more training cells this
+        tempers the likelihood by ``max_prior_cells / n_obs``, so the evidence a gene needs to enter a factor's
+        programme stops shrinking with the size of the data set. ``None``: every training cell (the objective of
+        Moran et al. 2022).
     sigma_prior_nu, sigma_prior_xi
         Inverse-gamma prior on the per-gene variances of the ``"normal"`` likelihood.
     dropout_rate
@@ -101,6 +108,7 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         lambda1: float = 1.0,
         a: float = 1.0,
         b: float | None = None,
+        max_prior_cells: int | None = None,
         sigma_prior_nu: float = 3.0,
         sigma_prior_xi: float = 1.0,
         dropout_rate: float = 0.1,
@@ -125,6 +133,11 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         self.log_variational = log_variational and gene_likelihood in COUNT_LIKELIHOODS
         self.encode_covariates = encode_covariates
         self.sigma_prior_nu, self.sigma_prior_xi = float(sigma_prior_nu), float(sigma_prior_xi)
+        self.max_prior_cells = (
+            None
+            if max_prior_cells is None
+            else check_integer("max_prior_cells", max_prior_cells, fix="None weighs the prior against every cell.")
+        )
 
         self.n_cats_per_cov = [int(n) for n in n_cats_per_cov]
         self.n_continuous_cov = int(n_continuous_cov)
@@ -413,16 +426,18 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
     ) -> LossOutput:
         """Per-cell negative ELBO plus the global prior terms scaled by the number of training cells.
 
-        ``loss = mean_i[-log p(x_i | z_i) + kl_weight * KL(q(z_i | x_i) || N(0, I))] + penalty / n_obs``.
-        The global penalty is divided by the number of training cells (the data term is a sum over all
-        of them), not by the minibatch size, and it is not multiplied by ``kl_weight``.
+        ``loss = mean_i[-log p(x_i | z_i) + kl_weight * KL(q(z_i | x_i) || N(0, I))] + penalty / n``, with
+        ``n = min(n_obs, max_prior_cells)``. The global penalty is divided by the number of training cells (the
+        data term is a sum over all of them), not by the minibatch size, and it is not multiplied by
+        ``kl_weight``.
         """
         x = tensors[REGISTRY_KEYS.X_KEY]
         rec = -self.log_likelihood(x, generative_outputs)
         qz, mask = inference_outputs["qz"], inference_outputs.get("latent_mask")
         kl_z = gaussian_kl(qz, mask) if self.latent_prior is None else self.latent_prior.kl(qz)
         penalty = self.global_penalty()
-        loss = sparse_vae_objective(rec, kl_z, penalty, n_obs, kl_weight)
+        n_prior = n_obs if self.max_prior_cells is None else min(n_obs, self.max_prior_cells)
+        loss = sparse_vae_objective(rec, kl_z, penalty, n_prior, kl_weight)
         return LossOutput(loss=loss, reconstruction_loss=rec, kl_local=kl_z, kl_global=penalty)
 
     # ------------------------------------------------------------------ EM

@@ -279,6 +279,7 @@ def test_bench_dispatch(monkeypatch, tmp_path, capsys):
         "datasets": None,
         "methods": None,
         "cells": None,
+        "max_prior_cells": None,
         "resume": None,
     }
     assert "2 result row(s)" in capsys.readouterr().out
@@ -286,6 +287,15 @@ def test_bench_dispatch(monkeypatch, tmp_path, capsys):
     assert calls["programme_size"]["cells"] == [2000, 10000]
     assert main(["bench", "programme_size", "--cells", "2000,lots"]) == 2
     assert "--cells takes positive whole numbers" in capsys.readouterr().err
+    assert main(["bench", "programme_size", "--max-prior-cells", "all", "--out", str(tmp_path)]) == 0
+    assert calls["programme_size"]["max_prior_cells"] == "all"
+    assert main(["bench", "programme_size", "--max-prior-cells", "2000", "--out", str(tmp_path)]) == 0
+    assert calls["programme_size"]["max_prior_cells"] == 2000
+    with pytest.raises(SystemExit):
+        main(["bench", "programme_size", "--max-prior-cells", "many"])
+    assert "expected a positive integer, got 'many'" in capsys.readouterr().err
+    assert main(["bench", "synthetic", "--max-prior-cells", "2000"]) == 2
+    assert "does not take --max-prior-cells" in capsys.readouterr().err
     assert main(["bench", "peers", "--datasets", "kang,pbmc3k", "--methods", "PCA", "--out", str(tmp_path)]) == 0
     assert calls["peers"]["datasets"] == "kang,pbmc3k" and calls["peers"]["methods"] == "PCA"
     assert calls["peers"]["resume"] is None
@@ -328,6 +338,7 @@ def test_bench_all_dispatch(monkeypatch, tmp_path, capsys):
             "datasets": None,
             "methods": None,
             "cells": None,
+            "max_prior_cells": None,
             "resume": None,
         },
     )

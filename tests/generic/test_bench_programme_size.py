@@ -149,3 +149,27 @@ def test_unknown_scenario_and_bad_sizes_are_refused(tmp_path):
         run_programme_size(tmp_path, quick=True, methods="dense", verbose=False)
     with pytest.raises(ValueError, match="cells"):
         run_programme_size(tmp_path, quick=True, cells=[0], verbose=False)
+    with pytest.raises(ValueError, match="max_prior_cells must be a positive whole number of cells or 'all'"):
+        run_programme_size(tmp_path, quick=True, max_prior_cells=0, verbose=False)
+
+
+def test_max_prior_cells_reaches_every_fit_and_the_summary(tmp_path, monkeypatch):
+    from scsparse.generic.benchmarks import _programme_size
+
+    seen = []
+    real_fit = _programme_size.fit_sparsevae
+
+    def fit(*args, **kwargs):
+        seen.append(kwargs["max_prior_cells"])
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(_programme_size, "fit_sparsevae", fit)
+    run_programme_size(tmp_path / "all", quick=True, cells=[200], methods="planted", max_prior_cells="all",
+                       verbose=False)  # fmt: skip
+    run_programme_size(tmp_path / "cap", quick=True, cells=[200], methods="planted", max_prior_cells=150,
+                       verbose=False)  # fmt: skip
+    run_programme_size(tmp_path / "default", quick=True, cells=[200], methods="planted", verbose=False)
+    assert seen == [None, 150, PROGRAMME_SIZE_SETTINGS["max_prior_cells"]] and seen[-1] == 10_000
+    assert "seed=s, max_prior_cells=None)`" in (tmp_path / "all" / "summary.md").read_text()
+    assert "seed=s, max_prior_cells=150)`" in (tmp_path / "cap" / "summary.md").read_text()
+    assert "seed=s)`" in (tmp_path / "default" / "summary.md").read_text()

@@ -107,6 +107,8 @@ def trained(counts_factory):
         ({"b": -1.0}, r"b must be a number > 0, got -1.0.*None sets it"),
         ({"dropout_rate": 1.0}, r"dropout_rate must be a number in \[0, 1\), got 1.0"),
         ({"seed": -1}, r"seed must be a whole number >= 0, got -1"),
+        ({"max_prior_cells": 0}, r"max_prior_cells must be a whole number >= 1, got 0.*None weighs the prior"),
+        ({"max_prior_cells": 1e4}, r"max_prior_cells must be a whole number >= 1, got 10000.0"),
         ({"latent_prior": "corelated"}, r"latent_prior must be one of.*did you mean 'correlated'"),
         ({"mask_init": "svd"}, r"mask_init must be one of 'nmf', 'constant', got 'svd'"),
     ],
@@ -124,6 +126,7 @@ def test_constructor_refuses_a_bad_argument(registered, kwargs, match):
         ({"n_latent_specific": {"zz": 2}}, r"n_latent_specific names unknown studies \['zz'\]"),
         ({"n_latent_shared": 0, "n_latent_specific": 0}, r"the model has no factor"),
         ({"gene_likelihood": "poison"}, r"gene_likelihood must be one of.*did you mean 'poisson'"),
+        ({"max_prior_cells": -5}, r"max_prior_cells must be a whole number >= 1, got -5"),
     ],
 )
 def test_multistudy_constructor_refuses_a_bad_argument(adata, kwargs, match):

@@ -128,6 +128,27 @@ def test_misspelt_or_misplaced_options_are_named_before_anything_runs(counts_ada
     assert model.module.n_latent == 3
 
 
+def test_max_prior_cells_weighs_the_prior_against_at_most_that_many_cells(counts_adata):
+    SparseVAE.setup_anndata(counts_adata, layer="counts")
+    capped = SparseVAE(counts_adata, seed=0, max_prior_cells=50, **SMALL)
+    plain = SparseVAE(counts_adata, seed=0, max_prior_cells=None, **SMALL)
+    assert capped.module.max_prior_cells == 50 and plain.module.max_prior_cells is None
+    assert capped.init_params_["non_kwargs"]["max_prior_cells"] == 50  # saved with the model, restored on load
+    plain.module.load_state_dict(capped.module.state_dict())
+    tensors = next(iter(capped._make_data_loader(adata=counts_adata, batch_size=16)))
+    with torch.no_grad():
+        inference, generative = capped.module(tensors, compute_loss=False)
+        loss = {
+            (name, n): module.loss(tensors, inference, generative, n_obs=n).loss.item()
+            for name, module in (("capped", capped.module), ("plain", plain.module))
+            for n in (30, 50, 5000)
+        }
+    # below the cap nothing changes; above it the penalty is divided by the cap, not by the training cells
+    assert loss["capped", 30] == loss["plain", 30]
+    assert loss["capped", 5000] == loss["plain", 50] == loss["capped", 50]
+    assert loss["plain", 5000] < loss["capped", 5000]  # the penalty weighs less against more cells
+
+
 def test_write_results_keys_h5ad_and_no_silent_overwrite(tmp_path, counts_adata):
     model = fit(counts_adata)
     model.write_results(counts_adata, key_added="sv")

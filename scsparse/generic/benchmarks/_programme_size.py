@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scsparse._options import DEFAULT_MAX_PRIOR_CELLS
+
 from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
 from ._fits import fit_sparsevae, measured
 from ._programme_size_real import REAL_SCENARIO, fit_subsample, load_subsampled_data, score_cores, subsample_sizes
@@ -87,6 +89,7 @@ PROGRAMME_SIZE_SETTINGS: dict[str, Any] = {
     "response_cells": 1_000,
     "real_cells": (500, 1_000, 2_000, 0),  # 0: every cell of the real data set
     "n_latent_real": 20,
+    "max_prior_cells": DEFAULT_MAX_PRIOR_CELLS,  # the model's default; None: the prior against every cell
 }
 
 #: Settings of ``quick=True``: a smoke run of the whole pipeline; its numbers are not read.
@@ -220,11 +223,30 @@ def _simulate(settings: Mapping[str, Any], scenario: str, n_cells: int, seed: in
     )
 
 
+def _max_prior_cells(value: int | str) -> int | None:
+    """The model's ``max_prior_cells`` from the benchmark's option: a number of cells, or ``"all"`` for ``None``."""
+    if value == "all":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"max_prior_cells must be a positive whole number of cells or 'all' (the prior weighed against every "
+            f"training cell), got {value!r}."
+        )
+    return value
+
+
+def _prior_cells_argument(value: int | None) -> str:
+    """The model argument a summary shows when the run's ``max_prior_cells`` is not the model's default."""
+    return "" if value == DEFAULT_MAX_PRIOR_CELLS else f", max_prior_cells={value!r}"
+
+
 def _fit_one(settings: Mapping[str, Any], scenario: str, n_cells: int, seed: int) -> dict[str, Any]:
     data = _simulate(settings, scenario, n_cells, seed)
     adata = data.to_anndata()
     with measured() as m:
-        model = fit_sparsevae(adata, settings["n_latent"], settings["max_epochs"], seed, None)
+        model = fit_sparsevae(
+            adata, settings["n_latent"], settings["max_epochs"], seed, None, max_prior_cells=settings["max_prior_cells"]
+        )
     pip = np.asarray(model.get_inclusion_probabilities(), dtype=np.float64)
     loadings = np.asarray(model.get_loadings(), dtype=np.float64)
     truth = data.W_shared_support
@@ -291,7 +313,8 @@ def _simulated_section(df: pd.DataFrame, settings: Mapping[str, Any]) -> list[st
         lines.append(f"  Background effects: N(0, {settings['background_sd']:g}^2) on every amplitude.")
     lines += [
         "",
-        f"SparseVAE as a user fits it: `SparseVAE(adata, n_latent={settings['n_latent']}, seed=s)`, "
+        f"SparseVAE as a user fits it: `SparseVAE(adata, n_latent={settings['n_latent']}, seed=s"
+        f"{_prior_cells_argument(settings['max_prior_cells'])})`, "
         f"`train(max_epochs={settings['max_epochs']}, seed=s)` (defaults: the validation split, the settled stop). "
         f"Programmes: `p* > 0.5` of each active factor; each planted programme paired one to one with an active "
         f"factor on the Jaccard index. Mean ± sd over seeds:",
@@ -392,6 +415,7 @@ def run_programme_size(
     max_epochs: int | None = None,
     methods: str | Sequence[str] | None = None,
     cells: Sequence[int] | None = None,
+    max_prior_cells: int | str | None = None,
     n_threads: int | None = 1,
     verbose: bool = True,
 ) -> pd.DataFrame:
@@ -416,6 +440,9 @@ def run_programme_size(
         the chemistries 500, 1,000, 2,000 and all 2,860, where 0 stands for every cell). On one CPU thread a fit
         of the planted scenario took about 70 s at 2,000 cells and 7 min at 10,000; the background scenario's fits
         settle later.
+    max_prior_cells
+        The models' ``max_prior_cells``: the most training cells the prior on ``W`` is weighed against; ``"all"``
+        weighs it against every training cell (``max_prior_cells=None``). Default: the model's default.
     n_threads
         CPU threads for torch and the BLAS pools (``None``: the libraries' defaults).
     verbose
@@ -441,6 +468,8 @@ def run_programme_size(
     settings = dict(QUICK_PROGRAMME_SIZE_SETTINGS if quick else PROGRAMME_SIZE_SETTINGS)
     if max_epochs is not None:
         settings["max_epochs"] = int(max_epochs)
+    if max_prior_cells is not None:
+        settings["max_prior_cells"] = _max_prior_cells(max_prior_cells)
     scenarios = chosen_names(methods, list(SCENARIOS), "scenario(s)")
     if cells is not None:
         sizes = [int(n) for n in cells]

@@ -76,7 +76,10 @@ def fit_subsample(settings: Mapping[str, Any], adata: AnnData, n_cells: int, see
     sub = _subsample(adata, n_cells, seed)
     batch_key = REAL_DATASETS[REAL_DATASET].batch_key
     with measured() as m:
-        model = fit_sparsevae(sub, settings["n_latent_real"], settings["max_epochs"], seed, batch_key)
+        model = fit_sparsevae(
+            sub, settings["n_latent_real"], settings["max_epochs"], seed, batch_key,
+            max_prior_cells=settings["max_prior_cells"],
+        )  # fmt: skip
     pip = np.asarray(model.get_inclusion_probabilities(), dtype=np.float64)
     loadings = np.asarray(model.get_loadings(), dtype=np.float64)
     programmes = _factor_programmes(pip, loadings)
