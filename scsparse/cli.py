@@ -404,7 +404,7 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     from scsparse._demo import DEFAULT_LR, DEFAULT_MAX_EPOCHS, DEFAULT_N_HIDDEN  # stdlib-only at import
-    from scsparse._options import GENE_LIKELIHOODS, MASK_INITS  # stdlib-only
+    from scsparse._options import DEFAULT_MAX_PRIOR_CELLS, GENE_LIKELIHOODS, MASK_INITS  # stdlib-only
 
     demo = sub.add_parser(
         "demo",
@@ -621,7 +621,7 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         default=None,
         metavar="N|all",
         help="the most training cells the prior on W is weighed against, for benchmarks that take it "
-        "(programme_size; default: the model's, 10000); 'all': every training cell",
+        f"(programme_size; default: the model's, {DEFAULT_MAX_PRIOR_CELLS}); 'all': every training cell",
     )
     bench.add_argument(
         "--resume",

@@ -3,6 +3,7 @@ import time
 import pytest
 import torch
 
+from scsparse._threads import torch_threads
 from scsparse.nn import MaskedDecoder
 from scsparse.nn._fused_decoder import PAD_FACTORS_TO, FusedMaskedLayer
 
@@ -90,14 +91,10 @@ def test_fused_training_step_is_not_slower_than_autograd_on_cpu():
     # One thread: the comparison is of the work each path does. With several threads on a host whose cores other
     # processes also hold, every parallel region waits for a descheduled worker, and the chunked fused path has more
     # of them: it once measured 3x slower than autograd that way while two test suites shared two cores.
-    n_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         for _ in range(9):  # interleaved, so that load from other processes hits both alike; the best of each
             times["fused"].append(_step_seconds(fused, z))
             times["autograd"].append(_step_seconds(plain, z))
-    finally:
-        torch.set_num_threads(n_threads)
     t_fused, t_plain = min(times["fused"][1:]), min(times["autograd"][1:])
     assert t_fused <= 1.1 * t_plain, f"fused {t_fused * 1e3:.1f} ms vs autograd {t_plain * 1e3:.1f} ms per step"
 
