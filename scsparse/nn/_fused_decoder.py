@@ -15,6 +15,10 @@ the cache, computes every gradient from it:
     du = relu'(u) ⊙ (sum_n dout[n] V[n]),   dV[n, g] = sum_b dout[n, b, g] relu(u[g, b]),
     dA = sum_{g,b} du[g, b] (w_g ⊙ z_b)^T,   d(w_g ⊙ z_b) = A^T du[g, b],   ds_b = sum_g du[g, b].
 
+The output units and their gradient are computed per gene as a row vector times the activations,
+``V[n, g] a[g]^T`` and ``dout[n, g] a[g]``, in batched products that read the chunk once; an elementwise product
+and a sum would write and read it twice more, which measured as long as the chunk's first-layer product.
+
 One extra matrix product per chunk (the recomputation) buys a step whose memory traffic stays within a chunk, which
 makes the CPU step faster than the autograd path's (``scsparse bench speed`` measures both side by side; figures
 with their hardware in :doc:`/benchmarks/speed`). The result is the same function with the same gradients as the
@@ -134,9 +138,8 @@ class FusedMaskedLayer(torch.autograd.Function):
         for start in range(0, n_genes, chunk):
             rows = slice(start, min(start + chunk, n_genes))
             _, a = work.hidden_layer(z, w[rows], first_t, cov_term)  # (Gc, B, H)
-            product = work.scratch[: a.shape[0]]
-            for n in range(head.shape[0]):
-                torch.sum(torch.mul(a, head[n, rows, None, :], out=product), dim=-1, out=out[n, rows])
+            for n in range(head.shape[0]):  # out[n, g] = V[n, g] a[g]^T: (1, H) x (H, B) per gene
+                torch.bmm(head[n, rows, None, :], a.transpose(1, 2), out=out[n, rows, None, :])
         ctx.save_for_backward(z, w, first, cov_term, head)
         ctx.chunk, ctx.n_factors, ctx.workspace = chunk, n_factors, workspace
         return out.transpose(1, 2) + head_bias[:, None, :]
@@ -158,11 +161,9 @@ class FusedMaskedLayer(torch.autograd.Function):
             rows = slice(start, min(start + chunk, n_genes))
             n_rows = rows.stop - rows.start
             wz, a = work.hidden_layer(z, w[rows], first_t, cov_term)  # recomputed: (Gc, B, K), (Gc, B, H)
-            scratch = work.scratch[:n_rows]
-            for n in range(n_heads):
-                torch.mul(a, d[n, rows, :, None], out=scratch)
-                torch.sum(scratch, dim=1, out=grad_head[n, rows])
-            grad_u = torch.mul(d[0, rows, :, None], head[0, rows, None, :], out=scratch)  # d out / d a
+            for n in range(n_heads):  # dV[n, g] = dout[n, g] a[g]: (1, B) x (B, H) per gene
+                torch.bmm(d[n, rows, None, :], a, out=grad_head[n, rows, None, :])
+            grad_u = torch.mul(d[0, rows, :, None], head[0, rows, None, :], out=work.scratch[:n_rows])  # d out / d a
             for n in range(1, n_heads):
                 grad_u.addcmul_(d[n, rows, :, None], head[n, rows, None, :])
             _relu_backward(grad_u, a, 0, grad_input=grad_u)  # d out / d u, in place
