@@ -11,6 +11,9 @@ from scsparse.generic.benchmarks._programme_size import (
     PROGRAMME_SIZE_SETTINGS,
     RESULT_COLUMNS,
     _effect_scores,
+    _simulate,
+    paired_programmes,
+    rare_cells,
     run_programme_size,
     support_scores,
 )
@@ -58,6 +61,36 @@ def test_a_planted_programme_without_a_factor_counts_zero_recall():
     assert s["precision"] == 1.0 and s["recall"] == pytest.approx(0.5) and s["jaccard"] == pytest.approx(0.5)
 
 
+def test_paired_programmes_give_each_planted_programme_its_factor_or_none():
+    pip = np.zeros((10, 3))
+    pip[[4, 5, 6], 0] = 0.9  # planted 1 without gene 7
+    pip[[0, 1, 2, 3, 8, 9], 2] = 0.9  # planted 0 and the two undriven genes
+    pairs = paired_programmes(pip, _truth())
+    assert pairs["factor"].tolist() == [2.0, 0.0]
+    assert pairs["recall"].tolist() == pytest.approx([1.0, 0.75])
+    assert pairs["precision"].tolist() == pytest.approx([4 / 6, 1.0])
+    assert pairs["jaccard"].tolist() == pytest.approx([4 / 6, 0.75])
+    one = np.zeros((10, 2))
+    one[[4, 5, 6, 7], 1] = 0.9  # one active factor, taken by planted 1: planted 0 is left without one
+    pairs = paired_programmes(one, _truth())
+    assert np.isnan(pairs.loc[0, "factor"]) and pairs.loc[0, "recall"] == 0 and np.isnan(pairs.loc[0, "precision"])
+    assert pairs.loc[1].tolist() == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_the_rare_population_is_its_share_of_the_cells_with_a_programme_of_its_own():
+    assert rare_cells(100_000, 0.02) == 2_000 and rare_cells(10, 0.02) == 1 and rare_cells(10, 0.9) == 5
+    settings = {**PROGRAMME_SIZE_SETTINGS, "n_genes": 200}
+    data = _simulate(settings, "rare", 1_000, seed=0)
+    assert (data.study == "study1").sum() == 20 and (data.study == "study0").sum() == 980
+    rare_genes = data.W_specific_support["study1"][:, 0]
+    assert rare_genes.sum() == settings["genes_per_programme"]
+    others = data.W_shared_support.any(1) | data.W_specific_support["study0"].any(1)
+    assert (rare_genes & ~others).sum() >= 2  # anchor genes that no other programme drives
+    assert data.Z_specific["study1"].shape == (20, 1)
+    planted = _simulate(settings, "planted", 1_000, seed=0)
+    assert planted.W_specific_support["study1"].shape == (200, 0)
+
+
 def test_the_effect_reading_keeps_only_the_genes_each_factor_moves_enough():
     class Response:
         def programmes(self, min_effect):
@@ -92,6 +125,17 @@ def test_quick_run_writes_a_row_per_scenario_size_and_seed(tmp_path):
     assert "| planted | 400 |" in summary and "not assessed (quick smoke run)" in summary
     assert "Read by effect size" in summary and "precision (by effect size)" in summary
     assert (tmp_path / "programme_size.png").stat().st_size > 0
+
+
+def test_quick_run_of_the_rare_scenario_scores_the_rare_programme(tmp_path):
+    df = run_programme_size(tmp_path, quick=True, cells=[300], methods="planted,rare", verbose=False)
+    planted, rare = df.iloc[0], df.iloc[1]
+    assert planted[["rare_jaccard", "rare_recall", "rare_precision"]].isna().all()
+    assert 0 <= rare["rare_jaccard"] <= rare["rare_recall"] <= 1
+    summary = (tmp_path / "summary.md").read_text()
+    assert "one of the rare population (2% of the cells)" in summary
+    assert "The rare population's programme (scenario `rare`; 6 cells of the rare population at 300 cells)" in summary
+    assert "at most 10,000 training cells (the likelihood tempered by 10,000 / n above that)" in summary
 
 
 def test_real_subsample_sizes_read_zero_as_every_cell_and_refuse_more_than_there_are():

@@ -28,7 +28,8 @@ only pays for the benchmark it runs. The names:
 - ``"stability"`` — what a refit of SparseVAE with another seed keeps of each programme (gene sets, cores,
   loadings, number of factors), with the sources of randomness separated.
 - ``"programme_size"`` — programme size, precision and recall against planted supports as the number of cells
-  grows (2,000 to 100,000), with and without a dense background of small effects.
+  grows (2,000 to 100,000), with and without a dense background of small effects, and of a programme active in a
+  rare population (2% of the cells).
 - ``"patches"``, ``"smiley"``, ``"fmnist"`` — sparse coding of whitened image patches with a linear generator
   (Fallah & Rozell 2022, Table 1); VSC vs beta-VAE latent-attribute correlation on Smiley and held-out ELBO
   against latent size on Fashion-MNIST (Tonolini et al. 2019).

@@ -11,7 +11,10 @@ fits (:func:`._fits.fit_sparsevae`: defaults, the settled stop), at growing numb
   genes has lost sparsity;
 - ``background`` — the same programmes plus a dense background of small effects of every programme on every gene
   (``background_sd``, :data:`PROGRAMME_SIZE_SETTINGS`): real signal a large enough data set can see, though not a
-  programme anyone would read.
+  programme anyone would read;
+- ``rare`` — the same programmes plus one active in a common population (98% of the cells) and one in a rare
+  population (``rare_share``, 2%): whether a programme of few cells survives the prior, which is weighed against
+  at most ``max_prior_cells`` cells (``rare_*`` columns: the rare programme's pair).
 
 and on real data (``chemistries``, :mod:`._programme_size_real`): nested subsamples of the 10x PBMCs in three
 chemistries, 500 cells to all 2,860, scored by what needs no truth (programme sizes by both readings, redundancy,
@@ -61,6 +64,7 @@ __all__ = [
     "QUICK_PROGRAMME_SIZE_SETTINGS",
     "RESULT_COLUMNS",
     "SCENARIOS",
+    "paired_programmes",
     "run_programme_size",
     "support_scores",
 ]
@@ -69,10 +73,11 @@ __all__ = [
 SCENARIOS: dict[str, str] = {
     "planted": "each programme drives its planted genes only",
     "background": "the planted programmes plus small effects of every programme on every gene",
+    "rare": "the planted programmes plus two more, one active in most cells and one in a rare population",
     REAL_SCENARIO: "nested subsamples of the 10x PBMCs in three chemistries (no planted truth)",
 }
 #: The scenarios whose data are simulated (the others are real data).
-SIMULATED = ("planted", "background")
+SIMULATED = ("planted", "background", "rare")
 
 #: Settings of a full run: 200 genes, 5 programmes of 20 genes (2 shared by neighbours), K = 10.
 PROGRAMME_SIZE_SETTINGS: dict[str, Any] = {
@@ -82,6 +87,7 @@ PROGRAMME_SIZE_SETTINGS: dict[str, Any] = {
     "genes_per_programme": 20,
     "overlap": 2,
     "background_sd": 0.1,
+    "rare_share": 0.02,  # the rare population's share of the cells
     "n_latent": 10,
     "max_epochs": 400,
     "n_top": 10,
@@ -113,8 +119,11 @@ SCORE_COLUMNS: list[str] = [
 EFFECT_COLUMNS: list[str] = ["effect_median_size", "effect_precision", "effect_recall"]
 #: The real scenario's scores (no truth): overlap between programmes, and cores against the largest subsample.
 REAL_COLUMNS: list[str] = ["redundancy", "core_overlap", "core_rbo"]
+#: The rare scenario's scores of the programme active in the rare population alone (its pair, as in the others).
+RARE_COLUMNS: list[str] = ["rare_jaccard", "rare_recall", "rare_precision"]
 RESULT_COLUMNS: list[str] = [
-    "scenario", "n_cells", "seed", "n_genes", *SCORE_COLUMNS, *EFFECT_COLUMNS, *REAL_COLUMNS, "epochs", "settled",
+    "scenario", "n_cells", "seed", "n_genes", *SCORE_COLUMNS, *EFFECT_COLUMNS, *RARE_COLUMNS, *REAL_COLUMNS, "epochs",
+    "settled",
     "seconds", "peak_mb",
 ]  # fmt: skip
 _LABELS = {
@@ -133,7 +142,60 @@ _LABELS = {
     "redundancy": "redundancy",
     "core_overlap": "top-10 overlap with the largest subsample",
     "core_rbo": "rank-biased overlap with the largest subsample",
+    "rare_jaccard": "Jaccard",
+    "rare_recall": "recall",
+    "rare_precision": "precision",
 }
+
+
+def paired_programmes(pip: np.ndarray, truth: np.ndarray) -> pd.DataFrame:
+    """Pair each planted programme with an active factor (``p* > 0.5`` genes) one to one on the Jaccard index.
+
+    The Hungarian assignment maximises the summed Jaccard index between the planted supports and the active
+    factors' gene sets; a planted programme left without a factor (more programmes than active factors) gets
+    none and scores 0.
+
+    Parameters
+    ----------
+    pip
+        Inclusion probabilities, genes x factors.
+    truth
+        Planted supports, genes x programmes (boolean).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per planted programme (index: its column in ``truth``): ``factor`` (the paired factor's column in
+        ``pip``, NaN when none), ``jaccard``, ``recall`` (share of the planted genes the factor holds) and
+        ``precision`` (share of the factor's genes in the programme; NaN when unpaired).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> truth = np.zeros((6, 2), bool); truth[:3, 0] = truth[3:, 1] = True
+    >>> pip = np.zeros((6, 2)); pip[:4, 1] = 0.9
+    >>> paired_programmes(pip, truth).round(2).to_dict("list")
+    {'factor': [1.0, nan], 'jaccard': [0.75, 0.0], 'recall': [1.0, 0.0], 'precision': [0.75, nan]}
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    slab = np.asarray(pip) > 0.5
+    truth = np.asarray(truth, dtype=bool)
+    pairs = pd.DataFrame(
+        {"factor": np.nan, "jaccard": 0.0, "recall": 0.0, "precision": np.nan}, index=range(truth.shape[1])
+    )
+    active = np.flatnonzero(slab.any(0))
+    if not active.size:
+        return pairs
+    sizes = slab[:, active].sum(0)
+    inter = truth.T.astype(float) @ slab[:, active].astype(float)  # planted x active
+    jaccard = inter / np.maximum(truth.sum(0)[:, None] + sizes[None, :] - inter, 1)
+    rows, cols = linear_sum_assignment(jaccard, maximize=True)
+    pairs.loc[rows, "factor"] = active[cols].astype(float)
+    pairs.loc[rows, "jaccard"] = jaccard[rows, cols]
+    pairs.loc[rows, "recall"] = inter[rows, cols] / truth[:, rows].sum(0)
+    pairs.loc[rows, "precision"] = inter[rows, cols] / sizes[cols]
+    return pairs
 
 
 def support_scores(pip: np.ndarray, loadings: np.ndarray, truth: np.ndarray, n_top: int = 10) -> dict[str, float]:
@@ -171,8 +233,6 @@ def support_scores(pip: np.ndarray, loadings: np.ndarray, truth: np.ndarray, n_t
     >>> s["n_active"], s["precision"], s["recall"]
     (2.0, 0.875, 1.0)
     """
-    from scipy.optimize import linear_sum_assignment
-
     slab = np.asarray(pip) > 0.5
     truth = np.asarray(truth, dtype=bool)
     active = np.flatnonzero(slab.any(0))
@@ -189,33 +249,37 @@ def support_scores(pip: np.ndarray, loadings: np.ndarray, truth: np.ndarray, n_t
     }
     if not active.size:
         return scores
-    inter = truth.T.astype(float) @ slab[:, active].astype(float)  # planted x active
-    union = truth.sum(0)[:, None] + sizes[None, :] - inter
-    jaccard = inter / np.maximum(union, 1)
-    rows, cols = linear_sum_assignment(jaccard, maximize=True)
-    precision, top = [], []
-    for p, c in zip(rows, cols, strict=True):
-        k = active[c]
-        precision.append(inter[p, c] / sizes[c])
-        strongest = np.argsort(-np.abs(np.asarray(loadings)[:, k]), kind="stable")[:n_top]
-        top.append(truth[strongest, p].mean())
-    n_planted = truth.shape[1]
-    scores["precision"] = float(np.mean(precision))
-    scores["recall"] = float(sum(inter[p, c] / truth[:, p].sum() for p, c in zip(rows, cols, strict=True)) / n_planted)
-    scores["jaccard"] = float(jaccard[rows, cols].sum() / n_planted)
+    pairs = paired_programmes(pip, truth)
+    paired = pairs.dropna(subset=["factor"])
+    top = [
+        truth[np.argsort(-np.abs(np.asarray(loadings)[:, int(k)]), kind="stable")[:n_top], p].mean()
+        for p, k in zip(paired.index, paired["factor"], strict=True)
+    ]
+    scores["precision"] = float(paired["precision"].mean())
+    scores["recall"] = float(pairs["recall"].mean())
+    scores["jaccard"] = float(pairs["jaccard"].mean())
     scores["top_precision"] = float(np.mean(top))
     return scores
 
 
+def rare_cells(n_cells: int, share: float) -> int:
+    """Cells of the rare population among ``n_cells``: ``share`` of them, rounded, at least 1 and at most half."""
+    return int(min(max(1, round(n_cells * share)), n_cells // 2))
+
+
 def _simulate(settings: Mapping[str, Any], scenario: str, n_cells: int, seed: int):
+    """The scenario's counts. The simulator's studies are two parts of one population: two halves without a
+    programme of their own, or (``rare``) a common and a rare population, each with one programme of its own.
+    """
     from scsparse.data import simulate_multistudy
 
+    rare = rare_cells(n_cells, settings["rare_share"]) if scenario == "rare" else n_cells - n_cells // 2
     return simulate_multistudy(
-        n_studies=2,  # the simulator's studies, here two halves of one population (no specific programme)
-        n_cells_per_study={"study0": n_cells // 2, "study1": n_cells - n_cells // 2},
+        n_studies=2,
+        n_cells_per_study={"study0": n_cells - rare, "study1": rare},
         n_genes=settings["n_genes"],
         n_shared=settings["n_programmes"],
-        n_specific=0,
+        n_specific=int(scenario == "rare"),
         genes_per_programme=settings["genes_per_programme"],
         overlap=settings["overlap"],
         background_sd=settings["background_sd"] if scenario == "background" else 0.0,
@@ -250,6 +314,11 @@ def _fit_one(settings: Mapping[str, Any], scenario: str, n_cells: int, seed: int
     pip = np.asarray(model.get_inclusion_probabilities(), dtype=np.float64)
     loadings = np.asarray(model.get_loadings(), dtype=np.float64)
     truth = data.W_shared_support
+    rare = dict.fromkeys(RARE_COLUMNS, np.nan)
+    if scenario == "rare":  # the common population's programme, then the rare one's: the last planted programme
+        truth = np.hstack([truth, data.W_specific_support["study0"], data.W_specific_support["study1"]])
+        last = paired_programmes(pip, truth).iloc[-1]
+        rare = {f"rare_{name}": float(last[name]) for name in ("jaccard", "recall", "precision")}
     stopping = model.history.get("stopping")
     return {
         "scenario": scenario,
@@ -258,6 +327,7 @@ def _fit_one(settings: Mapping[str, Any], scenario: str, n_cells: int, seed: int
         "n_genes": adata.n_vars,
         **support_scores(pip, loadings, truth, settings["n_top"]),
         **_effect_scores(model, pip, loadings, truth, settings),
+        **rare,
         "epochs": float(len(model.history["elbo_train"])),
         "settled": float(stopping is not None and stopping["stopping"].iloc[-1] == "settled"),
         "seconds": m["seconds"],
@@ -311,6 +381,11 @@ def _simulated_section(df: pd.DataFrame, settings: Mapping[str, Any]) -> list[st
     lines += [f"- **{name}**: {SCENARIOS[name]}." for name in SIMULATED if name in set(df["scenario"])]
     if "background" in set(df["scenario"]):
         lines.append(f"  Background effects: N(0, {settings['background_sd']:g}^2) on every amplitude.")
+    if "rare" in set(df["scenario"]):
+        lines.append(
+            f"  Seven programmes: the five shared by every cell, one of the common population and one of the rare "
+            f"population ({settings['rare_share']:.0%} of the cells), each the same size as the others."
+        )
     lines += [
         "",
         f"SparseVAE as a user fits it: `SparseVAE(adata, n_latent={settings['n_latent']}, seed=s"
@@ -338,7 +413,31 @@ def _simulated_section(df: pd.DataFrame, settings: Mapping[str, Any]) -> list[st
         markdown_table(df, ["scenario", "n_cells"], EFFECT_COLUMNS, digits={"effect_median_size": 1}, labels=_LABELS),
         "",
     ]
-    return lines
+    return lines + _rare_section(df[df["scenario"] == "rare"], settings)
+
+
+def _rare_section(df: pd.DataFrame, settings: Mapping[str, Any]) -> list[str]:
+    """The rare population's programme: whether it survives a prior weighed against at most some cells."""
+    if not len(df):
+        return []
+    sizes = sorted(df["n_cells"].unique())
+    counts = ", ".join(f"{rare_cells(int(n), settings['rare_share']):,}" for n in sizes)
+    return [
+        f"The rare population's programme (scenario `rare`; {counts} cells of the rare population at "
+        f"{', '.join(f'{int(n):,}' for n in sizes)} cells), paired and scored as above. The prior on `W` is weighed "
+        f"against {_prior_words(settings['max_prior_cells'])}; a programme of few cells is where a tempered "
+        f"likelihood could cost recall:",
+        "",
+        markdown_table(df, ["n_cells"], RARE_COLUMNS, digits=dict.fromkeys(RARE_COLUMNS, 2), labels=_LABELS),
+        "",
+    ]
+
+
+def _prior_words(max_prior_cells: int | None) -> str:
+    """How the prior is weighed against the cells, in words, for ``max_prior_cells``."""
+    if max_prior_cells is None:
+        return "every training cell (`max_prior_cells=None`)"
+    return f"at most {max_prior_cells:,} training cells (the likelihood tempered by {max_prior_cells:,} / n above that)"
 
 
 def _real_section(df: pd.DataFrame, settings: Mapping[str, Any]) -> list[str]:
@@ -434,7 +533,7 @@ def run_programme_size(
     max_epochs
         Epoch budget (default 400; a fit stops earlier once settled).
     methods
-        Scenarios of :data:`SCENARIOS` (comma-separated or a list; default all three).
+        Scenarios of :data:`SCENARIOS` (comma-separated or a list; default all of them).
     cells
         Numbers of cells of every chosen scenario (default: the simulations 2,000, 10,000, 50,000 and 100,000;
         the chemistries 500, 1,000, 2,000 and all 2,860, where 0 stands for every cell). On one CPU thread a fit
