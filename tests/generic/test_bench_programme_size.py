@@ -10,7 +10,9 @@ from scsparse.generic.benchmarks import BENCHMARKS
 from scsparse.generic.benchmarks._programme_size import (
     PROGRAMME_SIZE_SETTINGS,
     RESULT_COLUMNS,
+    _effect_pip,
     _effect_scores,
+    _rare_scores,
     _simulate,
     paired_programmes,
     rare_cells,
@@ -77,6 +79,18 @@ def test_paired_programmes_give_each_planted_programme_its_factor_or_none():
     assert pairs.loc[1].tolist() == [1.0, 1.0, 1.0, 1.0]
 
 
+def test_the_rare_programme_is_the_last_planted_one_scored_in_both_readings():
+    truth = np.zeros((10, 3), dtype=bool)
+    truth[0:4, 0] = truth[4:7, 1] = truth[7:10, 2] = True  # the last: the rare population's programme
+    pip = np.zeros((10, 3))
+    pip[0:4, 0] = pip[4:7, 1] = 0.9
+    pip[[7, 8, 3], 2] = 0.9  # two of its three genes and one of programme 0's
+    effect = np.where(np.arange(3) == 2, 0.0, pip)  # the effect reading drops the rare factor's genes
+    s = _rare_scores(pip, effect, truth)
+    assert s["rare_recall"] == pytest.approx(2 / 3) and s["rare_precision"] == pytest.approx(2 / 3)
+    assert s["rare_jaccard"] == pytest.approx(2 / 4) and s["rare_effect_recall"] == 0.0
+
+
 def test_the_rare_population_is_its_share_of_the_cells_with_a_programme_of_its_own():
     assert rare_cells(100_000, 0.02) == 2_000 and rare_cells(10, 0.02) == 1 and rare_cells(10, 0.9) == 5
     settings = {**PROGRAMME_SIZE_SETTINGS, "n_genes": 200}
@@ -108,7 +122,7 @@ def test_the_effect_reading_keeps_only_the_genes_each_factor_moves_enough():
     pip = np.zeros((10, 3))
     pip[[0, 1, 2, 3, 8], 1] = 0.9
     pip[[4, 5], 2] = 0.8
-    s = _effect_scores(Model(), pip, pip, _truth(), PROGRAMME_SIZE_SETTINGS)
+    s = _effect_scores(_effect_pip(Model(), pip, PROGRAMME_SIZE_SETTINGS), pip, _truth(), PROGRAMME_SIZE_SETTINGS)
     assert s == {"effect_median_size": 4.0, "effect_precision": 1.0, "effect_recall": pytest.approx(0.5)}
 
 
@@ -130,8 +144,8 @@ def test_quick_run_writes_a_row_per_scenario_size_and_seed(tmp_path):
 def test_quick_run_of_the_rare_scenario_scores_the_rare_programme(tmp_path):
     df = run_programme_size(tmp_path, quick=True, cells=[300], methods="planted,rare", verbose=False)
     planted, rare = df.iloc[0], df.iloc[1]
-    assert planted[["rare_jaccard", "rare_recall", "rare_precision"]].isna().all()
-    assert 0 <= rare["rare_jaccard"] <= rare["rare_recall"] <= 1
+    assert planted[["rare_jaccard", "rare_recall", "rare_precision", "rare_effect_recall"]].isna().all()
+    assert 0 <= rare["rare_jaccard"] <= rare["rare_recall"] <= 1 and 0 <= rare["rare_effect_recall"] <= 1
     summary = (tmp_path / "summary.md").read_text()
     assert "one of the rare population (2% of the cells)" in summary
     assert "The rare population's programme (scenario `rare`; 6 cells of the rare population at 300 cells)" in summary

@@ -120,7 +120,7 @@ EFFECT_COLUMNS: list[str] = ["effect_median_size", "effect_precision", "effect_r
 #: The real scenario's scores (no truth): overlap between programmes, and cores against the largest subsample.
 REAL_COLUMNS: list[str] = ["redundancy", "core_overlap", "core_rbo"]
 #: The rare scenario's scores of the programme active in the rare population alone (its pair, as in the others).
-RARE_COLUMNS: list[str] = ["rare_jaccard", "rare_recall", "rare_precision"]
+RARE_COLUMNS: list[str] = ["rare_jaccard", "rare_recall", "rare_precision", "rare_effect_recall"]
 RESULT_COLUMNS: list[str] = [
     "scenario", "n_cells", "seed", "n_genes", *SCORE_COLUMNS, *EFFECT_COLUMNS, *RARE_COLUMNS, *REAL_COLUMNS, "epochs",
     "settled",
@@ -145,6 +145,7 @@ _LABELS = {
     "rare_jaccard": "Jaccard",
     "rare_recall": "recall",
     "rare_precision": "precision",
+    "rare_effect_recall": "recall by effect size",
 }
 
 
@@ -313,12 +314,12 @@ def _fit_one(settings: Mapping[str, Any], scenario: str, n_cells: int, seed: int
         )
     pip = np.asarray(model.get_inclusion_probabilities(), dtype=np.float64)
     loadings = np.asarray(model.get_loadings(), dtype=np.float64)
+    effect_pip = _effect_pip(model, pip, settings)
     truth = data.W_shared_support
     rare = dict.fromkeys(RARE_COLUMNS, np.nan)
     if scenario == "rare":  # the common population's programme, then the rare one's: the last planted programme
         truth = np.hstack([truth, data.W_specific_support["study0"], data.W_specific_support["study1"]])
-        last = paired_programmes(pip, truth).iloc[-1]
-        rare = {f"rare_{name}": float(last[name]) for name in ("jaccard", "recall", "precision")}
+        rare = _rare_scores(pip, effect_pip, truth)
     stopping = model.history.get("stopping")
     return {
         "scenario": scenario,
@@ -326,7 +327,7 @@ def _fit_one(settings: Mapping[str, Any], scenario: str, n_cells: int, seed: int
         "seed": seed,
         "n_genes": adata.n_vars,
         **support_scores(pip, loadings, truth, settings["n_top"]),
-        **_effect_scores(model, pip, loadings, truth, settings),
+        **_effect_scores(effect_pip, loadings, truth, settings),
         **rare,
         "epochs": float(len(model.history["elbo_train"])),
         "settled": float(stopping is not None and stopping["stopping"].iloc[-1] == "settled"),
@@ -335,8 +336,8 @@ def _fit_one(settings: Mapping[str, Any], scenario: str, n_cells: int, seed: int
     }
 
 
-def _effect_scores(model, pip: np.ndarray, loadings: np.ndarray, truth: np.ndarray, settings: Mapping[str, Any]):
-    """Scores of the effect-size reading: the ``p* > 0.5`` entries whose factor moves the gene enough."""
+def _effect_pip(model, pip: np.ndarray, settings: Mapping[str, Any]) -> np.ndarray:
+    """``pip`` of the effect-size reading: the ``p* > 0.5`` entries whose factor moves the gene enough, 0 elsewhere."""
     programmes = {}
     if (pip > 0.5).any():  # a fit without an active factor has nothing to traverse
         programmes = model.get_factor_response(n_cells=settings["response_cells"]).programmes(settings["min_effect"])
@@ -344,8 +345,20 @@ def _effect_scores(model, pip: np.ndarray, loadings: np.ndarray, truth: np.ndarr
     kept = np.zeros_like(pip, dtype=bool)
     for factor, names in programmes.items():
         kept[[genes[g] for g in names], model.factor_names.index(factor)] = True
-    scores = support_scores(np.where(kept, pip, 0.0), loadings, truth, settings["n_top"])
+    return np.where(kept, pip, 0.0)
+
+
+def _effect_scores(effect_pip: np.ndarray, loadings: np.ndarray, truth: np.ndarray, settings: Mapping[str, Any]):
+    """Scores of the effect-size reading (:func:`_effect_pip`)."""
+    scores = support_scores(effect_pip, loadings, truth, settings["n_top"])
     return {f"effect_{name}": scores[name] for name in ("median_size", "precision", "recall")}
+
+
+def _rare_scores(pip: np.ndarray, effect_pip: np.ndarray, truth: np.ndarray) -> dict[str, float]:
+    """The last planted programme's (the rare population's) pair in both readings (:data:`RARE_COLUMNS`)."""
+    last = paired_programmes(pip, truth).iloc[-1]
+    scores = {f"rare_{name}": float(last[name]) for name in ("jaccard", "recall", "precision")}
+    return {**scores, "rare_effect_recall": float(paired_programmes(effect_pip, truth).iloc[-1]["recall"])}
 
 
 def _targets(df: pd.DataFrame, quick: bool) -> list[str]:
