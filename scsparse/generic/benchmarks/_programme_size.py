@@ -274,10 +274,10 @@ def _simulate(settings: Mapping[str, Any], scenario: str, n_cells: int, seed: in
     """
     from scsparse.data import simulate_multistudy
 
-    rare = rare_cells(n_cells, settings["rare_share"]) if scenario == "rare" else n_cells - n_cells // 2
+    second = rare_cells(n_cells, settings["rare_share"]) if scenario == "rare" else n_cells - n_cells // 2
     return simulate_multistudy(
         n_studies=2,
-        n_cells_per_study={"study0": n_cells - rare, "study1": rare},
+        n_cells_per_study={"study0": n_cells - second, "study1": second},
         n_genes=settings["n_genes"],
         n_shared=settings["n_programmes"],
         n_specific=int(scenario == "rare"),
