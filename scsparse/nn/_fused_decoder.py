@@ -19,6 +19,11 @@ The output units and their gradient are computed per gene as a row vector times 
 ``V[n, g] a[g]^T`` and ``dout[n, g] a[g]``, in batched products that read the chunk once; an elementwise product
 and a sum would write and read it twice more, which measured as long as the chunk's first-layer product.
 
+With one output head and no covariates (the default negative binomial decoder), ``du`` has rank one per gene and
+cell, ``du[g, b] = dout[g, b] (relu'(u[g, b]) ⊙ V[g])``, so the backward pass never forms it: every gradient is
+one of two batched products with the ReLU's 0/1 derivative (``_rank_one_chunk``), and the chunk's activations are
+read three times instead of six. Several heads or covariates take the general path, ``_general_chunk``.
+
 One extra matrix product per chunk (the recomputation) buys a step whose memory traffic stays within a chunk, which
 makes the CPU step faster than the autograd path's (``scsparse bench speed`` measures both side by side; figures
 with their hardware in :doc:`/benchmarks/speed`). The result is the same function with the same gradients as the
@@ -82,6 +87,8 @@ class FusedWorkspace:
         self.grad_wz = self._buffer("grad_wz", like, (chunk, n_cells, n_factors))
         self.hidden = self._buffer("hidden", like, (chunk, n_cells, n_hidden))
         self.scratch = self._buffer("scratch", like, (chunk, n_cells, n_hidden))
+        self.per_factor = self._buffer("per_factor", like, (chunk, n_factors, n_hidden))
+        self.per_factor_t = self._buffer("per_factor_t", like, (chunk, n_hidden, n_factors))
         return self
 
     def hidden_layer(
@@ -149,32 +156,76 @@ class FusedMaskedLayer(torch.autograd.Function):
         z, w, first, cov_term, head = ctx.saved_tensors
         chunk, n_genes, n_heads = ctx.chunk, w.shape[0], head.shape[0]
         n_cells, n_in, n_hidden = z.shape[0], z.shape[1], first.shape[0]
-        first_t = first.t()
         d = dout.transpose(1, 2).contiguous()  # (n_heads, G, B)
-        grad_w = torch.empty_like(w)
-        grad_z = torch.zeros_like(z)
-        grad_first_t = first.new_zeros(n_in, n_hidden)
-        grad_head = torch.empty_like(head)
-        grad_cov = None if cov_term is None else torch.zeros_like(cov_term)
+        grads = _Gradients(
+            w=torch.empty_like(w),
+            z=torch.zeros_like(z),
+            first_t=first.new_zeros(n_in, n_hidden),
+            head=torch.empty_like(head),
+            cov=None if cov_term is None else torch.zeros_like(cov_term),
+        )
         work = ctx.workspace.prepare(z, min(chunk, n_genes), n_cells, n_in, n_hidden)
+        chunk_gradients = _rank_one_chunk if n_heads == 1 and cov_term is None else _general_chunk
         for start in range(0, n_genes, chunk):
-            rows = slice(start, min(start + chunk, n_genes))
-            n_rows = rows.stop - rows.start
-            wz, a = work.hidden_layer(z, w[rows], first_t, cov_term)  # recomputed: (Gc, B, K), (Gc, B, H)
-            for n in range(n_heads):  # dV[n, g] = dout[n, g] a[g]: (1, B) x (B, H) per gene
-                torch.bmm(d[n, rows, None, :], a, out=grad_head[n, rows, None, :])
-            grad_u = torch.mul(d[0, rows, :, None], head[0, rows, None, :], out=work.scratch[:n_rows])  # d out / d a
-            for n in range(1, n_heads):
-                grad_u.addcmul_(d[n, rows, :, None], head[n, rows, None, :])
-            _relu_backward(grad_u, a, 0, grad_input=grad_u)  # d out / d u, in place
-            flat_u = grad_u.view(-1, n_hidden)
-            grad_first_t.addmm_(wz.view(-1, n_in).t(), flat_u)
-            grad_wz = work.grad_wz[:n_rows]
-            torch.mm(flat_u, first, out=grad_wz.view(-1, n_in))
-            torch.sum(wz.copy_(grad_wz).mul_(z), dim=1, out=grad_w[rows])
-            grad_z += grad_wz.mul_(w[rows, None, :]).sum(0)
-            if grad_cov is not None:
-                grad_cov += grad_u.sum(0)
-        grad_bias = dout.sum(1)
+            chunk_gradients(work, grads, slice(start, min(start + chunk, n_genes)), z, w, first, cov_term, head, d)
         k = ctx.n_factors
-        return grad_z[:, :k], grad_w[:, :k], grad_first_t.t()[:, :k], grad_cov, grad_head, grad_bias, None, None
+        first_grad = grads.first_t.t()[:, :k]
+        return grads.z[:, :k], grads.w[:, :k], first_grad, grads.cov, grads.head, dout.sum(1), None, None
+
+
+class _Gradients:
+    """The gradients ``FusedMaskedLayer.backward`` accumulates chunk by chunk (``first_t``: of ``A^T``)."""
+
+    def __init__(self, w, z, first_t, head, cov) -> None:
+        self.w, self.z, self.first_t, self.head, self.cov = w, z, first_t, head, cov
+
+
+def _general_chunk(work, grads, rows, z, w, first, cov_term, head, d) -> None:
+    """One chunk's gradients from ``du = relu'(u) ⊙ (sum_n dout[n] V[n])``, formed in full (any heads, covariates)."""
+    n_rows, n_in, n_hidden = rows.stop - rows.start, z.shape[1], first.shape[0]
+    wz, a = work.hidden_layer(z, w[rows], first.t(), cov_term)  # recomputed: (Gc, B, K), (Gc, B, H)
+    for n in range(head.shape[0]):  # dV[n, g] = dout[n, g] a[g]: (1, B) x (B, H) per gene
+        torch.bmm(d[n, rows, None, :], a, out=grads.head[n, rows, None, :])
+    grad_u = torch.mul(d[0, rows, :, None], head[0, rows, None, :], out=work.scratch[:n_rows])  # d out / d a
+    for n in range(1, head.shape[0]):
+        grad_u.addcmul_(d[n, rows, :, None], head[n, rows, None, :])
+    _relu_backward(grad_u, a, 0, grad_input=grad_u)  # d out / d u, in place
+    flat_u = grad_u.view(-1, n_hidden)
+    grads.first_t.addmm_(wz.view(-1, n_in).t(), flat_u)
+    grad_wz = work.grad_wz[:n_rows]
+    torch.mm(flat_u, first, out=grad_wz.view(-1, n_in))
+    _input_gradients(grads, rows, z, w, wz, grad_wz)
+    if grads.cov is not None:
+        grads.cov += grad_u.sum(0)
+
+
+def _rank_one_chunk(work, grads, rows, z, w, first, cov_term, head, d) -> None:
+    """One chunk's gradients for one output head without covariates, never forming ``du`` (see the module notes).
+
+    With one head, ``du[g, b] = dout[g, b] (r[g, b] ⊙ V[g])`` for the ReLU's derivative ``r`` (0 or 1), and since
+    ``u[g, b] = A (w_g ⊙ z_b)`` every gradient is a product with ``r`` alone:
+
+        m[g] = sum_b dout[g, b] (w_g ⊙ z_b) r[g, b]^T                       (K x H per gene)
+        dV[g, h] = sum_k A[h, k] m[g, k, h],    dA^T = sum_g m[g] ⊙ V[g],
+        d(w_g ⊙ z_b) = dout[g, b] (r[g, b] (V[g] ⊙ A)).
+
+    Two batched products with ``r`` replace the output weights' product with ``relu(u)``, the outer product, the
+    ReLU's gradient and the two products with ``du``: the chunk's activations are read three times, not six.
+    """
+    n_rows = rows.stop - rows.start
+    wz = torch.mul(w[rows, None, :], z[None], out=work.wz[:n_rows])  # (Gc, B, K)
+    relu_grad = work.hidden[:n_rows]
+    torch.mm(wz.view(-1, wz.shape[-1]), first.t(), out=relu_grad.view(-1, first.shape[0])).gt_(0)  # r: (Gc, B, H)
+    d_rows, v = d[0, rows, :, None], head[0, rows]  # (Gc, B, 1), (Gc, H)
+    m = torch.bmm(wz.mul_(d_rows).transpose(1, 2), relu_grad, out=work.per_factor[:n_rows])  # (Gc, K, H)
+    torch.sum(torch.mul(m, first.t(), out=work.per_factor_t[:n_rows].view_as(m)), dim=1, out=grads.head[0, rows])
+    grads.first_t += m.mul_(v[:, None, :]).sum(0)
+    v_first = torch.mul(v[:, :, None], first, out=work.per_factor_t[:n_rows])  # V[g] ⊙ A: (Gc, H, K)
+    grad_wz = torch.bmm(relu_grad, v_first, out=work.grad_wz[:n_rows]).mul_(d_rows)  # (Gc, B, K)
+    _input_gradients(grads, rows, z, w, wz, grad_wz)
+
+
+def _input_gradients(grads, rows, z, w, wz, grad_wz) -> None:
+    """``dw_g = sum_b d(w_g ⊙ z_b) ⊙ z_b`` and ``dz_b += sum_g d(w_g ⊙ z_b) ⊙ w_g``; overwrites ``wz``, ``grad_wz``."""
+    torch.sum(wz.copy_(grad_wz).mul_(z), dim=1, out=grads.w[rows])
+    grads.z += grad_wz.mul_(w[rows, None, :]).sum(0)
