@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["FusedMaskedLayer", "FusedWorkspace"]
+__all__ = ["FusedMaskedLayer", "FusedWorkspace", "padded_width"]
 
 _relu_backward = torch.ops.aten.threshold_backward.grad_input
 #: The factor dimension is padded with zeros to a multiple of this: CPU matrix kernels are much slower on odd
@@ -42,9 +42,20 @@ _relu_backward = torch.ops.aten.threshold_backward.grad_input
 PAD_FACTORS_TO = 8
 
 
+def padded_width(n_inputs: int) -> int:
+    """The factor dimension ``FusedMaskedLayer`` computes with for ``n_inputs`` inputs.
+
+    Examples
+    --------
+    >>> padded_width(21), padded_width(24), padded_width(25)
+    (24, 24, 32)
+    """
+    return -(-n_inputs // PAD_FACTORS_TO) * PAD_FACTORS_TO
+
+
 def _pad_factors(t: torch.Tensor) -> torch.Tensor:
-    """``t`` with zero columns appended up to a multiple of :data:`PAD_FACTORS_TO` (zeros add nothing)."""
-    extra = -t.shape[1] % PAD_FACTORS_TO
+    """``t`` with zero columns appended up to :func:`padded_width` (zeros add nothing)."""
+    extra = padded_width(t.shape[1]) - t.shape[1]
     return torch.nn.functional.pad(t, (0, extra)) if extra else t
 
 

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from ._fused_decoder import FusedMaskedLayer, FusedWorkspace
+from ._fused_decoder import FusedMaskedLayer, FusedWorkspace, padded_width
 from ._mlp import make_activation, one_hot_covariates
 from ._triton_decoder import TritonMaskedLayer, kernel_fits, triton_available
 
@@ -458,6 +458,27 @@ class MaskedDecoder(nn.Module):
         z = torch.cat([z, z.new_ones(z.shape[0], 1)], dim=1)
         return z, w, torch.cat([first, self.first_bias[:, None]], dim=1)
 
+    def _covariates_as_input(
+        self, z: torch.Tensor, w: torch.Tensor, first: torch.Tensor, cov_inputs: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Fold the covariates into the first layer's inputs when that does not widen them; else their term.
+
+        The covariates' term ``C x_b`` is linear in the covariates ``x_b``, so columns ``x_b`` in ``z``, ones in
+        ``w`` and ``C`` in the first layer compute it inside the first layer's product, as ``_bias_as_input``
+        does for the bias, and the fused backward pass keeps its one-head form (see
+        :mod:`scsparse.nn._fused_decoder`). Only when the padded input width stays the same (a few batches):
+        wider inputs would cost every product more than the term costs. Returns ``z``, ``w``, ``first`` and the
+        covariates' ``(B, H)`` term, ``None`` when folded or without covariates.
+        """
+        if cov_inputs is None:
+            return z, w, first, None
+        n_in, n_cov = z.shape[1], cov_inputs.shape[1]
+        if padded_width(n_in + n_cov) > padded_width(n_in):
+            return z, w, first, self._covariate_term_of(cov_inputs)
+        z = torch.cat([z, cov_inputs], dim=1)
+        w = torch.cat([w, w.new_ones(w.shape[0], n_cov)], dim=1)
+        return z, w, torch.cat([first, self.covariates.weight], dim=1), None
+
     def _decode_rows(
         self,
         z: torch.Tensor,
@@ -485,21 +506,27 @@ class MaskedDecoder(nn.Module):
     def _decode_genes(
         self,
         z: torch.Tensor,
-        cov_term: torch.Tensor | None,
+        cov_inputs: torch.Tensor | None,
         w: torch.Tensor,
         head: torch.Tensor,
         bias: torch.Tensor,
         first: torch.Tensor,
         hidden: list[torch.Tensor],
     ) -> torch.Tensor:
-        """The genes whose mask rows are ``w`` through the network, chunk by chunk: ``(n_heads, B, Gc)``."""
+        """The genes whose mask rows are ``w`` through the network, chunk by chunk: ``(n_heads, B, Gc)``.
+
+        ``cov_inputs`` are the covariates, ``(B, n_cov)`` (see :meth:`covariate_inputs`), or ``None``.
+        """
         chunk = self.resolve_chunk_size(z.shape[0], z.device)
         if self.uses_fused_path(z.device):
             z, w, first = self._bias_as_input(z, w, first)
             shape = (z.shape[0], w.shape[0], z.shape[1], first.shape[0], head.shape[0])
             if z.dtype == torch.float32 and self.uses_triton_kernel(z.device) and kernel_fits(*shape):
+                cov_term = self._covariate_term_of(cov_inputs)
                 return TritonMaskedLayer.apply(z, w, first, cov_term, head, bias)
+            z, w, first, cov_term = self._covariates_as_input(z, w, first, cov_inputs)
             return FusedMaskedLayer.apply(z, w, first, cov_term, head, bias, chunk, self._workspace)
+        cov_term = self._covariate_term_of(cov_inputs)
         n_genes = w.shape[0]
         if chunk >= n_genes:
             return self._decode_rows(z, cov_term, w, head, bias, first, hidden)
@@ -514,10 +541,10 @@ class MaskedDecoder(nn.Module):
                 outs.append(self._decode_rows(*args))
         return torch.cat(outs, dim=-1)
 
-    def _decode_dense(self, z: torch.Tensor, cov_term: torch.Tensor | None) -> torch.Tensor:
+    def _decode_dense(self, z: torch.Tensor, cov_inputs: torch.Tensor | None) -> torch.Tensor:
         """All genes through the network (normalised weights computed once per call)."""
         first, hidden, head = self.network_weights()
-        return self._decode_genes(z, cov_term, self.masked_W(), head, self.head_bias, first, hidden)
+        return self._decode_genes(z, cov_inputs, self.masked_W(), head, self.head_bias, first, hidden)
 
     def _decode_sparse(self, z: torch.Tensor, groups: dict[str, torch.Tensor]) -> torch.Tensor:
         """Pruned decoder: constants, closed-form single-factor genes, full network for the rest."""
@@ -553,12 +580,22 @@ class MaskedDecoder(nn.Module):
         groups = self._gene_groups()
         if groups is not None:
             return self._decode_sparse(z, groups)
-        return self._decode_dense(z, self.covariate_term(cat_list, continuous, z.dtype))
+        return self._decode_dense(z, self.covariate_inputs(cat_list, continuous, z.dtype))
 
     def covariate_term(
         self, cat_list: Sequence[torch.Tensor | None], continuous: torch.Tensor | None, dtype: torch.dtype
     ) -> torch.Tensor | None:
         """The covariates' additive term in the first hidden layer, ``(B, H)`` (``None`` without covariates)."""
+        return self._covariate_term_of(self.covariate_inputs(cat_list, continuous, dtype))
+
+    def _covariate_term_of(self, cov_inputs: torch.Tensor | None) -> torch.Tensor | None:
+        """``C x`` for the covariates ``x`` of :meth:`covariate_inputs` (``None`` for ``None``)."""
+        return None if cov_inputs is None else self.covariates(cov_inputs)
+
+    def covariate_inputs(
+        self, cat_list: Sequence[torch.Tensor | None], continuous: torch.Tensor | None, dtype: torch.dtype
+    ) -> torch.Tensor | None:
+        """The covariates as one ``(B, n_cov)`` input: one-hot categories, then the continuous ones (or ``None``)."""
         parts = [one_hot_covariates(cat_list, self.n_cat_list) if cat_list else None]
         if self.n_continuous:
             if continuous is None or continuous.shape[-1] != self.n_continuous:
@@ -567,4 +604,4 @@ class MaskedDecoder(nn.Module):
         parts = [p for p in parts if p is not None]
         if not parts or self.covariates is None:
             return None
-        return self.covariates(torch.cat(parts, dim=-1).to(dtype))  # the one-hot codes are float32
+        return torch.cat(parts, dim=-1).to(dtype)  # the one-hot codes are float32

@@ -19,12 +19,14 @@ def _pair(**kwargs) -> tuple[MaskedDecoder, MaskedDecoder]:
 @pytest.mark.parametrize("n_heads", [1, 2])
 @pytest.mark.parametrize("first_bias", [False, True])
 @pytest.mark.parametrize("chunk_size", [None, 4])
-@pytest.mark.parametrize("covariates", [False, True])
+@pytest.mark.parametrize("covariates", [None, "folded", "term"])
 def test_fused_path_gives_the_autograd_outputs_and_gradients(
     n_heads, first_bias, chunk_size, covariates, decoder_pass, assert_same_pass
 ):
+    """Covariates are folded into the first layer's inputs when that keeps the padded width, else a term."""
     torch.manual_seed(0)
-    cov = {"n_cat_list": [3], "n_continuous": 2} if covariates else {}
+    n_cat = {None: 0, "folded": 2, "term": 3}[covariates]
+    cov = {"n_cat_list": [n_cat], "n_continuous": 2 if covariates == "term" else 1} if covariates else {}
     fused, plain = _pair(
         n_latent=4, n_output=11, n_hidden=6, n_heads=n_heads, first_bias=first_bias, chunk_size=chunk_size, **cov
     )
@@ -33,11 +35,31 @@ def test_fused_path_gives_the_autograd_outputs_and_gradients(
         fused.W.mul_(torch.bernoulli(torch.full_like(fused.W, 0.5)))
         plain.W.copy_(fused.W)
     z = torch.randn(7, 4)
-    args = (torch.tensor([0, 1, 2, 1, 0, 2, 2]),) if covariates else ()
-    continuous = torch.randn(7, 2) if covariates else None
+    args = (torch.tensor([0, 1, 2, 1, 0, 2, 2]) % n_cat,) if covariates else ()
+    continuous = torch.randn(7, cov["n_continuous"]) if covariates else None
     weights = torch.randn(n_heads, 7, 11)
     fused_pass, plain_pass = (decoder_pass(dec, z, weights, *args, continuous=continuous) for dec in (fused, plain))
     assert_same_pass(fused_pass, plain_pass, rtol=1e-5, atol=1e-6, param_rtol=1e-5)
+
+
+@pytest.mark.parametrize(("n_cat", "folded"), [(3, True), (4, False)])
+def test_covariates_fold_into_the_inputs_only_when_the_padded_width_stays(monkeypatch, n_cat, folded):
+    """20 factors and a bias are 21 inputs, padded to 24: three batch columns fit, four would widen every product."""
+    import scsparse.nn._masked_decoder as masked
+
+    calls = []
+
+    class Spy(FusedMaskedLayer):
+        @staticmethod
+        def forward(ctx, z, w, first, cov_term, *rest):
+            calls.append((z.shape[1], cov_term is None))
+            return FusedMaskedLayer.forward(ctx, z, w, first, cov_term, *rest)
+
+    monkeypatch.setattr(masked, "FusedMaskedLayer", Spy)
+    dec = MaskedDecoder(n_latent=20, n_output=5, n_hidden=8, first_bias=True, n_cat_list=[n_cat])
+    dec(torch.randn(6, 20), torch.arange(6) % n_cat).sum().backward()
+    assert calls == [(21 + n_cat, True)] if folded else [(21, False)]
+    assert dec.covariates.weight.grad is not None and dec.covariates.weight.grad.abs().sum() > 0
 
 
 def test_fused_path_serves_the_pruned_decoder_genes_with_several_factors():
