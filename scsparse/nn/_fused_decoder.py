@@ -238,5 +238,5 @@ def _rank_one_chunk(work, grads, rows, z, w, first, cov_term, head, d) -> None:
 
 def _input_gradients(grads, rows, z, w, wz, grad_wz) -> None:
     """``dw_g = sum_b d(w_g ⊙ z_b) ⊙ z_b`` and ``dz_b += sum_g d(w_g ⊙ z_b) ⊙ w_g``; overwrites ``wz``, ``grad_wz``."""
-    torch.sum(wz.copy_(grad_wz).mul_(z), dim=1, out=grads.w[rows])
+    torch.sum(torch.mul(grad_wz, z, out=wz), dim=1, out=grads.w[rows])
     grads.z += grad_wz.mul_(w[rows, None, :]).sum(0)
