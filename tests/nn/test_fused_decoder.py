@@ -23,7 +23,7 @@ def _pair(**kwargs) -> tuple[MaskedDecoder, MaskedDecoder]:
 def test_fused_path_gives_the_autograd_outputs_and_gradients(
     n_heads, first_bias, chunk_size, covariates, decoder_pass, assert_same_pass
 ):
-    """Covariates are folded into the first layer's inputs when that keeps the padded width, else a term."""
+    """Covariates are folded into the first layer's inputs while the padded width grows by half, else a term."""
     torch.manual_seed(0)
     n_cat = {None: 0, "folded": 2, "term": 3}[covariates]
     cov = {"n_cat_list": [n_cat], "n_continuous": 2 if covariates == "term" else 1} if covariates else {}
@@ -42,9 +42,9 @@ def test_fused_path_gives_the_autograd_outputs_and_gradients(
     assert_same_pass(fused_pass, plain_pass, rtol=1e-5, atol=1e-6, param_rtol=1e-5)
 
 
-@pytest.mark.parametrize(("n_cat", "folded"), [(3, True), (4, False)])
-def test_covariates_fold_into_the_inputs_only_when_the_padded_width_stays(monkeypatch, n_cat, folded):
-    """20 factors and a bias are 21 inputs, padded to 24: three batch columns fit, four would widen every product."""
+@pytest.mark.parametrize(("n_cat", "folded"), [(3, True), (11, True), (12, False)])
+def test_covariates_fold_into_the_inputs_only_while_the_padded_width_grows_by_half(monkeypatch, n_cat, folded):
+    """20 factors and a bias are 21 inputs, padded to 24: up to 11 batch columns pad to 32, 12 to 40 (> 36)."""
     import scsparse.nn._masked_decoder as masked
 
     calls = []

@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from scsparse._threads import torch_threads
 from scsparse.nn import MaskedDecoder
 from scsparse.nn._mlp import one_hot_covariates
 
@@ -97,13 +98,23 @@ def test_covariates_enter_outside_the_mask():
     assert not torch.allclose(a, b)
 
 
+@pytest.mark.parametrize(
+    ("n_threads", "given", "expected"), [(1, None, 8.0), (2, None, 16.0), (6, None, 32.0), (2, 4.0, 4.0)]
+)
+def test_cpu_chunk_grows_with_torch_threads_unless_given(n_threads, given, expected):
+    dec = MaskedDecoder(n_latent=5, n_output=2_000, n_hidden=128, cache_chunk_mb=given)
+    with torch_threads(n_threads):
+        assert dec.chunk_mb_on_cpu() == expected
+        assert dec.resolve_chunk_size(batch_size=128, device="cpu") == int(expected * 2**20 // (128 * 128 * 4))
+
+
 def test_auto_chunk_size_respects_budget():
     dec = MaskedDecoder(n_latent=5, n_output=20_000, n_hidden=128, memory_budget_mb=64)
     chunk = dec.resolve_chunk_size(batch_size=128, device="cuda")  # only the memory budget
     assert 1 <= chunk < 20_000
     assert chunk * 128 * 128 * 4 <= 64 * 2**20 < (chunk + 1) * 128 * 128 * 4
     cpu_chunk = dec.resolve_chunk_size(batch_size=128, device="cpu")  # cache-sized on the CPU
-    assert cpu_chunk * 128 * 128 * 4 <= dec.cache_chunk_mb * 2**20 < (cpu_chunk + 1) * 128 * 128 * 4
+    assert cpu_chunk * 128 * 128 * 4 <= dec.chunk_mb_on_cpu() * 2**20 < (cpu_chunk + 1) * 128 * 128 * 4
     assert dec.resolve_chunk_size(batch_size=512, device="cpu") == cpu_chunk // 4
     assert dec.uses_checkpointing(128)  # 20,000 genes x 128 cells x 128 units x 2 x 4 bytes > 64 MB
     assert not MaskedDecoder(n_latent=5, n_output=200, n_hidden=128).uses_checkpointing(128)
