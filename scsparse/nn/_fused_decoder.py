@@ -92,27 +92,50 @@ class FusedWorkspace:
                 flat = self._flat[name] = torch.empty(numel, device=like.device, dtype=like.dtype)
         return flat[:numel].view(shape)
 
-    def prepare(self, like: torch.Tensor, chunk: int, n_cells: int, n_factors: int, n_hidden: int) -> FusedWorkspace:
-        """Views of the buffers for chunks of ``chunk`` genes (allocated or grown as needed); returns self."""
+    def prepare(
+        self,
+        like: torch.Tensor,
+        chunk: int,
+        n_cells: int,
+        n_factors: int,
+        n_hidden: int,
+        backward: str | None = None,
+    ) -> FusedWorkspace:
+        """Views of the buffers for chunks of ``chunk`` genes (allocated or grown as needed); returns self.
+
+        The forward pass needs ``wz`` and ``hidden``; ``backward="general"`` adds ``grad_wz`` and the
+        ``(Gc, B, H)`` ``scratch``, ``backward="rank_one"`` adds ``grad_wz`` and the small ``per_factor`` and
+        ``per_factor_t`` (see ``_general_chunk`` and ``_rank_one_chunk``), so no path allocates another's buffers.
+        """
         self.wz = self._buffer("wz", like, (chunk, n_cells, n_factors))
-        self.grad_wz = self._buffer("grad_wz", like, (chunk, n_cells, n_factors))
         self.hidden = self._buffer("hidden", like, (chunk, n_cells, n_hidden))
-        self.scratch = self._buffer("scratch", like, (chunk, n_cells, n_hidden))
-        self.per_factor = self._buffer("per_factor", like, (chunk, n_factors, n_hidden))
-        self.per_factor_t = self._buffer("per_factor_t", like, (chunk, n_hidden, n_factors))
+        if backward is not None:
+            self.grad_wz = self._buffer("grad_wz", like, (chunk, n_cells, n_factors))
+        if backward == "general":
+            self.scratch = self._buffer("scratch", like, (chunk, n_cells, n_hidden))
+        elif backward == "rank_one":
+            self.per_factor = self._buffer("per_factor", like, (chunk, n_factors, n_hidden))
+            self.per_factor_t = self._buffer("per_factor_t", like, (chunk, n_hidden, n_factors))
         return self
+
+    def pre_activation(
+        self, z: torch.Tensor, w: torch.Tensor, first_t: torch.Tensor, cov_term: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``w ⊙ z`` and ``u = (w ⊙ z) A^T + s`` for the chunk of genes ``w``: ``(Gc, B, K)``, ``(Gc, B, H)``."""
+        n = w.shape[0]
+        wz = torch.mul(w[:, None, :], z[None], out=self.wz[:n])
+        u = self.hidden[:n]
+        torch.mm(wz.view(-1, wz.shape[-1]), first_t, out=u.view(-1, u.shape[-1]))
+        if cov_term is not None:
+            u += cov_term
+        return wz, u
 
     def hidden_layer(
         self, z: torch.Tensor, w: torch.Tensor, first_t: torch.Tensor, cov_term: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``w ⊙ z`` and ``relu((w ⊙ z) A^T + s)`` for the chunk of genes ``w``: ``(Gc, B, K)``, ``(Gc, B, H)``."""
-        n = w.shape[0]
-        wz = torch.mul(w[:, None, :], z[None], out=self.wz[:n])
-        a = self.hidden[:n]
-        torch.mm(wz.view(-1, wz.shape[-1]), first_t, out=a.view(-1, a.shape[-1]))
-        if cov_term is not None:
-            a += cov_term
-        return wz, a.relu_()
+        """``w ⊙ z`` and ``relu(u)`` (see :meth:`pre_activation`), the latter in place of ``u``."""
+        wz, u = self.pre_activation(z, w, first_t, cov_term)
+        return wz, u.relu_()
 
 
 class FusedMaskedLayer(torch.autograd.Function):
@@ -175,8 +198,10 @@ class FusedMaskedLayer(torch.autograd.Function):
             head=torch.empty_like(head),
             cov=None if cov_term is None else torch.zeros_like(cov_term),
         )
-        work = ctx.workspace.prepare(z, min(chunk, n_genes), n_cells, n_in, n_hidden)
-        chunk_gradients = _rank_one_chunk if n_heads == 1 and cov_term is None else _general_chunk
+        rank_one = n_heads == 1 and cov_term is None
+        chunk_gradients = _rank_one_chunk if rank_one else _general_chunk
+        path = "rank_one" if rank_one else "general"
+        work = ctx.workspace.prepare(z, min(chunk, n_genes), n_cells, n_in, n_hidden, backward=path)
         for start in range(0, n_genes, chunk):
             chunk_gradients(work, grads, slice(start, min(start + chunk, n_genes)), z, w, first, cov_term, head, d)
         k = ctx.n_factors
@@ -224,9 +249,8 @@ def _rank_one_chunk(work, grads, rows, z, w, first, cov_term, head, d) -> None:
     ReLU's gradient and the two products with ``du``: the chunk's activations are read three times, not six.
     """
     n_rows = rows.stop - rows.start
-    wz = torch.mul(w[rows, None, :], z[None], out=work.wz[:n_rows])  # (Gc, B, K)
-    relu_grad = work.hidden[:n_rows]
-    torch.mm(wz.view(-1, wz.shape[-1]), first.t(), out=relu_grad.view(-1, first.shape[0])).gt_(0)  # r: (Gc, B, H)
+    wz, u = work.pre_activation(z, w[rows], first.t(), None)  # recomputed: (Gc, B, K), (Gc, B, H)
+    relu_grad = u.gt_(0)  # r, in place of u
     d_rows, v = d[0, rows, :, None], head[0, rows]  # (Gc, B, 1), (Gc, H)
     m = torch.bmm(wz.mul_(d_rows).transpose(1, 2), relu_grad, out=work.per_factor[:n_rows])  # (Gc, K, H)
     torch.sum(torch.mul(m, first.t(), out=work.per_factor_t[:n_rows].view_as(m)), dim=1, out=grads.head[0, rows])

@@ -486,7 +486,7 @@ class MaskedDecoder(nn.Module):
     def _covariates_as_input(
         self, z: torch.Tensor, w: torch.Tensor, first: torch.Tensor, cov_inputs: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """Fold the covariates into the first layer's inputs when that does not widen them; else their term.
+        """Fold the covariates into the first layer's inputs unless that widens them by over half; else their term.
 
         The covariates' term ``C x_b`` is linear in the covariates ``x_b``, so columns ``x_b`` in ``z``, ones in
         ``w`` and ``C`` in the first layer compute it inside the first layer's product, as ``_bias_as_input``
