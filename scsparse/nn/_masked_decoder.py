@@ -34,7 +34,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from ._fused_decoder import FusedMaskedLayer, FusedWorkspace, padded_width
+from ._fused_decoder import FusedMaskedLayer, FusedWorkspace, genes_last, padded_width
 from ._mlp import make_activation, one_hot_covariates
 from ._triton_decoder import TritonMaskedLayer, kernel_fits, triton_available
 
@@ -527,7 +527,7 @@ class MaskedDecoder(nn.Module):
             h = self.dropout(self.activation(torch.nn.functional.linear(h, weight, layer.bias)))
         # per-feature output units: out[n, b, g] = sum_h h[g, b, h] V[n, g, h] + c[n, g]
         out = torch.bmm(h, head.permute(1, 2, 0))  # (Gc, B, n_heads)
-        return out.permute(2, 1, 0) + bias[:, None, :]
+        return genes_last(out.permute(2, 1, 0), bias)
 
     def _decode_genes(
         self,

@@ -37,6 +37,8 @@ import os
 
 import torch
 
+from ._fused_decoder import genes_last
+
 __all__ = ["TritonMaskedLayer", "kernel_fits", "triton_available"]
 
 #: Cells per program (at most; fewer, down to 16, for a smaller batch).
@@ -251,7 +253,7 @@ class TritonMaskedLayer(torch.autograd.Function):
         )  # fmt: skip
         ctx.save_for_backward(z, w, first, cov_term, head)
         ctx.layout = layout
-        return out.transpose(1, 2) + head_bias[:, None, :]
+        return genes_last(out.transpose(1, 2), head_bias)
 
     @staticmethod
     def backward(ctx, dout: torch.Tensor):

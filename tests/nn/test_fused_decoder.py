@@ -42,6 +42,16 @@ def test_fused_path_gives_the_autograd_outputs_and_gradients(
     assert_same_pass(fused_pass, plain_pass, rtol=1e-5, atol=1e-6, param_rtol=1e-5)
 
 
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("chunk_size", [None, 4])
+@pytest.mark.parametrize("n_heads", [1, 2])
+def test_outputs_are_laid_out_cells_by_genes(fused, chunk_size, n_heads):
+    """The softmax over genes and the likelihood read the outputs along genes: they come contiguous from every path."""
+    dec = MaskedDecoder(n_latent=4, n_output=11, n_hidden=6, n_heads=n_heads, chunk_size=chunk_size, fused=fused)
+    out = dec(torch.randn(7, 4))
+    assert out.shape == (n_heads, 7, 11) and out.is_contiguous()
+
+
 @pytest.mark.parametrize(("n_cat", "folded"), [(3, True), (11, True), (12, False)])
 def test_covariates_fold_into_the_inputs_only_while_the_padded_width_grows_by_half(monkeypatch, n_cat, folded):
     """20 factors and a bias are 21 inputs, padded to 24: up to 11 batch columns pad to 32, 12 to 40 (> 36)."""
