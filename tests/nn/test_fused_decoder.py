@@ -52,6 +52,16 @@ def test_outputs_are_laid_out_cells_by_genes(fused, chunk_size, n_heads):
     assert out.shape == (n_heads, 7, 11) and out.is_contiguous()
 
 
+@pytest.mark.parametrize("n_cells", [1, 5])
+def test_outputs_do_not_share_the_workspace(n_cells):
+    """One cell's genes-first outputs are already contiguous: the result must still be a copy, not the buffer."""
+    dec = MaskedDecoder(n_latent=4, n_output=11, n_hidden=6)
+    first = dec(torch.randn(n_cells, 4))
+    kept = first.detach().clone()
+    dec(torch.randn(n_cells, 4))
+    assert torch.equal(first.detach(), kept)
+
+
 @pytest.mark.parametrize(("n_cat", "folded"), [(3, True), (11, True), (12, False)])
 def test_covariates_fold_into_the_inputs_only_while_the_padded_width_grows_by_half(monkeypatch, n_cat, folded):
     """20 factors and a bias are 21 inputs, padded to 24: up to 11 batch columns pad to 32, 12 to 40 (> 36)."""
