@@ -86,6 +86,10 @@ def test_run_speed_tiny(tmp_path):
     assert (times > 0).all() and len(times) == 5  # and SparseVAE and SCVI at SCVI's default K = 10
     ratios = df[df["metric"] == "ratio"].set_index("method")["value"]
     assert ratios["SparseVAE / SCVI, K = 10"] > 0
+    epoch = df[df["section"] == "epoch"].set_index(["method", "metric"])["value"]
+    for method in ("SparseVAE / SCVI", "SparseVAE / SCVI, K = 10"):  # the median of three rounds, in their range
+        lowest, highest = epoch[(method, "ratio_lowest")], epoch[(method, "ratio_highest")]
+        assert 0 < lowest <= epoch[(method, "ratio")] <= highest
     errors = df[df["metric"] == "max_relative_error_float64"].set_index("method")["value"]
     assert set(errors.index) == {"scsparse decoder step", "decoder step, autograd"}
     assert (errors > 0).all() and (errors < 1e-4).all()  # float32 rounding against the float64 decoder
@@ -96,6 +100,7 @@ def test_run_speed_tiny(tmp_path):
     assert n_groups == pytest.approx(1.0)
     summary = (tmp_path / "summary.md").read_text()
     assert "per-gene loop" in summary and "SparseVAE epoch time <= 3x SCVI" in summary
+    assert "3 round(s)" in summary and "at K = 4 (rounds " in summary
     assert "`FusedMaskedLayer`" in summary and "against float64" in summary
     with pytest.raises(ValueError, match="device must be"):
         run_speed(tmp_path, device="tpu")
