@@ -99,7 +99,8 @@ def mask_start(
 
     x = _normalised(adata, layer, counts, n_cells)
     k = min(int(n_latent), *x.shape)
-    nmf = NMF(n_components=k, init="nndsvd", solver="cd", max_iter=max_iter, tol=1e-4)
+    # NNDSVD starts from a randomised SVD: a fixed random_state makes the start the same on every call
+    nmf = NMF(n_components=k, init="nndsvd", solver="cd", max_iter=max_iter, tol=1e-4, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         nmf.fit(x)
