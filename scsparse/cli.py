@@ -206,8 +206,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         kept = consensus[consensus["kept"]]
         _say(
             args,
-            f"{PROG} fit: consensus of {args.restarts} restarts: {len(kept)} of {len(consensus)} programmes reproduce "
-            f"(recovered by at least half of the restarts), {int(kept['identifiable'].sum())} identifiable; see "
+            f"{PROG} fit: consensus of {args.restarts} restarts: {len(kept)} of {len(consensus)} groups of programmes "
+            f"kept (found by at least half of the restarts) and refitted, {int(kept['identifiable'].sum())} "
+            "identifiable; see "
             f"uns[{key!r}]['consensus']",
         )
     if not active:
@@ -495,9 +496,10 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         type=_positive_int,
         default=1,
         metavar="R",
-        help="fit R restarts (seeds S, S+1, ...) and keep the programmes at least half of them recover, with each "
-        "programme's reproducibility in uns['KEY']['consensus'] (SparseVAE.consensus; R times the cost of one "
-        "fit; with --study-key the shared and study blocks are matched apart; default: %(default)s, a single fit)",
+        help="fit R restarts (seeds S, S+1, ...), pool their programmes, keep those at least half of them find and "
+        "refit one model on them, with each programme's reproducibility in uns['KEY']['consensus'] "
+        "(SparseVAE.consensus; the cost of R + 1 fits; with --study-key the shared and study blocks are grouped "
+        "apart; default: %(default)s, a single fit)",
     )
     fit.add_argument(
         "--batch-size",

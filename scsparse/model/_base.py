@@ -374,6 +374,8 @@ class SparseFactorMixin:
             return {}
         return {
             "consensus": table.copy(),
+            "consensus_members": self.consensus_members_.copy(),
+            "consensus_selection": self.consensus_selection_.copy(),
             "consensus_restarts": self.restarts_.copy(),
             "consensus_params": h5ad_safe(dict(self.consensus_params_)),
         }
@@ -431,8 +433,9 @@ class SparseFactorMixin:
           ``anchor_genes`` (dict of arrays), ``top_genes``, ``factors_oriented`` (whether the factors' signs were
           fixed by :meth:`orient_factors`), hyper-parameters, seed, package versions and a
           hash of the training data; for a consensus fit (:meth:`SparseVAE.consensus`) also ``consensus`` (one row
-          per programme: reproducibility, agreement, genes, anchor genes, identifiable, kept),
-          ``consensus_restarts`` and ``consensus_params``.
+          per group of the restarts' programmes: its factor, reproducibility, agreement, genes, anchor genes,
+          identifiable, kept), ``consensus_members``, ``consensus_selection``, ``consensus_restarts`` and
+          ``consensus_params``.
 
         Existing keys are not overwritten unless ``overwrite=True``; nothing is written if any key is taken.
 

@@ -1,79 +1,136 @@
-"""A consensus over restarts: each programme matched across fits with other seeds, kept where it reproduces.
+"""A pooled consensus over restarts: every restart's programmes grouped, the groups that reproduce refitted.
 
-One fit of a sparse VAE is one local optimum: a programme it reports may be one another seed would not find. A
-consensus fits several restarts and asks, of each programme of the most central restart (the *reference*), how
-many restarts recover it, and which genes they agree on. This module holds the part that works on the restarts'
-inclusion probabilities (:func:`consensus_programmes`), the consensus of trained models (:func:`consensus_of`) and
-the fit itself (:func:`fit_consensus`, behind :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`).
+One fit of a sparse VAE is one local optimum: a programme it reports may be one another seed would not find, and
+two seeds may cut the same cells into programmes differently. A consensus fits several restarts, pools the active
+programmes of all of them, drops the outliers, groups the rest by the similarity of their loadings and keeps the
+groups that most restarts contribute to; each kept group's genes are those most of its members hold. One model is
+then refitted with those supports held fixed, so that its factors, differential expression and saved weights are
+the consensus's own rather than one restart's. This module holds the grouping, which works on the restarts'
+inclusion probabilities and loadings (:func:`consensus_programmes`), the refit (:func:`refit_consensus`), the
+consensus of trained models (:func:`consensus_of`) and the whole fit (:func:`fit_consensus`, behind
+:meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from scsparse._checks import InvalidInputError
-from scsparse.results import jaccard_matrix, rank_biased_overlap, rank_genes
+from scsparse.results import jaccard_matrix
 
-__all__ = ["CONSENSUS_COLUMNS", "Consensus", "consensus_of", "consensus_programmes", "fit_consensus"]
+__all__ = [
+    "CONSENSUS_COLUMNS",
+    "Consensus",
+    "check_consensus_options",
+    "consensus_of",
+    "consensus_programmes",
+    "fit_consensus",
+    "refit_consensus",
+]
 
 logger = logging.getLogger(__name__)
 
 #: Columns of the per-programme table (``model.consensus_``, ``uns[key]["consensus"]``).
 CONSENSUS_COLUMNS: list[str] = [
-    "factor", "reproducibility", "agreement", "jaccard", "n_genes", "n_anchor_genes", "identifiable", "kept",
+    "factor", "programme", "block", "reproducibility", "agreement", "n_members", "n_genes", "n_anchor_genes",
+    "identifiable", "kept",
 ]  # fmt: skip
+#: Columns of the per-programme-of-a-restart table (``Consensus.members``, ``uns[key]["consensus_members"]``).
+MEMBER_COLUMNS: list[str] = ["restart", "factor", "block", "programme", "density", "outlier"]
+#: Columns of the table behind the number of programmes (``Consensus.selection``).
+SELECTION_COLUMNS: list[str] = ["distance", "n_programmes", "n_groups", "silhouette"]
+#: Candidate cut distances of :attr:`Consensus.selection` (cosine distance between programmes).
+SELECTION_GRID: np.ndarray = np.round(np.arange(0.2, 0.951, 0.05), 2)
 
 
 @dataclass(frozen=True)
 class Consensus:
-    """The consensus of several restarts.
+    """The pooled consensus of several restarts.
 
     Attributes
     ----------
     pip
-        Consensus inclusion probabilities, genes x factors of the reference restart: for each of its programmes the
-        mean, over all restarts, of the ``p*`` of the factor that recovers it (0 for a restart that does not);
-        zero for the factors not kept (and for those inactive in the reference).
+        Consensus inclusion probabilities, genes x kept programmes (in block order): for each kept programme, the
+        share of its group's members that hold the gene (``p* > 0.5`` in that member). A gene is one of the
+        programme's genes when more than half the members hold it (``pip > 0.5``), the reading of ``p*`` everywhere
+        else in scsparse.
+    loadings
+        Genes x kept programmes: the mean over the group's members of ``|w|`` of the genes each member holds (0 for
+        a member that does not), zero outside the programme's genes. It ranks a programme's genes before the refit
+        and starts the refit's ``W``.
     table
-        One row per active factor of the reference (:data:`CONSENSUS_COLUMNS`): ``reproducibility`` (share of the
-        restarts that recover the programme, the reference included), ``agreement`` (mean Jaccard index of its
-        genes with the matched programme of each other restart), ``n_genes`` (consensus ``p*`` above the
-        threshold), ``n_anchor_genes`` (of those, genes in no other kept programme), ``identifiable`` (at least two
-        anchor genes, the condition of the model's identifiability) and ``kept`` (recovered by at least
-        ``min_share`` of the restarts, with at least one gene of consensus ``p*`` above the threshold).
+        One row per group (:data:`CONSENSUS_COLUMNS`; the kept programmes first, in the order of ``pip``'s
+        columns): ``programme`` (its label), ``block``, ``reproducibility`` (share of the restarts with a member in
+        the group), ``agreement`` (mean Jaccard index of the members' gene sets with the programme's genes),
+        ``n_members``, ``n_genes`` (``pip > 0.5``), ``n_anchor_genes`` (of those, genes in no other kept programme),
+        ``identifiable`` (kept, with at least two anchor genes: the model's identifiability condition) and
+        ``kept`` (members from at least ``min_share`` of the restarts, and at least one gene). ``factor`` is empty
+        here; a refitted model fills it with the names of its factors.
+    members
+        One row per active programme of every restart (:data:`MEMBER_COLUMNS`): ``restart`` (position), ``factor``
+        (that restart's factor), ``block``, ``programme`` (the group it joined, empty for an outlier), ``density``
+        (mean cosine distance to its nearest other programmes) and ``outlier``.
     restarts
-        One row per restart: ``restart`` (its position), ``n_active``, ``agreement`` (mean matched rank-biased
-        overlap of its programmes with every other restart's, unmatched programmes counting 0) and ``reference``.
-    reference
-        Position of the reference restart: the one that agrees most with the others.
+        One row per restart: ``restart``, ``n_active``, ``n_outliers`` and ``n_in_kept`` (its programmes in kept
+        groups).
+    selection
+        How the number of programmes depends on the cut (:data:`SELECTION_COLUMNS`): for each candidate cosine
+        distance at which the grouping tree is cut, the number of kept programmes, of groups, and the mean
+        silhouette of the grouped programmes (cosine distance). ``distance`` is the cut used.
+    distance
+        The cut used (cosine distance).
+    blocks
+        The block label of each kept programme, in the order of ``pip``'s columns.
     """
 
     pip: np.ndarray
+    loadings: np.ndarray
     table: pd.DataFrame
+    members: pd.DataFrame
     restarts: pd.DataFrame
-    reference: int
+    selection: pd.DataFrame
+    distance: float
+    blocks: list[str] = field(default_factory=list)
+
+    @property
+    def n_programmes(self) -> int:
+        """Number of kept programmes."""
+        return int(self.pip.shape[1])
+
+    def block_counts(self, block_names: Sequence[str]) -> dict[str, int]:
+        """Number of kept programmes in each block of ``block_names`` (0 for a block with none)."""
+        counts = dict.fromkeys(block_names, 0)
+        for name in self.blocks:
+            counts[name] += 1
+        return counts
 
 
-def _overlaps(a: list[list[int]], b: list[list[int]]) -> np.ndarray:
-    """Rank-biased overlap of every ranked programme of ``a`` with every one of ``b``."""
-    return np.array([[rank_biased_overlap(x, y) for y in b] for x in a]).reshape(len(a), len(b))
+def check_consensus_options(
+    *, min_share: float, distance: float, max_density: float | None, pip_threshold: float = 0.5
+) -> None:
+    """Check the consensus options before any restart is fitted; raise :class:`InvalidInputError` naming the fix."""
+    for name, value, low, high in (
+        ("min_share", min_share, 0.0, 1.0),
+        ("distance", distance, 0.0, 2.0),
+        ("pip_threshold", pip_threshold, 0.0, 1.0),
+        *([] if max_density is None else [("max_density", max_density, 0.0, 2.0)]),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+            raise InvalidInputError(f"{name} must be a number, got {value!r}.")
+        if not low < float(value) <= high:
+            raise InvalidInputError(
+                f"{name} must be in ({low:g}, {high:g}], got {value}"
+                + (" (a share of the restarts, e.g. 0.5)." if name == "min_share" else ".")
+            )
 
 
-def _matched(overlap: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One-to-one matching of the rows to the columns of an overlap matrix (Hungarian, maximising)."""
-    from scipy.optimize import linear_sum_assignment
-
-    rows, cols = linear_sum_assignment(overlap, maximize=True)
-    return rows, cols, overlap[rows, cols]
-
-
-def _blocks(blocks: Sequence[Sequence[int]] | None, n_factors: int) -> list[np.ndarray]:
+def _block_columns(blocks: Sequence[Sequence[int]] | None, n_factors: int) -> list[np.ndarray]:
     """The factor columns of each block, checked to split ``0 .. n_factors - 1`` (one block of all by default)."""
     if blocks is None:
         return [np.arange(n_factors)]
@@ -87,44 +144,86 @@ def _blocks(blocks: Sequence[Sequence[int]] | None, n_factors: int) -> list[np.n
     return out
 
 
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (an all-zero row stays zero)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+
+
+def _local_density(dist: np.ndarray, n_neighbours: int) -> np.ndarray:
+    """Mean distance of each point to its ``n_neighbours`` nearest other points (cNMF's local density)."""
+    n = dist.shape[0]
+    if n < 2:
+        return np.zeros(n)
+    others = np.sort(dist + np.diag(np.full(n, np.inf)), axis=1)[:, : min(n_neighbours, n - 1)]
+    return others.mean(axis=1)
+
+
+def _cut(dist: np.ndarray, distance: float) -> np.ndarray:
+    """Average-linkage groups of points whose condensed tree is cut at ``distance`` (labels 0, 1, ...)."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    if dist.shape[0] == 1:
+        return np.zeros(1, dtype=np.int64)
+    tree = linkage(squareform(dist, checks=False), method="average")
+    return fcluster(tree, t=distance, criterion="distance").astype(np.int64) - 1
+
+
+def _silhouette(dist: np.ndarray, labels: np.ndarray) -> float:
+    """Mean silhouette of a grouping on a precomputed distance (NaN when it has one group or only singletons)."""
+    from sklearn.metrics import silhouette_score
+
+    n_groups = np.unique(labels).size
+    if not 2 <= n_groups <= labels.size - 1:
+        return float("nan")
+    return float(silhouette_score(dist, labels, metric="precomputed"))
+
+
 def consensus_programmes(
     pips: Sequence[np.ndarray],
     loadings: Sequence[np.ndarray] | None = None,
     *,
-    factor_names: Sequence[str] | None = None,
     blocks: Sequence[Sequence[int]] | None = None,
+    block_names: Sequence[str] | None = None,
     pip_threshold: float = 0.5,
-    min_rbo: float = 0.5,
     min_share: float = 0.5,
+    distance: float = 0.6,
+    max_density: float | None = None,
 ) -> Consensus:
-    """Match the programmes of several restarts and keep those that reproduce.
+    """Pool the programmes of several restarts, group them, and keep the groups most restarts contribute to.
 
-    A programme is a factor's genes with ``p* > pip_threshold``, ranked by decreasing ``|w|``. Programmes of two
-    restarts are paired one to one (Hungarian assignment) on the rank-biased overlap of their rankings
-    (:func:`scsparse.results.rank_biased_overlap`, p = 0.9: the strongest genes weigh most), so that a programme is
-    paired with the one that has its core, whatever its long tail shares with other programmes. With ``blocks``,
-    programmes are paired only within a block (e.g. the shared factors of a multi-study model with the shared
-    factors, each study's factors with that study's). The reference is the restart whose programmes agree most with
-    the other restarts' (mean matched overlap over all blocks, a programme without a counterpart counting 0). A
-    restart *recovers* a programme of the reference when the matched programme's overlap is at least ``min_rbo``. A
-    programme is kept when at least ``min_share`` of the restarts recover it.
+    Each active programme of each restart (a factor with a gene of ``p* > pip_threshold``) is a vector over genes:
+    ``|w|`` of its genes, zero elsewhere, scaled to unit length; two programmes are as far apart as one minus the
+    cosine of their vectors. As in cNMF (Kotliar et al. 2019), outliers go first: a programme whose mean distance
+    to its nearest other programmes (as many as 30% of the restarts, at least one) exceeds ``max_density`` is
+    one no other restart finds. The others are grouped by average linkage, the tree cut at ``distance``: a group
+    holds programmes whose mean pairwise distance is at most ``distance``. A group is kept when it has members
+    from at least ``min_share`` of the restarts; its genes are those more than half of its members hold, its
+    ``p*`` the share of members that hold each gene. Programmes are grouped within a block only (``blocks``:
+    e.g. the shared factors of a multi-study model apart from each study's).
 
     Parameters
     ----------
     pips
-        The inclusion probabilities of each restart, genes x factors (the same genes and number of factors).
+        Each restart's inclusion probabilities, genes x factors (the same genes and factors in every restart).
     loadings
-        Each restart's ``W`` (the same shape), which ranks a programme's genes; ``None``: ranked by ``p*``.
-    factor_names
-        Names of the factors (default ``factor_0`` ...).
+        Each restart's ``W`` (the same shapes); ``None``: the programmes' vectors are their ``p*``.
     blocks
-        Groups of factor columns matched apart, each column in one group (default: one group of all).
+        Groups of factor columns grouped apart, each column in one group (default: one group of all).
+    block_names
+        A label per block (default ``"all"`` for one block, ``"block_0"`` ... otherwise).
     pip_threshold
-        Inclusion threshold defining a programme's genes.
-    min_rbo
-        Rank-biased overlap from which a matched programme counts as the same programme.
+        Inclusion threshold defining a restart's programme.
     min_share
-        Share of the restarts that must recover a programme for it to be kept.
+        Share of the restarts that must contribute to a group for it to be kept.
+    distance
+        Cosine distance at which the average-linkage tree is cut. The default, 0.6, groups programmes that share
+        their strongest genes and leaves apart two cuts of the same cells into different programmes;
+        :attr:`Consensus.selection` shows how the number of programmes moves with it.
+    max_density
+        Programmes whose mean distance to their nearest other programmes exceeds it are outliers (default: the
+        ``distance`` cut, so an outlier is a programme no group could take in).
 
     Returns
     -------
@@ -133,19 +232,14 @@ def consensus_programmes(
     Examples
     --------
     >>> import numpy as np
-    >>> a = np.zeros((6, 2)); a[:3, 0] = a[3:, 1] = 0.9  # two programmes
-    >>> b = a[:, ::-1].copy()  # the same two, in the other order
-    >>> c = a.copy(); c[:, 1] = 0.0; c[5:, 1] = 0.9  # the second programme is another one
+    >>> a = np.zeros((8, 2)); a[:3, 0] = a[3:6, 1] = 0.9   # two programmes
+    >>> b = a[:, ::-1].copy()                               # the same two, in the other order
+    >>> c = a.copy(); c[:, 1] = 0.0; c[6:, 1] = 0.9         # the second one is another programme
     >>> result = consensus_programmes([a, b, c])
-    >>> result.table[["factor", "reproducibility", "kept"]].to_dict("list")
-    {'factor': ['factor_0', 'factor_1'], 'reproducibility': [1.0, 0.6666666666666666], 'kept': [True, True]}
-
-    Matched within blocks (each factor only with the same factor of another restart), ``b``'s factors no longer
-    stand for ``a``'s, and the second programme is found by its restart alone:
-
-    >>> result = consensus_programmes([a, b, c], blocks=[[0], [1]])
-    >>> result.table[["reproducibility", "kept"]].round(2).to_dict("list")
-    {'reproducibility': [0.67, 0.33], 'kept': [True, False]}
+    >>> result.table[["reproducibility", "n_genes", "kept"]].round(2).to_dict("list")
+    {'reproducibility': [1.0, 0.67], 'n_genes': [3, 3], 'kept': [True, True]}
+    >>> result.members[["restart", "programme", "outlier"]].tail(2).to_dict("list")  # c's own: an outlier
+    {'restart': [2, 2], 'programme': ['programme_0', ''], 'outlier': [False, True]}
     """
     pips = [np.asarray(p, dtype=np.float64) for p in pips]
     if len(pips) < 2:
@@ -154,118 +248,240 @@ def consensus_programmes(
         raise InvalidInputError(f"The restarts' p* differ in shape: {sorted({p.shape for p in pips})}.")
     if loadings is not None and [np.shape(w) for w in loadings] != [p.shape for p in pips]:
         raise InvalidInputError("loadings must give one W per restart, each of the shape of its p*.")
-    for name, value in (("min_rbo", min_rbo), ("min_share", min_share), ("pip_threshold", pip_threshold)):
-        if not 0.0 <= value <= 1.0:
-            raise InvalidInputError(f"{name} must be in [0, 1], got {value}.")
+    check_consensus_options(
+        min_share=min_share, distance=distance, max_density=max_density, pip_threshold=pip_threshold
+    )
     n_restarts = len(pips)
     n_genes, n_factors = pips[0].shape
-    names = list(factor_names) if factor_names is not None else [f"factor_{k}" for k in range(n_factors)]
-    groups = _blocks(blocks, n_factors)
-    weights = pips if loadings is None else [np.asarray(w, dtype=np.float64) for w in loadings]
-    # per block: each restart's active factors (column numbers), their rankings, and every pair's overlaps
-    active = [[cols[(p[:, cols] > pip_threshold).any(0)] for p in pips] for cols in groups]
-    ranked = [
-        [
-            [rank_genes(weights[r][:, k], pips[r][:, k], pip_threshold).tolist() for k in act[r]]
-            for r in range(n_restarts)
-        ]
-        for act in active
-    ]
-    pairs = [(r, s) for r in range(n_restarts) for s in range(r + 1, n_restarts)]
-    overlaps = [{(r, s): _overlaps(rk[r], rk[s]) for r, s in pairs} for rk in ranked]
-    # agreement of every pair of restarts: matched overlap summed over the blocks, over the larger numbers of
-    # programmes summed over the blocks
-    pair = np.eye(n_restarts)
-    for r, s in pairs:
-        total = sum(_matched(o[(r, s)])[2].sum() for o in overlaps if o[(r, s)].size)
-        n = sum(max(act[r].size, act[s].size) for act in active)
-        pair[r, s] = pair[s, r] = total / n if n else 1.0
-    mean_agreement = (pair.sum(1) - 1.0) / (n_restarts - 1)
-    ref = int(np.argmax(mean_agreement))  # the first of equals
-    ref_active = np.concatenate([act[ref] for act in active])
-    recovered = np.zeros((ref_active.size, n_restarts), dtype=bool)
-    recovered[:, ref] = True
-    overlap = np.zeros((ref_active.size, n_restarts))
-    jaccard = np.zeros((ref_active.size, n_restarts))
-    pip = np.zeros((n_genes, n_factors))
-    pip[:, ref_active] = pips[ref][:, ref_active]
-    offset = 0  # the rows of this block's reference programmes
-    for act, o in zip(active, overlaps, strict=True):
-        mine = act[ref]
-        for s in range(n_restarts):
-            if s == ref or not mine.size or not act[s].size:
-                continue
-            rows, cols, values = _matched(o[(ref, s)] if ref < s else o[(s, ref)].T)
-            at = offset + rows
-            overlap[at, s] = values
-            sets = jaccard_matrix(pips[ref][:, mine] > pip_threshold, pips[s][:, act[s]] > pip_threshold)
-            jaccard[at, s] = sets[rows, cols]
-            hit = values >= min_rbo
-            recovered[at[hit], s] = True
-            pip[:, mine[rows[hit]]] += pips[s][:, act[s][cols[hit]]]
-        offset += mine.size
-    pip /= n_restarts
-    reproducibility = recovered.mean(1)
-    # a programme found often enough but whose genes no majority of the restarts shares has no consensus genes
-    kept = (reproducibility >= min_share) & (pip[:, ref_active] > pip_threshold).any(0)
-    drop = np.ones(n_factors, dtype=bool)
-    drop[ref_active[kept]] = False
-    pip[:, drop] = 0.0
-    included = pip > pip_threshold
-    n_kept_per_gene = included.sum(1)
-    others = [s for s in range(n_restarts) if s != ref]
-    table = pd.DataFrame(
-        {
-            "factor": [names[k] for k in ref_active],
-            "reproducibility": reproducibility,
-            "agreement": overlap[:, others].mean(1) if others else np.ones(ref_active.size),
-            "jaccard": jaccard[:, others].mean(1) if others else np.ones(ref_active.size),
-            "n_genes": included[:, ref_active].sum(0),
-            "n_anchor_genes": (included[:, ref_active] & (n_kept_per_gene == 1)[:, None]).sum(0),
-            "kept": kept,
-        }
-    )
-    table["identifiable"] = table["kept"] & (table["n_anchor_genes"] >= 2)
+    columns = _block_columns(blocks, n_factors)
+    if block_names is None:
+        block_names = ["all"] if len(columns) == 1 else [f"block_{b}" for b in range(len(columns))]
+    if len(block_names) != len(columns):
+        raise InvalidInputError(f"block_names must name each of the {len(columns)} blocks, got {list(block_names)}.")
+    weights = pips if loadings is None else [np.abs(np.asarray(w, dtype=np.float64)) for w in loadings]
+    max_density = distance if max_density is None else float(max_density)
+    n_neighbours = max(1, int(round(0.3 * n_restarts)))
+
+    kept_pip, kept_load, kept_blocks, rows, member_rows = [], [], [], [], []
+    selection = {d: [0, 0, []] for d in SELECTION_GRID}  # distance -> kept, groups, (silhouette, size) per block
+    for cols, block in zip(columns, block_names, strict=True):
+        # the block's pooled programmes: (restart, factor) and their gene sets and unit vectors
+        origin = [(r, int(k)) for r in range(n_restarts) for k in cols if (pips[r][:, k] > pip_threshold).any()]
+        if not origin:
+            continue
+        held = np.stack([pips[r][:, k] > pip_threshold for r, k in origin])  # programmes x genes
+        strengths = np.where(held, np.stack([weights[r][:, k] for r, k in origin]), 0.0)  # |w| of their genes
+        vectors = _unit_rows(strengths)
+        dist = np.clip(1.0 - vectors @ vectors.T, 0.0, 2.0)
+        np.fill_diagonal(dist, 0.0)
+        density = _local_density(dist, n_neighbours)
+        inlier = density <= max_density
+        labels = np.full(len(origin), -1, dtype=np.int64)
+        restart_of = np.array([r for r, _ in origin])
+        if inlier.any():
+            sub = dist[np.ix_(inlier, inlier)]
+            labels[inlier] = _cut(sub, distance)
+            for d in SELECTION_GRID:
+                cut = _cut(sub, d)
+                shares = [np.unique(restart_of[inlier][cut == g]).size / n_restarts for g in np.unique(cut)]
+                selection[d][0] += int(sum(s >= min_share for s in shares))
+                selection[d][1] += len(shares)
+                selection[d][2].append((_silhouette(sub, cut), int(inlier.sum())))
+        groups = []
+        for g in np.unique(labels[labels >= 0]):
+            at = np.flatnonzero(labels == g)
+            share = held[at].mean(axis=0)
+            genes = share > 0.5
+            reproducibility = np.unique(restart_of[at]).size / n_restarts
+            kept = bool(reproducibility >= min_share and genes.any())
+            strength = strengths[at].mean(axis=0)
+            agreement = float(jaccard_matrix(held[at].T, genes[:, None])[:, 0].mean()) if genes.any() else 0.0
+            groups.append((kept, reproducibility, int(genes.sum()), g, at, share, genes, strength, agreement))
+        # kept groups first, the most reproducible and then the largest first; then the others
+        groups.sort(key=lambda t: (not t[0], -t[1], -t[2], int(t[3])))
+        names = {}
+        for kept, reproducibility, n_in, g, at, share, genes, strength, agreement in groups:
+            label = f"{block}_{len(names)}" if block != "all" else f"programme_{len(names)}"
+            names[g] = label
+            rows.append(
+                {"factor": "", "programme": label, "block": block, "reproducibility": reproducibility,
+                 "agreement": agreement, "n_members": int(at.size), "n_genes": n_in, "kept": kept}
+            )  # fmt: skip
+            if kept:
+                kept_pip.append(share)
+                kept_load.append(np.where(genes, strength, 0.0))
+                kept_blocks.append(block)
+        for i, (r, k) in enumerate(origin):
+            member_rows.append(
+                {"restart": r, "factor": f"factor_{k}", "block": block, "programme": names.get(labels[i], ""),
+                 "density": float(density[i]), "outlier": bool(not inlier[i])}
+            )  # fmt: skip
+
+    pip = np.stack(kept_pip, axis=1) if kept_pip else np.zeros((n_genes, 0))
+    loads = np.stack(kept_load, axis=1) if kept_load else np.zeros((n_genes, 0))
+    table = pd.DataFrame(rows, columns=[c for c in CONSENSUS_COLUMNS if c not in ("n_anchor_genes", "identifiable")])
+    in_programme = pip > 0.5
+    anchors = (in_programme & (in_programme.sum(axis=1) == 1)[:, None]).sum(axis=0)
+    table["n_anchor_genes"] = 0
+    table.loc[table["kept"].to_numpy(dtype=bool), "n_anchor_genes"] = anchors
+    table["identifiable"] = table["kept"].astype(bool) & (table["n_anchor_genes"] >= 2)
+    table = table[CONSENSUS_COLUMNS].astype({"kept": bool, "identifiable": bool})
+    table = pd.concat([table[table["kept"]], table[~table["kept"]]], ignore_index=True)  # kept: pip's order
+    members = pd.DataFrame(member_rows, columns=MEMBER_COLUMNS)
     restarts = pd.DataFrame(
         {
             "restart": np.arange(n_restarts),
-            "n_active": [sum(act[r].size for act in active) for r in range(n_restarts)],
-            "agreement": mean_agreement,
-            "reference": np.arange(n_restarts) == ref,
+            "n_active": [int((members["restart"] == r).sum()) for r in range(n_restarts)],
+            "n_outliers": [int((members["outlier"] & (members["restart"] == r)).sum()) for r in range(n_restarts)],
+            "n_in_kept": [
+                int(members.loc[members["restart"] == r, "programme"].isin(table.loc[table["kept"], "programme"]).sum())
+                for r in range(n_restarts)
+            ],
         }
     )
-    return Consensus(pip=pip, table=table[CONSENSUS_COLUMNS], restarts=restarts, reference=ref)
+    selection_table = pd.DataFrame(
+        [
+            {
+                "distance": float(d),
+                "n_programmes": kept,
+                "n_groups": n_groups,
+                "silhouette": _weighted_mean(scores),
+            }
+            for d, (kept, n_groups, scores) in selection.items()
+        ],
+        columns=SELECTION_COLUMNS,
+    )
+    return Consensus(
+        pip=pip, loadings=loads, table=table, members=members, restarts=restarts, selection=selection_table,
+        distance=float(distance), blocks=kept_blocks,
+    )  # fmt: skip
 
 
-def _factor_blocks(model: Any) -> list[np.ndarray] | None:
-    """The factor columns matched apart: a multi-study model's shared block and each study's block; ``None`` (all
-    together) for a single-study model.
+def _weighted_mean(scores: list[tuple[float, int]]) -> float:
+    """Mean of the blocks' silhouettes weighed by their numbers of programmes (NaN blocks left out)."""
+    valid = [(s, n) for s, n in scores if np.isfinite(s)]
+    if not valid:
+        return float("nan")
+    return float(sum(s * n for s, n in valid) / sum(n for _, n in valid))
+
+
+def _block_names(model: Any) -> tuple[list[np.ndarray] | None, list[str] | None]:
+    """The factor columns grouped apart, and their labels: a multi-study model's shared block and each study's
+    block; ``None`` (one block of all) for a single-study model.
     """
     block_slices = getattr(model.module, "block_slices", None)
     if block_slices is None:
-        return None
-    return [np.arange(cols.start, cols.stop) for _, _, cols in block_slices()]
+        return None, None
+    slices = block_slices()
+    studies = list(getattr(model, "studies", []))
+    names = ["shared" if m < 0 else str(studies[m]) for _, m, _ in slices]
+    return [np.arange(cols.start, cols.stop) for _, _, cols in slices], names
 
 
-def consensus_of(models: Sequence[Any], *, min_share: float = 0.5, min_rbo: float = 0.5) -> Any:
-    """The consensus of trained restarts: the reference restart, its ``p*`` replaced by the consensus.
+def refit_consensus(
+    model_cls: Any,
+    adata: Any,
+    consensus: Consensus,
+    *,
+    seed: int,
+    model_kwargs: dict[str, Any],
+    train_kwargs: dict[str, Any],
+) -> Any:
+    """Fit one model whose factors are the consensus programmes, their supports held fixed.
 
-    Use it on fits made elsewhere (with other seeds of the same model on the same data);
-    :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>` fits the restarts and calls it.
+    The model has one factor per kept programme (per block, for a multi-study model); its mask ``W`` starts at the
+    programmes' mean loadings and is zero, and stays zero, outside their genes; ``p*`` is the consensus's and is
+    not updated. The weights on the programmes' genes, the decoder's network and the encoder are trained as in
+    any fit (:meth:`SparseVAE.train <scsparse.model.SparseVAE.train>` with ``train_kwargs``).
+
+    Parameters
+    ----------
+    model_cls
+        :class:`~scsparse.model.SparseVAE` or :class:`~scsparse.model.MultiStudySparseVAE`.
+    adata
+        The AnnData the restarts were fitted to (registered with ``model_cls.setup_anndata``).
+    consensus
+        The grouping (:func:`consensus_programmes`) of the restarts' programmes.
+    seed
+        The refit's seed (initial weights, split and training).
+    model_kwargs
+        The restarts' constructor arguments; the numbers of factors are replaced by the consensus's.
+    train_kwargs
+        Passed to :meth:`train`.
+
+    Returns
+    -------
+    SparseVAE
+        The trained refit (of ``model_cls``).
+    """
+    import torch
+
+    if consensus.n_programmes == 0:
+        raise InvalidInputError(
+            "No programme reproduces in the restarts: no group of programmes has members from at least min_share of "
+            "them. Fit more restarts, lower min_share, or raise distance to group looser programmes; "
+            "consensus.table lists every group and its reproducibility."
+        )
+    kwargs = {**model_kwargs, **model_cls._consensus_factor_kwargs(consensus), "fixed_support": True}
+    kwargs.pop("mask_init", None)  # the refit's W starts at the consensus loadings, whatever the restarts' start
+    model = model_cls(adata, seed=int(seed), **kwargs)
+    model.module.fix_support_(
+        torch.as_tensor(consensus.pip, dtype=torch.float32), torch.as_tensor(consensus.loadings, dtype=torch.float32)
+    )
+    model.train(**train_kwargs)
+    return model
+
+
+def _attach(model: Any, consensus: Consensus, restarts: pd.DataFrame, params: dict[str, Any]) -> Any:
+    """Give the refitted model its consensus tables (``consensus_``, ``consensus_members_``, ``restarts_`` ...)."""
+    table = consensus.table.copy()
+    names = list(model.factor_names)
+    table.loc[table["kept"], "factor"] = names[: int(table["kept"].sum())]
+    model.consensus_ = table
+    model.consensus_members_ = consensus.members.copy()
+    model.consensus_selection_ = consensus.selection.copy()
+    model.restarts_ = restarts
+    model.consensus_params_ = params
+    return model
+
+
+def _restart_arrays(model: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A trained restart's ``p*`` and ``W`` (genes x factors)."""
+    return model.get_inclusion_probabilities().to_numpy(), model.get_loadings().to_numpy()
+
+
+def consensus_of(
+    models: Sequence[Any],
+    *,
+    min_share: float = 0.5,
+    distance: float = 0.6,
+    max_density: float | None = None,
+    refit_seed: int | None = None,
+    train_kwargs: dict[str, Any] | None = None,
+) -> Any:
+    """The pooled consensus of trained restarts, refitted as one model.
+
+    Use it on fits made elsewhere (other seeds of the same model on the same AnnData);
+    :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>` fits the restarts and calls the same steps.
 
     Parameters
     ----------
     models
         Trained :class:`~scsparse.model.SparseVAE` (or :class:`~scsparse.model.MultiStudySparseVAE`) models of the
-        same data and settings, at least two. A multi-study model's shared factors are matched with the shared
-        factors of the other restarts, each study's specific factors with that study's.
-    min_share, min_rbo
-        As in :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`.
+        same AnnData and settings, at least two. A multi-study model's shared programmes are grouped with the
+        shared programmes of the other restarts, each study's with that study's.
+    min_share, distance, max_density
+        As in :func:`consensus_programmes`.
+    refit_seed
+        The refit's seed (default: the first restart's).
+    train_kwargs
+        Passed to the refit's :meth:`train` (default: the first restart's ``max_epochs`` and ``batch_size``).
 
     Returns
     -------
     SparseVAE
-        The reference restart (modified in place) with ``consensus_``, ``restarts_`` and ``consensus_params_``.
+        The refit, with ``consensus_``, ``consensus_members_``, ``consensus_selection_``, ``restarts_`` and
+        ``consensus_params_``.
 
     Examples
     --------
@@ -275,8 +491,6 @@ def consensus_of(models: Sequence[Any], *, min_share: float = 0.5, min_rbo: floa
     >>> model = scsparse.model.consensus_of(fits)
     >>> model.consensus_
     """
-    import torch
-
     models = list(models)
     if len(models) < 2:
         raise InvalidInputError(f"A consensus needs at least 2 trained restarts, got {len(models)}.")
@@ -286,27 +500,61 @@ def consensus_of(models: Sequence[Any], *, min_share: float = 0.5, min_rbo: floa
         raise InvalidInputError("The restarts of a consensus must be fitted to the same genes, in the same order.")
     if not all(m.is_trained_ for m in models):
         raise InvalidInputError("Every restart of a consensus must be trained: call train() on each first.")
-    result = consensus_programmes(
-        [m.get_inclusion_probabilities().to_numpy() for m in models],
-        [m.get_loadings().to_numpy() for m in models],
-        factor_names=models[0].factor_names,
-        blocks=_factor_blocks(models[0]),
-        min_rbo=min_rbo,
-        min_share=min_share,
+    if models[0].adata is None:
+        raise InvalidInputError("The restarts must hold their AnnData (the refit trains on it); load them with it.")
+    check_consensus_options(min_share=min_share, distance=distance, max_density=max_density)
+    first = models[0]
+    init = first.init_params_  # scvi-tools': the named arguments, and **module_kwargs under "kwargs"
+    model_kwargs = {**init["non_kwargs"], **init["kwargs"].get("module_kwargs", {})}
+    model_kwargs.pop("seed", None)
+    if train_kwargs is None:
+        train_kwargs = {k: first.train_kwargs_[k] for k in ("max_epochs", "batch_size") if k in first.train_kwargs_}
+    seeds = [int(getattr(m, "init_seed", m.seed)) for m in models]
+    epochs = [len(m.history["elbo_train"]) for m in models]
+    arrays = [_restart_arrays(m) for m in models]
+    return _pooled_refit(
+        type(first), first.adata, arrays, seeds, epochs, _block_names(first),
+        min_share=min_share, distance=distance, max_density=max_density,
+        refit_seed=seeds[0] if refit_seed is None else int(refit_seed),
+        model_kwargs=model_kwargs, train_kwargs=dict(train_kwargs),
+    )  # fmt: skip
+
+
+def _pooled_refit(
+    model_cls: Any,
+    adata: Any,
+    arrays: list[tuple[np.ndarray, np.ndarray]],
+    seeds: list[int],
+    epochs: list[int],
+    blocks: tuple[list[np.ndarray] | None, list[str] | None],
+    *,
+    min_share: float,
+    distance: float,
+    max_density: float | None,
+    refit_seed: int,
+    model_kwargs: dict[str, Any],
+    train_kwargs: dict[str, Any],
+) -> Any:
+    """Group the restarts' programmes, refit the kept ones, and attach the tables."""
+    consensus = consensus_programmes(
+        [p for p, _ in arrays], [w for _, w in arrays], blocks=blocks[0], block_names=blocks[1],
+        min_share=min_share, distance=distance, max_density=max_density,
+    )  # fmt: skip
+    logger.info(
+        "consensus: %d of %d groups kept; refitting with seed %d",
+        consensus.n_programmes, len(consensus.table), refit_seed,
+    )  # fmt: skip
+    model = refit_consensus(
+        model_cls, adata, consensus, seed=refit_seed, model_kwargs=model_kwargs, train_kwargs=train_kwargs
     )
-    best = models[result.reference]
-    prior = best.module.prior
-    with torch.no_grad():
-        p_star = torch.as_tensor(result.pip, dtype=prior.p_star.dtype, device=prior.p_star.device)
-        prior.p_star.copy_(p_star)
-        prior.eta.copy_(prior.eta_update(p_star))
-    restarts = result.restarts.copy()
-    restarts.insert(1, "seed", [int(getattr(m, "init_seed", m.seed)) for m in models])
-    restarts.insert(3, "epochs", [len(m.history["elbo_train"]) for m in models])
-    best.consensus_ = result.table
-    best.restarts_ = restarts
-    best.consensus_params_ = {"n_restarts": len(models), "min_share": min_share, "min_rbo": min_rbo}
-    return best
+    restarts = consensus.restarts.copy()
+    restarts.insert(1, "seed", seeds)
+    restarts.insert(2, "epochs", epochs)
+    params = {
+        "n_restarts": len(seeds), "min_share": float(min_share), "distance": float(distance),
+        "max_density": float(distance if max_density is None else max_density), "refit_seed": int(refit_seed),
+    }  # fmt: skip
+    return _attach(model, consensus, restarts, params)
 
 
 def fit_consensus(
@@ -315,19 +563,29 @@ def fit_consensus(
     *,
     seeds: Sequence[int],
     min_share: float,
-    min_rbo: float,
+    distance: float,
+    max_density: float | None,
     train_kwargs: dict[str, Any],
     model_kwargs: dict[str, Any],
 ) -> Any:
-    """Fit one model per seed, one after another, and return their consensus (:func:`consensus_of`).
+    """Fit one model per seed, one after another, pool their programmes and refit the consensus.
 
-    See :meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>` for the parameters.
+    Only each restart's ``p*`` and ``W`` are kept while the next one trains. See :meth:`SparseVAE.consensus
+    <scsparse.model.SparseVAE.consensus>` for the parameters.
     """
-    models = []
+    check_consensus_options(min_share=min_share, distance=distance, max_density=max_density)
+    arrays, epochs, blocks = [], [], (None, None)
     for r, seed in enumerate(seeds):
         model = model_cls(adata, seed=int(seed), **model_kwargs)
         model.train(**train_kwargs)
         logger.info("consensus: restart %d of %d (seed %d): %d active factors", r + 1, len(seeds), seed,
                     len(model.active_factors()))  # fmt: skip
-        models.append(model)
-    return consensus_of(models, min_share=min_share, min_rbo=min_rbo)
+        arrays.append(_restart_arrays(model))
+        epochs.append(len(model.history["elbo_train"]))
+        blocks = _block_names(model)
+        del model
+    return _pooled_refit(
+        model_cls, adata, arrays, [int(s) for s in seeds], epochs, blocks,
+        min_share=min_share, distance=distance, max_density=max_density, refit_seed=int(seeds[0]),
+        model_kwargs=model_kwargs, train_kwargs=train_kwargs,
+    )  # fmt: skip

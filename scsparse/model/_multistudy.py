@@ -187,6 +187,15 @@ class MultiStudySparseVAE(SparseVAE):
         )
         self.init_params_ = self._get_init_params(locals())
 
+    @classmethod
+    def _consensus_factor_kwargs(cls, consensus: Any) -> dict[str, Any]:
+        """The numbers of shared and specific factors of a consensus refit: one per kept programme of each block."""
+        specific: dict[str, int] = {}
+        for block in consensus.blocks:
+            if block != "shared":
+                specific[block] = specific.get(block, 0) + 1
+        return {"n_latent_shared": consensus.blocks.count("shared"), "n_latent_specific": specific}
+
     def _build_module(self, *, n_latent: int, latent_prior: str, **module_kwargs: Any) -> MultiStudySparseVAEModule:
         """The module with a shared block and one block per study (``n_latent`` is the single-study model's and
         does not apply; the module refuses ``latent_prior="correlated"`` with the reason).
@@ -582,7 +591,8 @@ class MultiStudySparseVAE(SparseVAE):
         - ``uns[key]``: the factor table (``factor_table``, a DataFrame), studies, active factors, ``eta``,
           top and anchor genes, ``factors_oriented`` (:meth:`orient_factors`; specific factors within their
           study's cells), hyper-parameters, seed, package versions and a hash of the training data; for a consensus
-          fit (:meth:`consensus`) also ``consensus``, ``consensus_restarts`` and ``consensus_params``.
+          fit (:meth:`consensus`) also ``consensus``, ``consensus_members``, ``consensus_selection``,
+          ``consensus_restarts`` and ``consensus_params``.
 
         Nothing is written if any key exists, unless ``overwrite=True``.
         """

@@ -45,7 +45,7 @@ from scsparse.train import SettledStopping, SparseVAETrainingPlan, clean_trainin
 
 from ._base import SparseFactorMixin
 from ._batch_query import BatchQueryMixin
-from ._consensus import fit_consensus
+from ._consensus import check_consensus_options, fit_consensus
 from ._de import CheckedDEMixin
 from ._init import mask_start
 from ._response import factor_response
@@ -648,63 +648,66 @@ class SparseVAE(
         *,
         seeds: Sequence[int] | None = None,
         min_share: float = 0.5,
-        min_rbo: float = 0.5,
+        distance: float = 0.6,
+        max_density: float | None = None,
         train_kwargs: dict[str, Any] | None = None,
         **model_kwargs: Any,
     ) -> SparseVAE:
-        """Fit several restarts and return one trained model whose programmes are those the restarts agree on.
+        """Fit several restarts, pool their programmes, and refit one model on the programmes they agree on.
 
         ``n_restarts`` models are fitted one after another, each with its own seed (initial weights, split and
-        training), as separate refits by a user would be. The restart whose programmes agree most with the others'
-        is the *reference*, and the model returned: every scvi-tools method works on it as on a single fit. Each of
-        its programmes (a factor's genes with ``p* > 0.5``, strongest ``|w|`` first) is matched one to one with a
-        programme of every other restart on the rank-biased overlap of their rankings, which weighs the strongest
-        genes most; a restart *recovers* it when that overlap is at least ``min_rbo``.
-        Programmes recovered by at least ``min_share`` of the restarts are kept, with consensus inclusion
-        probabilities (the mean ``p*`` over the restarts, 0 for one that does not recover it), so a gene is in a
-        kept programme when most restarts put it there. The others are switched off (``p* = 0``).
+        training), as separate refits by a user would be. Every active programme of every restart is pooled
+        (:func:`~scsparse.model.consensus_programmes`): outliers (programmes no other restart comes near) are
+        dropped, the rest grouped by the cosine similarity of their loadings, and a group is kept when at least
+        ``min_share`` of the restarts contribute to it. A kept programme's genes are those more than half of its
+        members hold; its ``p*`` is the share of members holding each gene. One model is then refitted with one
+        factor per kept programme and those supports held fixed (``W`` zero outside them, ``p*`` not updated; the
+        weights, the network and the encoder trained, with the first seed): its latent representation,
+        differential expression, normalised expression, :meth:`write_results`, ``save`` and ``load`` are the
+        consensus's own, not one restart's.
 
         On :class:`~scsparse.model.MultiStudySparseVAE` (``MultiStudySparseVAE.consensus(...)``) the blocks are
-        matched apart: a shared programme only with the shared programmes of another restart, a study's specific
-        programme only with that study's, so a restart that puts a programme in a study's block instead of the
-        shared one does not recover it; the reference is the restart that agrees most over all blocks, and anchor
-        genes are genes in no other kept programme of any block.
+        grouped apart: a shared programme only with the shared programmes of other restarts, a study's specific
+        programme only with that study's; the refit has as many shared and specific factors as each block keeps.
 
-        The returned model's ``consensus_`` table says, per programme, how reproducible it is
-        (``reproducibility``: share of restarts that recover it; ``agreement``: mean rank-biased overlap with the
-        matched programmes, how far its core reproduces; ``jaccard``: the mean Jaccard index of the whole gene
-        sets), how many genes and anchor genes (genes in no other kept programme) it has, and whether it is
-        identifiable (at least two anchor genes) and kept; ``restarts_`` has one row per restart.
-        :meth:`write_results` stores the table in ``uns[key]["consensus"]``, where :func:`scsparse.tl.fit_report`
-        and :func:`scsparse.pl.reproducibility` read it. Training the returned model further recomputes ``p*``
-        from its own ``W`` and leaves the consensus.
+        The returned model's ``consensus_`` table has one row per group of programmes: its ``factor`` in the refit
+        (empty when not kept), ``reproducibility`` (share of restarts with a programme in the group),
+        ``agreement`` (mean Jaccard index of the members' genes with the consensus genes), ``n_members``,
+        ``n_genes``, ``n_anchor_genes`` (genes in no other kept programme), ``identifiable`` (at least two anchor
+        genes) and ``kept``. ``consensus_members_`` has one row per pooled programme (its restart, group, local
+        density, whether an outlier), ``consensus_selection_`` the number of programmes at each cut distance
+        (:func:`scsparse.pl.consensus_selection`), ``restarts_`` one row per restart. :meth:`write_results` stores
+        them in ``uns[key]``.
 
         Parameters
         ----------
         adata
             AnnData registered with :meth:`setup_anndata`.
         n_restarts
-            Number of fits (at least 2; with 2, a programme is kept only when both find it and share its genes:
-            use 3 or more to tell how often a programme is found). The cost is that of ``n_restarts`` single fits,
-            run one after another.
+            Number of restarts (at least 2). The cost is that of ``n_restarts`` single fits, run one after another,
+            plus one refit.
         seeds
             The restarts' seeds (default: ``seed, seed + 1, ...`` from ``model_kwargs["seed"]``, else
-            ``scvi.settings.seed``). Two consensus fits with disjoint seeds test the consensus itself.
+            ``scvi.settings.seed``); the refit uses the first. Two consensus fits with disjoint seeds test the
+            consensus itself.
         min_share
-            Share of the restarts that must recover a programme for it to be kept.
-        min_rbo
-            Rank-biased overlap (p = 0.9) from which a matched programme of another restart counts as the same
-            programme.
+            Share of the restarts that must contribute a programme to a group for it to be kept.
+        distance
+            Cosine distance at which the grouping tree (average linkage) is cut.
+        max_density
+            Mean distance to the nearest other programmes above which a programme is an outlier (default:
+            ``distance``).
         train_kwargs
-            Passed to every restart's :meth:`train`.
+            Passed to every restart's :meth:`train` and to the refit's.
         **model_kwargs
             Passed to every restart's constructor (``n_latent``, ``gene_likelihood`` ...; ``n_latent_shared``,
-            ``n_latent_specific`` ... for the multi-study model).
+            ``n_latent_specific`` ... for the multi-study model); the refit's numbers of factors are the
+            consensus's.
 
         Returns
         -------
         SparseVAE
-            The reference restart, with the consensus programmes (of the class the method is called on).
+            The refit (of the class the method is called on).
 
         Examples
         --------
@@ -715,15 +718,26 @@ class SparseVAE(
         """
         if isinstance(n_restarts, bool) or not isinstance(n_restarts, int | np.integer) or n_restarts < 2:
             raise InvalidInputError(f"n_restarts must be an integer of at least 2, got {n_restarts!r}.")
+        check_consensus_options(min_share=min_share, distance=distance, max_density=max_density)
         seed = model_kwargs.pop("seed", None)
         first = int(settings.seed or 0) if seed is None else int(seed)
-        seeds = list(range(first, first + int(n_restarts))) if seeds is None else [int(s) for s in seeds]
+        if seeds is None:
+            seeds = list(range(first, first + int(n_restarts)))
+        elif any(isinstance(s, bool) or not isinstance(s, int | np.integer) for s in seeds):
+            raise InvalidInputError(f"seeds must be integers, got {list(seeds)}.")
+        seeds = [int(s) for s in seeds]
         if len(seeds) != n_restarts or len(set(seeds)) != len(seeds):
             raise InvalidInputError(f"seeds must be {n_restarts} distinct integers (one per restart), got {seeds}.")
         return fit_consensus(
-            cls, adata, seeds=seeds, min_share=float(min_share), min_rbo=float(min_rbo),
+            cls, adata, seeds=seeds, min_share=float(min_share), distance=float(distance),
+            max_density=None if max_density is None else float(max_density),
             train_kwargs=dict(train_kwargs or {}), model_kwargs=model_kwargs,
         )  # fmt: skip
+
+    @classmethod
+    def _consensus_factor_kwargs(cls, consensus: Any) -> dict[str, Any]:
+        """The constructor's numbers of factors for a refit of ``consensus`` (one factor per kept programme)."""
+        return {"n_latent": consensus.n_programmes}
 
     # ------------------------------------------------------------------ results
     def get_normalized_expression(

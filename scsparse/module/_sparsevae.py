@@ -77,6 +77,10 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         A query module (:meth:`scsparse.model.SparseVAE.load_query_data`): the first ``n_batch_frozen`` batch
         categories are a reference model's, and every parameter but the decoder's weights of the new batch
         categories stays fixed (the encoder in evaluation mode, ``p*`` and ``eta`` without EM updates).
+    fixed_support
+        The mask's support and ``p*`` are fixed (:meth:`fix_support_`): no EM update, and the entries of ``W``
+        outside the support stay zero. A consensus refit (:meth:`scsparse.model.SparseVAE.consensus`) is built so;
+        the support and ``p*`` are saved with the module.
     n_layers_encoder, n_hidden_encoder
         Encoder depth and width (default: the decoder's).
     encoder_extra_cats
@@ -122,6 +126,7 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         n_cats_per_cov: Sequence[int] = (),
         n_continuous_cov: int = 0,
         n_batch_frozen: int = 0,
+        fixed_support: bool = False,
     ) -> None:
         super().__init__()
         if gene_likelihood not in GENE_LIKELIHOODS:
@@ -171,6 +176,7 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         self.n_batch_frozen = int(n_batch_frozen)
         if self.n_batch_frozen:
             self._freeze_all_but_new_batches()
+        self.fixed_support = bool(fixed_support)
 
     def _freeze_all_but_new_batches(self) -> None:
         """A query module: only the decoder's first-layer weights of batch codes >= ``n_batch_frozen`` train."""
@@ -443,9 +449,40 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
     # ------------------------------------------------------------------ EM
     @torch.no_grad()
     def em_update(self) -> None:
-        """E-step (``p*``) and ``eta`` update of the Spike-and-Slab Lasso, from the current ``W`` (none in a query)."""
-        if not self.n_batch_frozen:
+        """E-step (``p*``) and ``eta`` update of the Spike-and-Slab Lasso, from the current ``W`` (none in a query
+        or with a fixed support).
+        """
+        if not (self.n_batch_frozen or self.fixed_support):
             self.prior.em_update(self.decoder.masked_W())
+
+    @torch.no_grad()
+    def fix_support_(self, pip: torch.Tensor, start: torch.Tensor) -> None:
+        """Hold the mask's support at ``pip > 0.5`` and its inclusion probabilities at ``pip``, in place.
+
+        ``W`` starts at ``start`` and its entries outside the support are pruned (:meth:`MaskedDecoder.prune_
+        <scsparse.nn.MaskedDecoder.prune_>`: zero, without gradient); ``p*`` is set to ``pip`` and ``eta`` to its
+        closed-form update. Training then moves the weights on the support, the network and the encoder, never
+        the support or ``p*``.
+
+        Parameters
+        ----------
+        pip
+            ``(G, K)`` inclusion probabilities in [0, 1].
+        start
+            ``(G, K)`` initial ``W``.
+        """
+        if not self.fixed_support:
+            raise ValueError("fix_support_ needs a module built with fixed_support=True (EM would move the support).")
+        shape = tuple(self.prior.p_star.shape)
+        if tuple(pip.shape) != shape or tuple(start.shape) != shape:
+            raise ValueError(f"pip and start must have shape {shape}, got {tuple(pip.shape)}, {tuple(start.shape)}.")
+        if not bool(((pip >= 0) & (pip <= 1)).all()):
+            raise ValueError("pip must lie in [0, 1].")
+        pip = pip.to(self.prior.p_star)
+        self.decoder.W.copy_(start.to(self.decoder.W))
+        self.decoder.prune_(pip > 0.5)
+        self.prior.p_star.copy_(pip)
+        self.prior.eta.copy_(self.prior.eta_update(pip))
 
     @torch.no_grad()
     def prune_spike(self, pip_threshold: float = 0.5) -> int:

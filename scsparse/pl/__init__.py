@@ -10,7 +10,8 @@
 - :func:`training_history` — ELBO and number of active factors over the epochs;
 - :func:`multistudy_overview` — shared vs study-specific factors of a multi-study fit;
 - :func:`stability` — reproducibility of each factor across seeds (from :func:`scsparse.tl.stability`);
-  :func:`reproducibility` — how many restarts of a consensus fit recover each programme.
+  :func:`reproducibility` — how many restarts of a consensus fit contribute to each programme;
+  :func:`consensus_selection` — how the consensus chose its programmes (the cut, the groups' restarts).
 
 All take ``show=``, ``save=`` (a path; dpi 150) and ``ax=``, those reading a fit take ``key=`` (its
 ``key_added``), and all return the axes when ``show=False``.
@@ -24,13 +25,14 @@ from ._enrichment import enrichment_dotplot
 from ._history import training_history
 from ._loadings import loadings_heatmap
 from ._multistudy import multistudy_overview
-from ._reproducibility import reproducibility
+from ._reproducibility import consensus_selection, reproducibility
 from ._response import factor_response
 from ._stability import stability
 from ._top_genes import top_genes
 
 __all__ = [
     "MissingResultsError",
+    "consensus_selection",
     "enrichment_dotplot",
     "factor_activity",
     "factor_embedding",

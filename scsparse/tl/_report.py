@@ -133,45 +133,35 @@ def _consensus_lines(consensus: pd.DataFrame | None, uns: Mapping) -> list[str]:
         return []
     params = dict(uns.get("consensus_params", {}))
     n_restarts = int(params.get("n_restarts", 0))
-    if not len(consensus):
-        return [
-            "### How reproducible each programme is",
-            "",
-            f"Consensus of {n_restarts} restarts with different seeds: the reference restart has no active "
-            "programme, so there is nothing to compare.",
-            "",
-        ]
     share = float(params.get("min_share", np.nan))
-    rbo = float(params.get("min_rbo", np.nan))
     kept = consensus[consensus["kept"].astype(bool)]
     dropped = consensus[~consensus["kept"].astype(bool)]
     identifiable = kept[kept["identifiable"].astype(bool)]
-    # a programme every restart recovers comes back in an independent consensus (docs: benchmarks/stability)
     every = kept[kept["reproducibility"].astype(float) >= 1.0 - 1e-9]
     lines = [
         "### How reproducible each programme is",
         "",
-        f"Consensus of {n_restarts} restarts with different seeds: a programme of the reference restart counts as "
-        "recovered by another restart when the rank-biased overlap of their rankings (strongest genes weighted "
-        f"most) is at least {rbo:g}, and is kept when at least {share:.0%} of the restarts recover it. "
-        "`reproducibility`: share of the restarts that recover it; `agreement`: mean rank-biased overlap with the "
-        "matched programme of every other restart (its core); `jaccard`: mean Jaccard index of the gene sets; "
-        "`n_genes`: genes with consensus p* > 0.5; `n_anchor_genes`: of those, genes in no other kept programme; "
-        "`identifiable`: at least two anchor genes.",
+        f"Consensus of {n_restarts} restarts with different seeds: the active programmes of every restart were "
+        f"pooled and grouped by the similarity of their loadings (cosine distance, cut at "
+        f"{float(params.get('distance', np.nan)):g}); a group is kept when at least {share:.0%} of the restarts "
+        "contribute to it, and its genes are those more than half of its members hold. The model was then "
+        "refitted with one factor per kept programme and those genes held fixed. `reproducibility`: share of the "
+        "restarts with a programme in the group; `agreement`: mean Jaccard index of the members' genes with the "
+        "consensus genes; `n_genes`: genes with consensus p* > 0.5; `n_anchor_genes`: of those, genes in no other "
+        "kept programme; `identifiable`: at least two anchor genes.",
         "",
-        f"- kept: {len(kept)} of {len(consensus)} programmes"
+        f"- kept: {len(kept)} of {len(consensus)} groups"
         + (f" ({', '.join(kept['factor'].astype(str))})" if len(kept) else ""),
-        f"- recovered by every restart (the ones to read; the others are leads): {len(every)} of the {len(kept)} "
+        f"- found by every restart (the ones to read; the others are leads): {len(every)} of the {len(kept)} "
         "kept" + (f" ({', '.join(every['factor'].astype(str))})" if len(every) else ""),
         f"- identifiable (two anchor genes or more): {len(identifiable)} of the {len(kept)} kept",
     ]
     if len(dropped):
         lines.append(
-            f"- not reproducible (switched off, p* = 0): {', '.join(dropped['factor'].astype(str))}; a programme one "
-            "seed finds and most others do not is not a finding."
+            f"- not kept (too few restarts): {', '.join(dropped['programme'].astype(str))}; a programme one seed "
+            "finds and most others do not is not a finding."
         )
-    table = consensus.set_index("factor")
-    return [*lines, "", _markdown_table(table), ""]
+    return [*lines, "", _markdown_table(consensus.set_index("programme")), ""]
 
 
 def _group_cell(row: pd.Series, column: str, side: str) -> str:

@@ -160,9 +160,10 @@ def sparse_vae(
     seed
         Seed of the weights, the train/validation split and training; recorded in ``uns[key]["seed"]``.
     n_restarts
-        With more than 1, fit that many restarts (seeds ``seed``, ``seed + 1`` ...) and keep the programmes they
-        agree on (:meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`): ``uns[key]["consensus"]``
-        then says how reproducible each programme is. Costs ``n_restarts`` fits.
+        With more than 1, fit that many restarts (seeds ``seed``, ``seed + 1`` ...), pool their programmes and
+        refit one model on those most of them find (:meth:`SparseVAE.consensus
+        <scsparse.model.SparseVAE.consensus>`): ``uns[key]["consensus"]`` then says how reproducible each programme
+        is. Costs ``n_restarts`` fits and one refit.
     key_added
         Prefix of the keys written.
     overwrite
@@ -296,10 +297,11 @@ def multistudy_sparse_vae(
     seed
         Seed of the weights, the split and training; recorded in ``uns[key]["seed"]``.
     n_restarts
-        With more than 1, fit that many restarts (seeds ``seed``, ``seed + 1`` ...) and keep the programmes they
-        agree on, shared and specific blocks matched apart (:meth:`MultiStudySparseVAE.consensus
-        <scsparse.model.MultiStudySparseVAE.consensus>`): ``uns[key]["consensus"]`` then says how reproducible each
-        programme is. Costs ``n_restarts`` fits.
+        With more than 1, fit that many restarts (seeds ``seed``, ``seed + 1`` ...), pool their programmes, shared
+        and specific blocks apart, and refit one model on those most of them find
+        (:meth:`MultiStudySparseVAE.consensus <scsparse.model.MultiStudySparseVAE.consensus>`):
+        ``uns[key]["consensus"]`` then says how reproducible each programme is. Costs ``n_restarts`` fits and one
+        refit.
     key_added
         Prefix of the keys written.
     overwrite

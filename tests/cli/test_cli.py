@@ -146,7 +146,8 @@ def test_fit_restarts_writes_a_consensus(input_file, tmp_path, capsys):
     assert "consensus of 2 restarts" in capsys.readouterr().out
     uns = ad.read_h5ad(out).uns["mssvae"]
     assert list(uns["consensus_restarts"]["seed"]) == [0, 1]
-    assert set(pd.DataFrame(uns["consensus"])["factor"]) <= set(uns["factor_names"])
+    table = pd.DataFrame(uns["consensus"])
+    assert table.loc[table["kept"].astype(bool), "factor"].tolist() == list(uns["factor_names"])
 
 
 def test_fit_multistudy(counts_factory, tmp_path, capsys):

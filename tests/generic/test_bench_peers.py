@@ -455,7 +455,7 @@ def test_sparsevae_fits_are_stored_so_a_consensus_reuses_the_plain_fit_and_a_res
     real = _fits.fit_sparsevae
     monkeypatch.setattr(_fits, "fit_sparsevae", lambda *a, **k: fitted.append(a[3]) or real(*a, **k))
     options = {
-        "quick": True, "seeds": 1, "datasets": "kang", "max_epochs": 5, "verbose": False,
+        "quick": True, "seeds": 1, "datasets": "kang", "max_epochs": 40, "verbose": False,
         "methods": "SparseVAE,SparseVAE (consensus)",
     }  # fmt: skip
     first = run_peers(tmp_path, **options)

@@ -114,7 +114,7 @@ def test_quick_consensus_runs_use_disjoint_seeds(shared_data, tmp_path, monkeypa
     from dataclasses import replace
 
     monkeypatch.setitem(stability.VARIANTS, "consensus", replace(VARIANTS["consensus"], restarts=2))
-    df = run_stability(tmp_path, quick=True, max_epochs=10, methods="consensus", verbose=False)
+    df = run_stability(tmp_path, quick=True, max_epochs=40, methods="consensus", verbose=False)
     assert df["init_seed"].tolist() == [0, 2]
     saved = (tmp_path / "fits" / "kang" / "consensus_seed1.json").read_text()
     assert '"init_seed": 2' in saved

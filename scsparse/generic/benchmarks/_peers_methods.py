@@ -9,8 +9,8 @@ kept. How each method's programmes are read (:data:`READING`):
   the direction they go with it; the prior decides the size of each programme and which factors stay on.
   "restarts" fits ``FitBudget.restarts`` seeds (the first is the plain fit of the seed) and keeps the lowest
   training objective (:func:`scsparse.model.select_best`); "consensus" fits ``FitBudget.consensus_restarts``
-  seeds (the first the plain fit of the seed, the others with their own split) and keeps the programmes at least
-  half of them recover (:func:`scsparse.model.consensus_of`).
+  seeds (the first the plain fit of the seed, the others with their own split), pools their programmes, keeps the
+  groups at least half of them feed and refits on those supports (:func:`scsparse.model.consensus_of`).
 - **LDVAE** (``scvi.model.LinearSCVI``) — the top genes of each factor's linear decoder loadings
   (``get_loadings()``), positive and negative separately.
 - **DRVI** (``scvi.external.DRVI``, scvi-tools >= 1.5) — its interpretability scores (``OOD_combined``, by
@@ -74,8 +74,8 @@ DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in PEER_METHODS if m != "Sparse
 READING: dict[str, str] = {
     "SparseVAE": "genes with p* > 0.5 of each active factor, by direction (tl.programme_genes)",
     "SparseVAE (restarts)": "as SparseVAE, the fit with the lowest training objective of several seeds (select_best)",
-    "SparseVAE (consensus)": "as SparseVAE, the consensus of several seeds (consensus_of): the programmes at least "
-    "half of them recover, genes with consensus p* > 0.5",
+    "SparseVAE (consensus)": "as SparseVAE, the pooled consensus of several seeds refitted (consensus_of): the "
+    "groups of programmes at least half of them feed, genes with consensus p* > 0.5",
     "LDVAE": "top genes of each factor's decoder loadings (get_loadings), by sign",
     "DRVI": "top genes of the OOD_combined interpretability scores by direction; vanished directions dropped",
     "DRVI (defaults)": "DRVI's default number of latent dimensions; the genes its own selection rule keeps "
@@ -206,7 +206,8 @@ def _fit_sparsevae_consensus(adata, budget, seed, batch_key, store: ModelStore) 
         store.fit_sparsevae(adata.copy(), budget.n_factors, budget.max_epochs, seed + r * RESTART_SEED_STEP, batch_key)
         for r in range(budget.consensus_restarts)
     ]  # each restart its own initial weights and its own split; restart 0 is the seed's plain fit
-    fit = _several_fits(made, consensus_of, adata, "SparseVAE (consensus)")
+    refit = {"max_epochs": budget.max_epochs, "enable_progress_bar": False}  # the restarts' budget
+    fit = _several_fits(made, lambda models: consensus_of(models, train_kwargs=refit), adata, "SparseVAE (consensus)")
     fit.extra["restarts"] = float(budget.consensus_restarts)
     return fit
 

@@ -1,16 +1,17 @@
 """Consensus fits read off single fits: a consensus of R seeds against the consensus of R other seeds.
 
 A consensus of ``R`` restarts (:meth:`scsparse.model.SparseVAE.consensus`) fits ``R`` models, each exactly as a
-single fit with its seed, and matches their programmes (:func:`scsparse.model.consensus_programmes`). So the
-single fits ``bench stability`` has already made for a variant give its consensus fits for free: the seeds are
-split into two disjoint sets of ``R``, each set's consensus is computed from the fits' ``p*`` and loadings, and the
-two consensus fits are compared as two single fits are (:func:`scsparse.generic.metrics.programme_agreement`;
-their kept programmes by factor, genes with consensus ``p* > 0.5`` ranked by the reference restart's ``|w|``; a
-multi-study fit block by block).
+single fit with its seed, and pools their programmes (:func:`scsparse.model.consensus_programmes`). So the single
+fits ``bench stability`` has already made for a variant give its consensus programmes for free: the seeds are split
+into two disjoint sets of ``R``, each set's programmes are pooled and grouped from the fits' ``p*`` and loadings, and
+the two consensus fits are compared as two single fits are (:func:`scsparse.generic.metrics.programme_agreement`;
+their kept programmes, genes with consensus ``p* > 0.5`` ranked by the members' mean ``|w|``; a multi-study fit
+block by block). The refit that :meth:`~scsparse.model.SparseVAE.consensus` adds holds these supports fixed, so
+its programmes are these.
 
 Each kept programme is also set against the other consensus: its reproducibility (how many of its ``R`` restarts
-recover it) beside its best Jaccard index with a programme the other consensus keeps. That answers what a user
-of the consensus needs to know: is a programme every restart recovers one another set of seeds would give again?
+contribute to it) beside its best Jaccard index with a programme the other consensus keeps. That answers what a
+user of the consensus needs to know: is a programme every restart finds one another set of seeds would give again?
 """
 
 from __future__ import annotations
@@ -92,25 +93,27 @@ def disjoint_splits(
 
 
 def _consensus_set(fits: Sequence[FitMask], min_share: float) -> tuple[ProgrammeSet, np.ndarray]:
-    """The kept programmes of the fits' consensus and how many restarts recover each (one fit: its own)."""
+    """The kept programmes of the fits' pooled consensus and how many restarts feed each (one fit: its own)."""
     from scsparse.model import consensus_programmes
     from scsparse.results import rank_genes
 
-    if len(fits) == 1:  # a single fit read the same way: its active factors, each recovered by itself
-        reference, pip = fits[0], fits[0].pip
-        kept = np.flatnonzero((pip > 0.5).any(axis=0))
-        recovered = np.ones(kept.size, dtype=int)
-    else:
-        result = consensus_programmes(
-            [f.pip for f in fits], [f.weights for f in fits], blocks=fits[0].blocks(), min_share=min_share
-        )
-        reference, pip = fits[result.reference], result.pip
-        kept_rows = result.table[result.table["kept"].astype(bool)]
-        kept = np.asarray([int(name.split("_")[-1]) for name in kept_rows["factor"]], dtype=np.int64)
-        recovered = np.rint(kept_rows["reproducibility"].to_numpy(dtype=np.float64) * len(fits)).astype(int)
-    programmes = [rank_genes(reference.weights[:, k], pip[:, k], 0.5) for k in kept]
-    scopes = None if reference.factor_blocks is None else [reference.factor_blocks[k] for k in kept]
-    return ProgrammeSet(programmes, reference.weights[:, kept], scopes=scopes, factor_scopes=scopes), recovered
+    if len(fits) == 1:  # a single fit read the same way: its active factors, each found by itself
+        fit = fits[0]
+        kept = np.flatnonzero((fit.pip > 0.5).any(axis=0))
+        programmes = [rank_genes(fit.weights[:, k], fit.pip[:, k], 0.5) for k in kept]
+        scopes = None if fit.factor_blocks is None else [fit.factor_blocks[k] for k in kept]
+        weights = fit.weights[:, kept]
+        return ProgrammeSet(programmes, weights, scopes=scopes, factor_scopes=scopes), np.ones(kept.size, dtype=int)
+    blocks = fits[0].blocks()
+    names = None if blocks is None else list(dict.fromkeys(fits[0].factor_blocks))
+    result = consensus_programmes(
+        [f.pip for f in fits], [f.weights for f in fits], blocks=blocks, block_names=names, min_share=min_share
+    )
+    kept_rows = result.table[result.table["kept"]]
+    found = np.rint(kept_rows["reproducibility"].to_numpy(dtype=np.float64) * len(fits)).astype(int)
+    programmes = [rank_genes(result.loadings[:, k], result.pip[:, k], 0.5) for k in range(result.n_programmes)]
+    scopes = None if blocks is None else list(result.blocks)
+    return ProgrammeSet(programmes, result.loadings, scopes=scopes, factor_scopes=scopes), found
 
 
 def _best_jaccard(a: ProgrammeSet, b: ProgrammeSet, n_genes: int) -> np.ndarray:
