@@ -277,6 +277,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         "cells": _cell_counts(args.cells),
         "max_prior_cells": args.max_prior_cells,
         "resume": True if args.resume else None,
+        "halves": args.halves,
     }
     if args.name == "all":
         try:
@@ -630,6 +631,14 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         action="store_true",
         help="keep the fits an earlier run into --out finished and fit only the missing ones, for benchmarks that "
         "take it (peers, stability)",
+    )
+    bench.add_argument(
+        "--halves",
+        type=lambda text: _int_at_least(text, 0),
+        default=None,
+        metavar="N",
+        help="random halvings of the cells for the resampling reading, for benchmarks that take it (stability; "
+        "default: 1, quick: 0)",
     )
     bench.add_argument("--out", default=None, metavar="DIR", help="output folder (default: bench_out/NAME)")
     bench.add_argument("--quick", action="store_true", help="a short smoke run")

@@ -282,10 +282,15 @@ def test_bench_dispatch(monkeypatch, tmp_path, capsys):
         "cells": None,
         "max_prior_cells": None,
         "resume": None,
+        "halves": None,
     }
     assert "2 result row(s)" in capsys.readouterr().out
     assert main(["bench", "programme_size", "--cells", "2000,10000", "--out", str(tmp_path)]) == 0
     assert calls["programme_size"]["cells"] == [2000, 10000]
+    assert main(["bench", "stability", "--halves", "2", "--out", str(tmp_path)]) == 0
+    assert calls["stability"]["halves"] == 2
+    with pytest.raises(SystemExit):
+        main(["bench", "stability", "--halves", "-1"])
     assert main(["bench", "programme_size", "--cells", "2000,lots"]) == 2
     assert "--cells takes positive whole numbers" in capsys.readouterr().err
     assert main(["bench", "programme_size", "--max-prior-cells", "all", "--out", str(tmp_path)]) == 0
@@ -341,6 +346,7 @@ def test_bench_all_dispatch(monkeypatch, tmp_path, capsys):
             "cells": None,
             "max_prior_cells": None,
             "resume": None,
+            "halves": None,
         },
     )
     assert "2 benchmark(s)" in capsys.readouterr().out

@@ -13,7 +13,9 @@ import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
 from scsparse.generic.benchmarks._peers import RESULT_COLUMNS, run_peers
-from scsparse.generic.benchmarks._peers_methods import (
+from scsparse.generic.benchmarks._peers_summary import peers_summary, peers_targets
+from scsparse.generic.benchmarks._programme_fit import FitBudget, ProgrammeFit
+from scsparse.generic.benchmarks._programme_methods import (
     PEER_METHODS,
     MethodUnavailable,
     _top_by_sign,
@@ -22,8 +24,6 @@ from scsparse.generic.benchmarks._peers_methods import (
     signed_programmes,
     slab_programmes,
 )
-from scsparse.generic.benchmarks._peers_summary import peers_summary, peers_targets
-from scsparse.generic.benchmarks._programme_fit import FitBudget, ProgrammeFit
 from scsparse.generic.benchmarks._programme_scores import (
     _markers_recovered,
     disentanglement_processes,
@@ -142,7 +142,7 @@ def test_drvi_rule_keeps_strong_or_specific_effects_of_at_least_e_fold():
 
 def test_drvi_at_its_defaults_reads_programmes_by_its_own_rule():
     pytest.importorskip("scvi.external", reason="scvi-tools")
-    from scsparse.generic.benchmarks._peers_methods import MethodUnavailable, _drvi_default_n_latent
+    from scsparse.generic.benchmarks._programme_methods import MethodUnavailable, _drvi_default_n_latent
 
     try:
         n_latent = _drvi_default_n_latent()

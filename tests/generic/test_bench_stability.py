@@ -121,6 +121,51 @@ def test_quick_consensus_runs_use_disjoint_seeds(shared_data, tmp_path, monkeypa
     assert len(pd.read_csv(tmp_path / "agreement.csv")) == 1
 
 
+def test_halves_are_disjoint_and_keep_the_genes_expressed_in_both(shared_data):
+    from scsparse.generic.benchmarks._stability_halves import split_halves
+
+    adata = load_real_dataset("kang", quick=True)
+    a, b = split_halves(adata, 0)
+    again, _ = split_halves(adata, 0)
+    other, _ = split_halves(adata, 1)
+    assert not set(a.obs_names) & set(b.obs_names) and a.n_obs + b.n_obs == adata.n_obs
+    assert list(a.obs_names) == list(again.obs_names) and list(a.obs_names) != list(other.obs_names)
+    assert list(a.var_names) == list(b.var_names)
+    for half in (a, b):
+        assert (np.asarray((half.layers["counts"] != 0).sum(axis=0)).ravel() > 0).all()
+
+
+def test_quick_run_with_resampled_cells(shared_data, tmp_path, monkeypatch):
+    from scsparse.generic.benchmarks import _stability_halves
+    from scsparse.generic.benchmarks._stability_halves import HALVES_COLUMNS
+
+    monkeypatch.setattr(stability, "HALVES_PEERS", ("NMF (KL)",))  # cNMF's 100 replicates are a full run's
+    run_stability(tmp_path, quick=True, seeds=3, max_epochs=40, halves=1, verbose=False)
+    halves = pd.read_csv(tmp_path / "halves.csv", dtype={"seeds_a": str, "seeds_b": str})
+    assert list(halves.columns) == HALVES_COLUMNS and set(halves["draw"]) == {0}
+    single = halves[halves["method"] == "SparseVAE"]
+    # three seeds per half: three pairs within each half, nine across the halves
+    assert (single["reading"] == "seeds").sum() == 6 and (single["reading"] == "halves").sum() == 9
+    pooled = halves[halves["method"] == "SparseVAE (consensus)"]
+    assert set(pooled["restarts"]) == {2, 3}
+    # consensus pairs within a half use disjoint seeds; across halves every set has a partner
+    within = pooled[pooled["reading"] == "seeds"]
+    pairs = zip(within["seeds_a"], within["seeds_b"], strict=True)
+    assert all(not set(a.split("-")) & set(b.split("-")) for a, b in pairs)
+    assert (pooled[(pooled["reading"] == "halves") & (pooled["restarts"] == 3)]["seeds_a"] == "0-1-2").all()
+    nmf = halves[halves["method"] == "NMF (KL)"]
+    assert (nmf["reading"] == "seeds").sum() == 6 and (nmf["reading"] == "halves").sum() == 9
+    assert halves["jaccard"].dropna().between(0, 1).all()  # NaN: two fits without a programme
+    # each half's fits are stored apart from the whole data set's
+    assert len(list((tmp_path / "fits" / "kang" / "halves" / "draw0a").glob("default_seed*.json"))) == 3
+    summary = (tmp_path / "summary.md").read_text()
+    assert "**Resampled cells** (1 random halving(s)" in summary
+    assert "| SparseVAE (consensus), 3 restarts |" in summary and "| NMF (KL) |" in summary
+    assert _stability_halves.MAX_CONSENSUS_DRAWS >= 2
+    with pytest.raises(ValueError, match="halves must be a whole number"):
+        run_stability(tmp_path, quick=True, halves=-1)
+
+
 def test_lambda0_ladder_climbs_to_the_model_rate_and_ends_there(counts_factory):
     """Dynamic posterior exploration: lambda0 rises geometrically over the first epochs; the fit ends at its own."""
     import warnings

@@ -1,7 +1,7 @@
 """``scsparse bench peers``: SparseVAE against the tools single-cell users would pick instead, on real data.
 
-On each data set of :data:`._real_data.REAL_DATASETS`, every chosen method of :data:`._peers_methods.PEER_METHODS`
-(by default :data:`._peers_methods.DEFAULT_METHODS`; on the data sets of the multi-study arm, of
+On each data set of :data:`._real_data.REAL_DATASETS`, every chosen method of :data:`._programme_methods.PEER_METHODS`
+(by default :data:`._programme_methods.DEFAULT_METHODS`; on the data sets of the multi-study arm, of
 :data:`._peers_multistudy.MULTISTUDY_METHODS`) is fitted with
 the same genes, the same maximum number of factors, the same seeds and the same epoch budget,
 one after the other in one process, and its programmes are read the way its authors recommend. Each fit is
@@ -37,10 +37,10 @@ import pandas as pd
 
 from ._common import check_positive_int, chosen_names, quiet_training_logs
 from ._fits import ModelStore
-from ._peers_methods import DEFAULT_METHODS, PEER_METHODS, MethodUnavailable, fit_peer
 from ._peers_multistudy import MULTISTUDY_METHODS, fit_multistudy_peer
 from ._peers_summary import peers_figure, peers_summary
 from ._programme_fit import FitBudget
+from ._programme_methods import DEFAULT_METHODS, PEER_METHODS, MethodUnavailable, fit_peer
 from ._programme_scores import METRICS, score_fit, stability_scores
 from ._real_data import REAL_DATASETS, load_real_dataset
 from ._report import (
@@ -292,8 +292,8 @@ def run_peers(
     datasets
         Data sets to run (comma-separated or a list; default: all of :data:`._real_data.REAL_DATASETS`).
     methods
-        Methods to run (default: :data:`._peers_methods.DEFAULT_METHODS`, all of
-        :data:`._peers_methods.PEER_METHODS` but the restarts, and, on the multi-study data sets, all of
+        Methods to run (default: :data:`._programme_methods.DEFAULT_METHODS`, all of
+        :data:`._programme_methods.PEER_METHODS` but the restarts, and, on the multi-study data sets, all of
         :data:`._peers_multistudy.MULTISTUDY_METHODS`).
     n_threads
         CPU threads for torch and for the BLAS and OpenMP pools of the other methods (NMF, cNMF, MOFA+, PCA),

@@ -14,8 +14,8 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from ._peers_methods import DETERMINISTIC
 from ._programme_fit import EQUAL_SIZES
+from ._programme_methods import DETERMINISTIC
 from ._programme_scores import HIGHER_IS_BETTER, LOWER_IS_BETTER, METRICS, SIZE_DEPENDENT, STABILITY
 
 __all__ = [

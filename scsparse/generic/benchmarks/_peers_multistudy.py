@@ -11,7 +11,7 @@ programmes are compared, each with the same cells, genes, seed and at most ``K``
   spike-and-slab priors. A factor is kept when it explains more than :data:`MOFA_MIN_R2` of the variance in at
   least one group (the rule of mofapy2's ``dropR2``); its programmes are read by its spike-and-slab prior, the
   genes whose weight is in the slab (posterior slab probability > 0.5) by sign
-  (:func:`._peers_methods.slab_programmes`); its scope is the group that holds at least
+  (:func:`._programme_methods.slab_programmes`); its scope is the group that holds at least
   :data:`MOFA_SPECIFIC_SHARE` of the variance it explains, else shared.
 - **SparseVAE (per study)** — one SparseVAE per study, on the genes expressed in that study: the baseline that
   shares nothing. Every programme is specific to its study, and a programme present in every study is found once
@@ -33,8 +33,8 @@ import scipy.sparse as sp
 from anndata import AnnData
 
 from ._fits import MULTISTUDY_SPECIFIC, fit_sparsevae, measured
-from ._peers_methods import MethodUnavailable, counts_matrix, slab_programmes
 from ._programme_fit import EQUAL_SIZES, FitBudget, ProgrammeFit, read_sparsevae
+from ._programme_methods import MethodUnavailable, counts_matrix, slab_programmes
 from ._real_data import study_names
 
 __all__ = [

@@ -30,9 +30,9 @@ from ._peers_compare import (
     versus,
     winner_lines,
 )  # fmt: skip
-from ._peers_methods import DETERMINISTIC, READING
 from ._peers_multistudy import MULTISTUDY_READING
 from ._programme_fit import EQUAL_SIZES, FitBudget
+from ._programme_methods import DETERMINISTIC, READING
 from ._programme_scores import (
     DISENTANGLEMENT,
     EQUAL_SIZE_METRICS,

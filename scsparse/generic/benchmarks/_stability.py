@@ -30,8 +30,13 @@ apply to it (``nmf_start``: the multi-study model has the constant start only) a
 ``summary.md`` the mean ± sd of each measure per data set and variant with the targets. With at least 4 seeds, a
 variant's single fits also give its consensus fits at no cost (:mod:`._stability_consensus`): two disjoint sets of
 ``R`` seeds, each set's consensus, compared (``consensus.csv``), and each kept programme's reproducibility against
-its best match in the other consensus (``consensus_programmes.csv``). The fits' programmes, loadings and ``p*``
-are saved under ``fits/``, so ``resume`` fits only what an earlier run into the same folder left out.
+its best match in the other consensus (``consensus_programmes.csv``). Seeds on the same cells cannot tell whether
+other cells of the same tissue would give the same programmes (and a deterministic method passes them by
+construction): the resampling reading (``halves``, :mod:`._stability_halves`) splits each single-study data set's
+cells into two random halves, fits each with its own seeds (single fits, their pooled consensus, and NMF and cNMF
+on the same halves) and compares fits of one half with fits of the other (``halves.csv``). The fits' programmes,
+loadings and ``p*`` are saved under ``fits/``, so ``resume`` fits only what an earlier run into the same folder
+left out.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ from ._stability_consensus import (
     consensus_agreement,
     consensus_lines,
 )
+from ._stability_halves import HALVES_COLUMNS, HALVES_PEERS, halves_agreement, halves_lines
 
 __all__ = ["AGREEMENT_COLUMNS", "RESULT_COLUMNS", "VARIANTS", "Lambda0Ladder", "StabilityVariant", "run_stability"]
 
@@ -228,8 +234,8 @@ _QUICK = FitBudget(n_factors=5, max_epochs=60)
 _MULTI_STUDY = {name for name, spec in REAL_DATASETS.items() if spec.study_key}
 
 
-def _fit_path(out_dir: Path, dataset: str, variant: str, seed: int) -> Path:
-    return out_dir / "fits" / dataset / f"{variant}_seed{seed}"
+def _fit_path(out_dir: Path, dataset: str, variant: str, seed: int, part: str = "") -> Path:
+    return out_dir / "fits" / dataset / part / f"{variant}_seed{seed}"
 
 
 @dataclass
@@ -337,6 +343,31 @@ def _fit(
     )  # fmt: skip
 
 
+def _halves(
+    dataset: str, adata, seeds: int, draws: int, budget: FitBudget, out_dir: Path, resume: bool, verbose: bool
+) -> pd.DataFrame:
+    """The resampling reading of one data set: the default variant and the peers on random halves of its cells."""
+    from ._programme_methods import MethodUnavailable, fit_peer
+
+    spec = REAL_DATASETS[dataset]
+
+    def fit_half(half, part: str) -> dict[int, FitMask]:
+        return _run_variant(dataset, VARIANTS["default"], seeds, half, budget, out_dir, resume, verbose, part)[2]
+
+    def fit_peer_half(method: str, half, seed: int) -> ProgrammeSet | None:
+        try:
+            fit = fit_peer(method, half, budget, seed, spec.batch_key)
+        except MethodUnavailable as exc:
+            if verbose:
+                print(f"[stability] {dataset} halves: {method} not run ({exc})", flush=True)
+            return None
+        return ProgrammeSet(list(fit.programmes.values()))
+
+    return halves_agreement(
+        dataset, adata, seeds=seeds, draws=draws, fit_half=fit_half, fit_peer_half=fit_peer_half, peers=HALVES_PEERS
+    )
+
+
 def _run_variant(
     dataset: str,
     variant: StabilityVariant,
@@ -346,10 +377,13 @@ def _run_variant(
     out_dir: Path,
     resume: bool,
     verbose: bool,
+    part: str = "",
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[int, FitMask | None]]:
     """Every seed of one variant on one data set, then the agreement of every pair of seeds.
 
-    Returns the rows, the pairs, and each seed's p* and ``W`` (``None`` for a consensus run, or a fit saved without).
+    ``part`` names a subset of the data set's cells (a half of the resampling reading), whose fits are stored
+    apart. Returns the rows, the pairs, and each seed's p* and ``W`` (``None`` for a consensus run, or a fit saved
+    without).
     """
     genes = np.asarray(adata.var_names).astype(str).tolist()
     wanted = {
@@ -360,13 +394,14 @@ def _run_variant(
     }
     rows, fits, masks = [], {}, {}
     for seed in range(seeds):
-        path = _fit_path(out_dir, dataset, variant.name, seed)
+        path = _fit_path(out_dir, dataset, variant.name, seed, part)
         earlier = _load_fit(path, wanted) if resume else None
         if earlier is not None:
             fits[seed], masks[seed] = earlier.programme_set(genes), earlier.mask
             rows.append(earlier.row)
             if verbose:
-                print(f"[stability] {dataset} {variant.name} seed {seed}: kept from the earlier run", flush=True)
+                print(f"[stability] {dataset}{part and ' ' + part} {variant.name} seed {seed}: kept from the earlier "
+                      "run", flush=True)  # fmt: skip
             continue
         init_seed, training_seed = variant.seeds(seed)
         row = dict.fromkeys(RESULT_COLUMNS, math.nan)
@@ -379,7 +414,8 @@ def _run_variant(
         rows.append(saved.row)
         if verbose:
             print(
-                f"[stability] {dataset} {variant.name} seed {seed}: {row['factors_kept']:.0f} active factors, "
+                f"[stability] {dataset}{part and ' ' + part} {variant.name} seed {seed}: {row['factors_kept']:.0f} "
+                "active factors, "
                 f"{row['programmes']:.0f} programmes (median {row['median_genes']:.0f} genes), "
                 f"{row['epochs']:.0f} epochs, {row['seconds']:.0f} s",
                 flush=True,
@@ -399,12 +435,15 @@ def stability_summary(
     total_seconds: float,
     consensus: pd.DataFrame | None = None,
     consensus_programmes: pd.DataFrame | None = None,
+    halves: pd.DataFrame | None = None,
 ) -> list[str]:
     """The lines of ``summary.md``: per data set, the agreement measures and the fits' scores per variant.
 
     ``consensus`` and ``consensus_programmes``: the consensus fits read off the single fits
-    (:func:`._stability_consensus.consensus_agreement`), shown under each data set.
+    (:func:`._stability_consensus.consensus_agreement`), shown under each data set; ``halves``: the resampling
+    reading (:func:`._stability_halves.halves_agreement`).
     """
+    halves = pd.DataFrame(columns=HALVES_COLUMNS) if halves is None else halves
     consensus = pd.DataFrame(columns=CONSENSUS_COLUMNS) if consensus is None else consensus
     if consensus_programmes is None:
         consensus_programmes = pd.DataFrame(columns=REPRODUCIBILITY_COLUMNS)
@@ -435,6 +474,7 @@ def stability_summary(
         lines += consensus_lines(
             in_data, consensus_programmes[consensus_programmes["dataset"] == dataset], dict(_LABELS)
         )
+        lines += halves_lines(halves, dataset)
         default = part[part["variant"] == "default"]
         if len(default):
             for measure, target in TARGETS.items():
@@ -465,6 +505,7 @@ def run_stability(
     methods: str | Sequence[str] | None = None,
     n_threads: int | None = 1,
     resume: bool = False,
+    halves: int | None = None,
     verbose: bool = True,
 ) -> pd.DataFrame:
     """Fit SparseVAE with several seeds per data set and variant and measure what the programmes keep.
@@ -490,6 +531,10 @@ def run_stability(
         CPU threads for torch and the BLAS pools (``None``: the libraries' defaults).
     resume
         Keep the fits an earlier run into ``out`` saved (same cells, genes, ``K`` and epochs); fit only the others.
+    halves
+        Random halvings of each single-study data set's cells for the resampling reading (``halves.csv``; default
+        1, quick: 0): each half fitted with ``seeds`` seeds of the default variant, and NMF and cNMF fitted to the
+        same halves; fits of one half compared with fits of the other (:mod:`._stability_halves`).
     verbose
         Print one line per fit.
 
@@ -527,17 +572,20 @@ def run_stability(
                 f"{[n for n in chosen_data if n in _MULTI_STUDY]} (MultiStudySparseVAE has the constant start only). "
                 "Leave them out, or choose single-study data sets for them."
             )
+    halves = (0 if quick else 1) if halves is None else halves
+    if isinstance(halves, bool) or not isinstance(halves, int) or halves < 0:
+        raise ValueError(f"halves must be a whole number of random halvings (0: none), got {halves!r}.")
     base = _QUICK if quick else _FULL
     budget = FitBudget(**{**base.__dict__, "max_epochs": max_epochs or base.max_epochs})
     out_dir = make_output_dir(out)
     options = run_options(
         out_dir, seeds, quick, budget.max_epochs, datasets=chosen_data, methods=chosen, n_threads=n_threads,
-        resume=resume, n_factors=budget.n_factors,
+        resume=resume, n_factors=budget.n_factors, halves=halves,
     )  # fmt: skip
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     pairs: list[dict[str, Any]] = []
-    consensus, consensus_programmes = [], []
+    consensus, consensus_programmes, resampled = [], [], []
     with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
         prov = provenance("stability", options)
         for name in chosen_data:
@@ -567,6 +615,9 @@ def run_stability(
                 write_results(
                     pd.DataFrame(pairs, columns=AGREEMENT_COLUMNS), out_dir, AGREEMENT_COLUMNS, "agreement.csv"
                 )
+            if halves and name not in _MULTI_STUDY:
+                resampled.append(_halves(name, adata, seeds, halves, budget, out_dir, resume, verbose))
+                write_results(pd.concat(resampled, ignore_index=True), out_dir, HALVES_COLUMNS, "halves.csv")
     df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     agreement = pd.DataFrame(pairs, columns=AGREEMENT_COLUMNS)
     written = ["results.csv", "agreement.csv", "summary.md"]
@@ -578,12 +629,15 @@ def run_stability(
         written[2:2] = ["consensus.csv", "consensus_programmes.csv"]
     else:
         consensus_df = programmes_df = None
+    halves_df = pd.concat(resampled, ignore_index=True) if resampled else None
+    if halves_df is not None:
+        written.insert(2, "halves.csv")
     seconds = time.perf_counter() - start
     write_summary(
         out_dir,
         stability_summary(
             df, agreement, prov, quick=quick, total_seconds=seconds, consensus=consensus_df,
-            consensus_programmes=programmes_df,
+            consensus_programmes=programmes_df, halves=halves_df,
         ),
     )  # fmt: skip
     if verbose:

@@ -33,6 +33,7 @@ __all__ = [
     "FitMask",
     "consensus_agreement",
     "consensus_lines",
+    "consensus_set",
     "disjoint_splits",
 ]
 
@@ -92,7 +93,7 @@ def disjoint_splits(
     return pairs
 
 
-def _consensus_set(fits: Sequence[FitMask], min_share: float) -> tuple[ProgrammeSet, np.ndarray]:
+def consensus_set(fits: Sequence[FitMask], min_share: float) -> tuple[ProgrammeSet, np.ndarray]:
     """The kept programmes of the fits' pooled consensus and how many restarts feed each (one fit: its own)."""
     from scsparse.model import consensus_programmes
     from scsparse.results import rank_genes
@@ -174,7 +175,7 @@ def consensus_agreement(
     pair_rows, programme_rows = [], []
     for restarts in range(1, len(fits) // 2 + 1):
         for draw, seeds in enumerate(disjoint_splits(list(fits), restarts, max_draws, rng)):
-            sets = [_consensus_set([fits[s] for s in group], min_share) for group in seeds]
+            sets = [consensus_set([fits[s] for s in group], min_share) for group in seeds]
             measures = programme_agreement(sets[0][0], sets[1][0], n_genes)
             pair_rows.append(
                 {

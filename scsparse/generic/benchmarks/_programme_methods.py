@@ -1,4 +1,5 @@
-"""The methods of ``scsparse bench peers``, each fitted and read the way its authors recommend.
+"""The methods the programme benchmarks fit (``bench peers``, ``bench stability``'s resampled cells), each fitted and
+read the way its authors recommend.
 
 Every method gets the same cells and genes, the same maximum number of factors ``K`` and the same seed; the
 neural ones the same epoch budget. Each fit returns a :class:`ProgrammeFit`: the cells x factors representation, the
