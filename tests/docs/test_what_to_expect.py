@@ -188,11 +188,14 @@ def test_gpu_time_is_the_speed_records(page):
     assert f"trained {epochs} epochs on the embedded Kang data in {seconds} s" in flat(SPEED.read_text("utf-8"))
 
 
-def test_the_demo_is_named_with_its_settings(page):
+def test_the_demo_is_named_with_its_settings(page, kang):
     epochs, hidden = map(int, find(r"`make demo` is a short preview\*?\*?:? (\d+) epochs at (\d+) hidden units", page))
     assert (epochs, hidden) == (_demo.DEFAULT_MAX_EPOCHS, _demo.DEFAULT_N_HIDDEN)
-    for path in PAGES.values():  # and in the caption of its figure
-        assert f"{epochs} epochs at {hidden} hidden units" in flat(path.read_text(encoding="utf-8").split("##")[1])
+    factors = kang[kang["method"] == "SparseVAE"]["factors_kept"]
+    for path in PAGES.values():  # and in the caption of its figure, beside a default fit's factors
+        caption = flat(path.read_text(encoding="utf-8").split("## What to expect")[0])
+        assert f"{epochs} epochs at {hidden} hidden units" in caption
+        assert f"keeps {int(factors.min())}-{int(factors.max())} factors" in caption
 
 
 def test_settle_ranges_in_the_settings_guide_are_the_peers_records():
