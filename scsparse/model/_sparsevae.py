@@ -450,7 +450,8 @@ class SparseVAE(
         Parameters
         ----------
         max_epochs
-            Number of passes over the data; ``None`` uses scvi-tools' heuristic (fewer for more cells).
+            Number of passes over the data; ``None`` uses scvi-tools' heuristic (fewer for more cells). It also
+            sets the KL warm-up (``kl_warmup_fraction`` of it): a lower value gives another fit, not a shorter one.
         lr
             Adam learning rate. The default, 1e-2, is the paper's: ``W`` starts near the spike/slab boundary and
             its needed entries must grow past it before the EM updates pull their columns into the spike, so

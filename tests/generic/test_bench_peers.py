@@ -603,3 +603,41 @@ def test_equal_size_reading_cuts_every_method_by_its_own_ranking():
     assert cut["0+"].tolist() == [1, 0, 2, 6, 3] and cut["1+"].tolist() == [0, 1, 2, 3, 4]
     assert fit.cut(20)["0+"].size == 7  # a ranking shorter than n keeps what it has
     assert fit.programmes["0+"].tolist() == [1, 0, 2]  # the own reading is untouched
+
+
+def test_p_values_are_compared_by_the_spread_of_their_log10_over_seeds():
+    from scsparse.generic.benchmarks._peers_compare import (
+        ahead_of_all,
+        loss_lines,
+        method_means,
+        method_spreads,
+        verdict,
+        winner_lines,
+    )
+
+    # Kang's interferon programme at 20 genes in the record: SparseVAE's three seeds against NMF's deterministic p.
+    # The geometric mean (1.3e-14) is 0.69 orders of magnitude below NMF's, inside the seeds' sd of 1.34: a tie.
+    by_seed = {"SparseVAE": [6.3e-14, 9.2e-14, 3.6e-16], "NMF (KL)": [6.3e-14] * 3, "LDVAE": [1e-3, 2e-3, 4e-3]}
+    rows = [
+        {"dataset": "d", "method": m, "seed": seed, "status": "ok", "interferon_p": p}
+        for m, ps in by_seed.items()
+        for seed, p in enumerate(ps)
+    ]
+    df = pd.DataFrame(rows).reindex(columns=RESULT_COLUMNS)
+    means, sds = method_means(df), method_spreads(df)
+    assert sds.loc["SparseVAE", "interferon_p"] == pytest.approx(np.std(np.log10(by_seed["SparseVAE"]), ddof=1))
+    assert sds.loc["NMF (KL)", "interferon_p"] == 0.0
+    assert verdict(means, sds, "SparseVAE", ["NMF (KL)"], "interferon_p") == "tie: 1.3e-14 vs 6.3e-14 (NMF (KL))"
+    # without the spread the same means read as a lead, which is what the rule forbids
+    assert verdict(means, None, "SparseVAE", ["NMF (KL)"], "interferon_p").startswith("ahead")
+    assert not ahead_of_all(means, "SparseVAE", ["NMF (KL)", "LDVAE"], "interferon_p", higher=False, sds=sds)
+    assert "SparseVAE, NMF (KL)" in winner_lines(means, ["interferon_p"], sds)[0]
+    # ten orders of magnitude are outside any seed's spread: ahead of LDVAE, and LDVAE's loss is not a peer's lead
+    assert verdict(means, sds, "SparseVAE", ["LDVAE"], "interferon_p").startswith("ahead")
+    assert loss_lines(means, ["interferon_p"], sds) == []
+    # a peer far below scsparse's p beyond the spread is listed as ahead
+    df.loc[df["method"] == "NMF (KL)", "interferon_p"] = 1e-30
+    means, sds = method_means(df), method_spreads(df)
+    assert loss_lines(means, ["interferon_p"], sds) == [
+        "- interferon_p (single fits): scsparse 1.3e-14 (SparseVAE); ahead: NMF (KL) 1e-30"
+    ]

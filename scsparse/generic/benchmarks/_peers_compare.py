@@ -1,6 +1,8 @@
 """How ``scsparse bench peers`` compares methods: means and spreads over seeds, ties, budgets, who is ahead.
 
-A difference inside the seeds' spread (the larger standard deviation of the two methods) is a tie. Methods are
+A difference inside the seeds' spread (the larger standard deviation of the two methods) is a tie; p-values are
+compared on the log10 scale, by the standard deviation of their log10 over seeds (their geometric mean is the mean
+of that scale). Methods are
 compared like with like (:func:`budget_groups`): single fits with single fits, and the methods that combine several
 fits (SparseVAE's restarts and consensus, cNMF's consensus of NMF replicates) with each other. A deterministic
 method's stability (1 by construction) is not compared.
@@ -21,7 +23,7 @@ from ._programme_scores import HIGHER_IS_BETTER, LOWER_IS_BETTER, METRICS, SIZE_
 __all__ = [
     "COSTS", "DIGITS", "IN_SHORT", "OURS", "P_VALUES", "SEVERAL_FITS", "SPARSEVAE", "ahead_of_all", "better",
     "budget_groups", "compared", "fmt_apart", "fmt_cost", "fmt_value", "geometric_mean", "in_short_rows", "loss_lines",
-    "method_means", "method_spreads", "pair_spread", "ran", "tied", "verdict", "versus", "winner_lines",
+    "method_means", "method_spreads", "on_scale", "pair_spread", "ran", "tied", "verdict", "versus", "winner_lines",
 ]  # fmt: skip
 
 SPARSEVAE = ("SparseVAE", "SparseVAE (restarts)", "SparseVAE (consensus)")
@@ -31,7 +33,8 @@ OURS = (*SPARSEVAE, "MultiStudySparseVAE")
 #: Methods that combine several fits: compared with each other (scsparse's restarts and consensus with cNMF's
 #: consensus of NMF replicates), not with single fits.
 SEVERAL_FITS = ("SparseVAE (restarts)", "SparseVAE (consensus)", "cNMF")
-#: Metrics that are p-values: summarised over seeds by their geometric mean, shown in scientific notation.
+#: Metrics that are p-values: summarised over seeds by their geometric mean, shown in scientific notation, and
+#: compared on the log10 scale with the seeds' spread of their log10 (:func:`method_spreads`, :func:`on_scale`).
 P_VALUES = ("interferon_p", *(f"interferon_p_at{n}" for n in EQUAL_SIZES))
 _SMALLEST_P = 1e-300
 #: Cost metrics: summarised over seeds by their median (a fit slowed by another job beside it moves a mean, not a
@@ -64,24 +67,56 @@ def method_means(df: pd.DataFrame) -> pd.DataFrame:
     return means
 
 
+def _log10_p(values: pd.Series) -> pd.Series:
+    """log10 of the finite p-values, clipped as :func:`geometric_mean` clips them (NaN where not finite)."""
+    values = pd.to_numeric(values, errors="coerce")
+    return np.log10(values.where(np.isfinite(values)).clip(lower=_SMALLEST_P))
+
+
 def method_spreads(df: pd.DataFrame) -> pd.DataFrame:
-    """Method x metric standard deviations over seeds (0 for one seed and for the p-values, compared as they are)."""
-    sds = ran(df).groupby("method", sort=False)[list(METRICS)].std(ddof=1, numeric_only=True).fillna(0.0)
-    for m in P_VALUES:
-        sds[m] = 0.0
-    return sds
-
-
-def tied(a: float, b: float, spread: float = 0.0) -> bool:
-    """A tie: a difference inside the seeds' spread (the larger sd of the two methods), or equal up to the
-    rounding of a mean over seeds (6/7 from two different sums of fractions).
+    """Method x metric standard deviations over seeds (0 for one seed); for the p-values, the standard deviation
+    of their log10, the scale :func:`on_scale` compares them on.
     """
+    rows = ran(df)
+    sds = rows.groupby("method", sort=False)[list(METRICS)].std(ddof=1, numeric_only=True)
+    for m in P_VALUES:
+        sds[m] = _log10_p(rows[m]).groupby(rows["method"], sort=False).std(ddof=1)
+    return sds.fillna(0.0)
+
+
+def on_scale(metric: str | None, value: float) -> float:
+    """``value`` on the scale ``metric`` is compared on: log10 for a p-value (clipped at 1e-300), as it is for
+    every other metric.
+
+    Examples
+    --------
+    >>> on_scale("interferon_p", 1e-14), on_scale("redundancy", 0.25)
+    (-14.0, 0.25)
+    """
+    if metric in P_VALUES:
+        return math.log10(max(value, _SMALLEST_P))
+    return value
+
+
+def tied(a: float, b: float, spread: float = 0.0, *, metric: str | None = None) -> bool:
+    """A tie: a difference inside the seeds' spread (the larger sd of the two methods), or equal up to the
+    rounding of a mean over seeds (6/7 from two different sums of fractions). For a p-value ``metric`` the
+    difference is that of the log10s, and ``spread`` the sd of the log10 (:func:`method_spreads`).
+
+    Examples
+    --------
+    >>> tied(1.3e-14, 6.3e-14, 1.34, metric="interferon_p")  # 0.69 orders of magnitude apart, seeds' sd 1.34
+    True
+    >>> tied(1.3e-14, 6.3e-14, 0.0, metric="interferon_p")
+    False
+    """
+    a, b = on_scale(metric, a), on_scale(metric, b)
     return bool(np.isclose(a, b, rtol=1e-9, atol=0.0) or abs(a - b) <= spread)
 
 
-def better(a: float, b: float, *, higher: bool, spread: float = 0.0) -> bool:
-    """``a`` better than ``b`` by more than the seeds' spread."""
-    return (a > b if higher else a < b) and not tied(a, b, spread)
+def better(a: float, b: float, *, higher: bool, spread: float = 0.0, metric: str | None = None) -> bool:
+    """``a`` better than ``b`` by more than the seeds' spread (on ``metric``'s scale, :func:`tied`)."""
+    return (a > b if higher else a < b) and not tied(a, b, spread, metric=metric)
 
 
 def pair_spread(sds: pd.DataFrame | None, metric: str, *methods: str) -> float:
@@ -155,7 +190,7 @@ def winner_lines(means: pd.DataFrame, metrics: list[str], sds: pd.DataFrame | No
             continue
         best = col.max() if m in HIGHER_IS_BETTER else col.min()
         top = col.idxmax() if m in HIGHER_IS_BETTER else col.idxmin()
-        who = ", ".join(p for p in col.index if tied(col[p], best, pair_spread(sds, m, p, top)))
+        who = ", ".join(p for p in col.index if tied(col[p], best, pair_spread(sds, m, p, top), metric=m))
         ours = [s for s in OURS if s in means.index]
         best_shown, *ours_shown = fmt_apart(m, best, *(means.loc[s, m] for s in ours))
         sv = "; ".join(f"{s} {shown}" for s, shown in zip(ours, ours_shown, strict=True))
@@ -183,21 +218,22 @@ def loss_lines(means: pd.DataFrame, metrics: list[str], sds: pd.DataFrame | None
     for m in metrics:
         if m not in HIGHER_IS_BETTER | LOWER_IS_BETTER:
             continue
-        sign = 1.0 if m in HIGHER_IS_BETTER else -1.0
+        higher = m in HIGHER_IS_BETTER
+        sign = 1.0 if higher else -1.0
         for group, members in budget_groups(means.index):
             ours = [s for s in OURS if s in members and means.loc[s, m] == means.loc[s, m]]
             peers = [p for p in compared(members, m) if p not in OURS and means.loc[p, m] == means.loc[p, m]]
             if not ours or not peers:
                 continue
             best_ours = max(ours, key=lambda s: sign * means.loc[s, m])
-            our_best = sign * means.loc[best_ours, m]
+            our_best = means.loc[best_ours, m]
             beaten = [
                 p
                 for p in peers
-                if better(sign * means.loc[p, m], our_best, higher=True, spread=pair_spread(sds, m, p, best_ours))
+                if better(means.loc[p, m], our_best, higher=higher, spread=pair_spread(sds, m, p, best_ours), metric=m)
             ]
             if beaten:
-                mine, *theirs = fmt_apart(m, sign * our_best, *(means.loc[p, m] for p in beaten))
+                mine, *theirs = fmt_apart(m, our_best, *(means.loc[p, m] for p in beaten))
                 shown = ", ".join(f"{p} {value}" for p, value in zip(beaten, theirs, strict=True))
                 who = ours[0] if len(ours) == 1 else f"the better of {', '.join(ours)}"
                 lines.append(f"- {m} ({group}): scsparse {mine} ({who}); ahead: {shown}")
@@ -215,7 +251,8 @@ def ahead_of_all(
     return bool(
         mine == mine
         and all(
-            better(mine, means.loc[p, metric], higher=higher, spread=pair_spread(sds, metric, ours, p)) for p in others
+            better(mine, means.loc[p, metric], higher=higher, spread=pair_spread(sds, metric, ours, p), metric=metric)
+            for p in others
         )
     )
 
@@ -267,9 +304,9 @@ def verdict(means: pd.DataFrame, sds: pd.DataFrame | None, ours: str, peers: lis
     spread = pair_spread(sds, metric, ours, best)
     word = (
         "ahead"
-        if better(mine, theirs[best], higher=higher, spread=spread)
+        if better(mine, theirs[best], higher=higher, spread=spread, metric=metric)
         else "behind"
-        if better(theirs[best], mine, higher=higher, spread=spread)
+        if better(theirs[best], mine, higher=higher, spread=spread, metric=metric)
         else "tie"
     )
     mine_shown, best_shown = fmt_apart(metric, mine, theirs[best])

@@ -1,0 +1,225 @@
+"""The figures the README and the documentation's index quote under "What to expect", and the default fit's time
+wherever it is quoted, against the records they cite: the stability record's tables
+(``docs/benchmarks/stability.md``), the peers record (``docs/benchmarks/peers-record/results.csv``), the speed page
+and the demo's settings. Two pages cannot drift apart: each quotes the record, not the other page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from scsparse import _demo
+
+REPO = Path(__file__).resolve().parents[2]
+PAGES = {"README.md": REPO / "README.md", "docs/index.md": REPO / "docs" / "index.md"}
+STABILITY = REPO / "docs" / "benchmarks" / "stability.md"
+SPEED = REPO / "docs" / "benchmarks" / "speed.md"
+RESULTS = REPO / "docs" / "benchmarks" / "peers-record" / "results.csv"
+NUMBER = r"\d[\d,]*(?:\.\d+)?"
+
+
+def flat(text: str) -> str:
+    """``text`` with every run of white space one space (sentences wrap across lines)."""
+    return re.sub(r"\s+", " ", text)
+
+
+def what_to_expect(path: Path) -> str:
+    """The "What to expect" section of a page, flattened."""
+    text = path.read_text(encoding="utf-8")
+    match = re.search(r"^## What to expect\n(.*?)(?=^## )", text, flags=re.S | re.M)
+    assert match, f"{path.name} has no '## What to expect' section"
+    return flat(match.group(1))
+
+
+def find(pattern: str, text: str) -> tuple[str, ...]:
+    match = re.search(pattern, text)
+    assert match, f"not quoted as expected: {pattern!r}"
+    return match.groups()
+
+
+def num(value: str) -> float:
+    return float(value.replace(",", ""))
+
+
+def table(text: str, header: str) -> list[list[str]]:
+    """The rows (lists of cells) of the first markdown table whose header line starts with ``| header``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {header}"))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def mean_sd(cell: str) -> tuple[float, float]:
+    mean, sd = find(rf"({NUMBER}) ± ({NUMBER})", cell)
+    return num(mean), num(sd)
+
+
+@pytest.fixture(scope="module")
+def stability() -> str:
+    return STABILITY.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def kang() -> pd.DataFrame:
+    df = pd.read_csv(RESULTS)
+    return df[(df["dataset"] == "kang") & (df["status"] == "ok")]
+
+
+@pytest.fixture(scope="module", params=sorted(PAGES))
+def page(request) -> str:
+    return what_to_expect(PAGES[request.param])
+
+
+def test_both_pages_quote_the_same_figures():
+    figures = {name: re.findall(NUMBER, what_to_expect(path)) for name, path in PAGES.items()}
+    assert figures["README.md"] == figures["docs/index.md"]
+
+
+def test_seed_agreement_is_the_stability_records(page, stability):
+    row = next(r for r in table(stability, "fits | jaccard") if r[0].startswith("default, seeds 0-5"))
+    jaccard, top10 = mean_sd(row[1]), mean_sd(row[2])
+    assert tuple(map(num, find(rf"matched Jaccard index ({NUMBER}) ± ({NUMBER})", page))) == jaccard
+    assert tuple(map(num, find(rf"10 strongest genes \(({NUMBER}) ± ({NUMBER})\)", page))) == top10
+    # "about a quarter" and "3 of its 10 strongest genes" are the plain words for those means
+    assert round(jaccard[0] * 4) == 1 and "about a quarter" in page
+    assert round(top10[0] * 10) == int(find(r"and (\d+) of its 10 strongest genes", page)[0])
+
+
+def test_every_data_set_of_the_targets_table(page, stability):
+    targets = next(r for r in table(stability, "target |") if r[0].startswith("default single fit: programmes"))
+    values = [num(find(rf"not met: ({NUMBER}) ±", cell)[0]) for cell in targets[1:]]
+    lo, hi = map(num, find(rf"give the same picture \(({NUMBER})-({NUMBER})\)", page))
+    assert (lo, hi) == (min(values), max(values))
+    assert len(values) == 6 and "All six data sets" in page
+    assert num(find(rf"short of the ({NUMBER}) the project aims for", page)[0]) == num(
+        find(rf"programmes \(Jaccard\) >= ({NUMBER})", targets[0])[0]
+    )
+
+
+def test_factor_count_is_the_records(page, kang, stability):
+    single = kang[kang["method"] == "SparseVAE"]["factors_kept"]
+    lo, hi = map(int, find(r"numbers of factors \((\d+)-(\d+) of 20\)", page))
+    assert (lo, hi) == (int(single.min()), int(single.max()))
+    assert f"{lo}-{hi} active factors" in flat(stability)
+
+
+def test_consensus_figures_are_the_records(page, kang, stability):
+    by_restarts = table(stability, "fits | R | jaccard")
+    singles = next(r for r in by_restarts if r[0].startswith("Kang, single fits"))
+    five = next(r for r in by_restarts[by_restarts.index(singles) :] if r[1] == "5")
+    agree = tuple(map(num, find(rf"agree at ({NUMBER}) ± ({NUMBER}) on Kang, against", page)))
+    single = tuple(map(num, find(rf"against ({NUMBER}) ± ({NUMBER}) for two single fits", page)))
+    assert agree == mean_sd(five[2]) and single == mean_sd(singles[2])
+    assert find(r"keeps only (\d+-\d+) programmes on Kang", page)[0] == five[-1]
+    # a programme every restart recovers, against an independent consensus
+    full = next(r for r in table(stability, "fits | R | reproducibility") if r[:3] == ["Kang", "5", "5/5"])
+    assert int(find(r"in (\d+)% of cases", page)[0]) == round(num(full[-1]) * 100)
+    # markers and cost from the peers record
+    cons = kang[kang["method"] == "SparseVAE (consensus)"]
+    single_fits = kang[kang["method"] == "SparseVAE"]
+    markers = find(rf"recovers the markers of ({NUMBER}) of the cell types, against ({NUMBER}) for a single fit", page)
+    assert markers == (f"{cons['markers_recovered'].mean():.2f}", f"{single_fits['markers_recovered'].mean():.2f}")
+    seconds, minutes = find(rf"costs five fits: ({NUMBER}) s, about (\d+) minutes", page)
+    assert num(seconds) == round(statistics.median(cons["seconds"]))
+    assert int(minutes) == round(num(seconds) / 60)
+
+
+def test_consensus_figures_are_one_sentence_each(page):
+    """The consensus's figures sit in one sentence each, so that a redesign replaces them sentence by sentence."""
+    bullet = next(b for b in page.split(" - ") if "A consensus of several fits" in b)
+    sentences = [s for s in re.split(r"(?<=[.)])\s+(?=[A-Z])", bullet) if re.search(r"\d", s)]
+    for topic in ("agree at", "recover came back", "keeps only", "costs five fits"):
+        assert sum(topic in s for s in sentences) == 1, topic
+
+
+def default_fit_time(kang: pd.DataFrame) -> tuple[int, int, int, int, int, int]:
+    single = kang[kang["method"] == "SparseVAE"]
+    seconds = single["seconds"]
+    median = round(statistics.median(seconds))
+    return (median, round(median / 60), round(seconds.min()), round(seconds.max()),
+            int(single["epochs"].min()), int(single["epochs"].max()))  # fmt: skip
+
+
+def test_default_fit_time_is_the_peers_records(page, kang):
+    quoted = find(
+        rf"took ({NUMBER}) s, about (\d+) minutes \(({NUMBER})-({NUMBER}) s over three seeds; it settled after "
+        rf"(\d+)-(\d+) epochs\), on one thread of a 2-vCPU Intel Xeon",
+        page,
+    )
+    assert tuple(round(num(q)) for q in quoted) == default_fit_time(kang)
+    assert len(kang[kang["method"] == "SparseVAE"]) == 3
+    assert "Intel(R) Xeon(R)" in flat((REPO / "docs" / "benchmarks" / "peers.md").read_text(encoding="utf-8"))
+
+
+def test_fit_time_is_the_same_wherever_it_is_quoted(kang):
+    median, minutes = default_fit_time(kang)[:2]
+    texts = {
+        "README.md": flat((REPO / "README.md").read_text(encoding="utf-8")),
+        "docs/index.md": flat((REPO / "docs" / "index.md").read_text(encoding="utf-8")),
+        "docs/get-started.md": flat((REPO / "docs" / "get-started.md").read_text(encoding="utf-8")),
+    }
+    notebook = json.loads((REPO / "tutorials" / "quickstart.ipynb").read_text(encoding="utf-8"))
+    texts["tutorials/quickstart.ipynb"] = flat(
+        " ".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
+    )
+    quoted = 0
+    for name, text in texts.items():
+        for value in re.findall(r"about (\d+)(?: minutes)?,? on one (?:CPU )?thread", text):
+            assert int(value) == minutes, name
+            quoted += 1
+        for value in re.findall(rf"took ({NUMBER}) s, about", text):
+            assert num(value) == median, name
+            quoted += 1
+    assert quoted >= 6  # the captions, get-started and the tutorial quote it too
+
+
+def test_gpu_time_is_the_speed_records(page):
+    epochs, seconds = find(r"On one NVIDIA H100, (\d+) epochs on the same cells took (\d+) s", page)
+    assert f"trained {epochs} epochs on the embedded Kang data in {seconds} s" in flat(SPEED.read_text("utf-8"))
+
+
+def test_the_demo_is_named_with_its_settings(page, kang):
+    epochs, hidden = map(int, find(r"`make demo` is a short preview\*?\*?:? (\d+) epochs at (\d+) hidden units", page))
+    assert (epochs, hidden) == (_demo.DEFAULT_MAX_EPOCHS, _demo.DEFAULT_N_HIDDEN)
+    factors = kang[kang["method"] == "SparseVAE"]["factors_kept"]
+    for path in PAGES.values():  # and in the caption of its figure, beside a default fit's factors
+        caption = flat(path.read_text(encoding="utf-8").split("## What to expect")[0])
+        assert f"{epochs} epochs at {hidden} hidden units" in caption
+        assert f"keeps {int(factors.min())}-{int(factors.max())} factors" in caption
+
+
+def test_settle_ranges_in_the_settings_guide_are_the_peers_records():
+    df = pd.read_csv(RESULTS)
+    single = df[(df["method"] == "SparseVAE") & (df["status"] == "ok")]
+    text = flat((REPO / "docs" / "user-guide" / "settings.md").read_text(encoding="utf-8"))
+    quoted = find(r"settled after (\d+)-(\d+) epochs on Kang, (\d+)-(\d+) on PBMC 3k and (\d+)-(\d+) on the PBMC", text)
+    expected = []
+    for dataset in ("kang", "pbmc3k", "pbmc_3batch"):
+        epochs = single[single["dataset"] == dataset]["epochs"]
+        expected += [int(epochs.min()), int(epochs.max())]
+    assert list(map(int, quoted)) == expected
+
+
+def python_block(text: str, after: str) -> str:
+    section = text[text.index(after) :]
+    return re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+
+
+def test_one_quick_start():
+    readme = python_block((REPO / "README.md").read_text(encoding="utf-8"), "## Quick start")
+    started = python_block((REPO / "docs" / "get-started.md").read_text(encoding="utf-8"), "## Quick start")
+    notebook = json.loads((REPO / "tutorials" / "quickstart.ipynb").read_text(encoding="utf-8"))
+    cells = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown"]
+    tutorial = python_block(next(c for c in cells if "```python" in c), "```python")
+    assert readme == started == tutorial
+    assert "model.train()" in readme  # the defaults: no max_epochs, whose quarter is the KL warm-up
