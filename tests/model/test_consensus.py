@@ -238,12 +238,23 @@ def test_report_and_plot_read_the_consensus(consensus_fit, tmp_path):
         scsparse.pl.consensus_selection(adata, key="single", show=False)
 
 
-def test_consensus_checks_its_arguments(counts_adata):
+def test_consensus_checks_its_arguments(counts_adata, monkeypatch):
     SparseVAE.setup_anndata(counts_adata, layer="counts")
     with pytest.raises(InvalidInputError, match="n_restarts"):
         SparseVAE.consensus(counts_adata, n_restarts=1)
     with pytest.raises(InvalidInputError, match="distinct"):
         SparseVAE.consensus(counts_adata, n_restarts=2, seeds=[3, 3])
+    # the options are checked before any restart is fitted: a typo costs nothing
+    fitted = []
+    monkeypatch.setattr(SparseVAE, "train", lambda self, *a, **k: fitted.append(1))
+    with pytest.raises(InvalidInputError, match=r"min_share must be in \(0, 1\]"):
+        SparseVAE.consensus(counts_adata, n_restarts=3, min_share=1.5, n_latent=3)
+    with pytest.raises(InvalidInputError, match="distance"):
+        SparseVAE.consensus(counts_adata, n_restarts=3, distance=3.0, n_latent=3)
+    with pytest.raises(InvalidInputError, match="seeds must be integers"):
+        SparseVAE.consensus(counts_adata, n_restarts=2, seeds=[0.5, 1.7], n_latent=3)
+    assert fitted == []
+    monkeypatch.undo()
     from scsparse.model import consensus_of
 
     untrained = [SparseVAE(counts_adata, n_latent=3, n_hidden=8, seed=s) for s in range(2)]
