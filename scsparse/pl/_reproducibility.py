@@ -11,6 +11,7 @@ from anndata import AnnData
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 from scsparse.results import MissingResultsError, read_results
 
@@ -201,6 +202,7 @@ def consensus_selection(
     left.axvline(float(params.get("distance", np.nan)), color="0.35", linestyle="--", linewidth=0.7, label="cut used")
     left.set_xlabel("cut (cosine distance)", fontsize=8)
     left.set_ylabel("number", fontsize=8)
+    left.yaxis.set_major_locator(MaxNLocator(integer=True))
     twin = left.twinx()
     twin.plot(selection["distance"], selection["silhouette"], color="#d1495b", linewidth=1.0, label="silhouette")
     twin.set_ylabel("silhouette", fontsize=8, color="#d1495b")
