@@ -14,7 +14,7 @@ consensus of trained models (:func:`consensus_of`) and the whole fit (:func:`fit
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,15 +159,15 @@ def _local_density(dist: np.ndarray, n_neighbours: int) -> np.ndarray:
     return others.mean(axis=1)
 
 
-def _cut(dist: np.ndarray, distance: float) -> np.ndarray:
-    """Average-linkage groups of points whose condensed tree is cut at ``distance`` (labels 0, 1, ...)."""
+def _average_linkage(dist: np.ndarray) -> Callable[[float], np.ndarray]:
+    """The average-linkage tree of a distance matrix, as a function from a cut distance to group labels 0, 1, ..."""
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import squareform
 
     if dist.shape[0] == 1:
-        return np.zeros(1, dtype=np.int64)
+        return lambda distance: np.zeros(1, dtype=np.int64)
     tree = linkage(squareform(dist, checks=False), method="average")
-    return fcluster(tree, t=distance, criterion="distance").astype(np.int64) - 1
+    return lambda distance: fcluster(tree, t=distance, criterion="distance").astype(np.int64) - 1
 
 
 def _silhouette(dist: np.ndarray, labels: np.ndarray) -> float:
@@ -280,9 +280,10 @@ def consensus_programmes(
         restart_of = np.array([r for r, _ in origin])
         if inlier.any():
             sub = dist[np.ix_(inlier, inlier)]
-            labels[inlier] = _cut(sub, distance)
+            cut_at = _average_linkage(sub)
+            labels[inlier] = cut_at(distance)
             for d in SELECTION_GRID:
-                cut = _cut(sub, d)
+                cut = cut_at(d)
                 shares = [np.unique(restart_of[inlier][cut == g]).size / n_restarts for g in np.unique(cut)]
                 selection[d][0] += int(sum(s >= min_share for s in shares))
                 selection[d][1] += len(shares)
@@ -573,7 +574,6 @@ def fit_consensus(
     Only each restart's ``p*`` and ``W`` are kept while the next one trains. See :meth:`SparseVAE.consensus
     <scsparse.model.SparseVAE.consensus>` for the parameters.
     """
-    check_consensus_options(min_share=min_share, distance=distance, max_density=max_density)
     arrays, epochs, blocks = [], [], (None, None)
     for r, seed in enumerate(seeds):
         model = model_cls(adata, seed=int(seed), **model_kwargs)
