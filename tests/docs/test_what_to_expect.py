@@ -113,32 +113,27 @@ def test_factor_count_is_the_records(page, kang, stability):
     assert f"{lo}-{hi} active factors" in flat(stability)
 
 
-def test_consensus_figures_are_the_records(page, kang, stability):
-    by_restarts = table(stability, "fits | R | jaccard")
-    singles = next(r for r in by_restarts if r[0].startswith("Kang, single fits"))
-    five = next(r for r in by_restarts[by_restarts.index(singles) :] if r[1] == "5")
-    agree = tuple(map(num, find(rf"agree at ({NUMBER}) ± ({NUMBER}) on Kang, against", page)))
-    single = tuple(map(num, find(rf"against ({NUMBER}) ± ({NUMBER}) for two single fits", page)))
-    assert agree == mean_sd(five[2]) and single == mean_sd(singles[2])
-    assert find(r"keeps only (\d+-\d+) programmes on Kang", page)[0] == five[-1]
-    # a programme every restart recovers, against an independent consensus
-    full = next(r for r in table(stability, "fits | R | reproducibility") if r[:3] == ["Kang", "5", "5/5"])
-    assert int(find(r"in (\d+)% of cases", page)[0]) == round(num(full[-1]) * 100)
-    # markers and cost from the peers record
-    cons = kang[kang["method"] == "SparseVAE (consensus)"]
-    single_fits = kang[kang["method"] == "SparseVAE"]
-    markers = find(rf"recovers the markers of ({NUMBER}) of the cell types, against ({NUMBER}) for a single fit", page)
-    assert markers == (f"{cons['markers_recovered'].mean():.2f}", f"{single_fits['markers_recovered'].mean():.2f}")
-    seconds, minutes = find(rf"costs five fits: ({NUMBER}) s, about (\d+) minutes", page)
-    assert num(seconds) == round(statistics.median(cons["seconds"]))
-    assert int(minutes) == round(num(seconds) / 60)
+def test_consensus_figures_are_the_records(page, stability):
+    halves = table(stability, "fits | R | same cells: programmes (Jaccard)")
+    single = halves[0]
+    assert single[:2] == ["single fits", "1"]
+    pooled = halves[1 : next(i for i, r in enumerate(halves) if r[0].startswith("reference"))]
+    by_r = {r[1]: r for r in pooled}
+    across, single_across = map(num, find(rf"share ({NUMBER}) of each programme's genes, against ({NUMBER}) ±", page))
+    assert across == num(by_r["10"][3]) and single_across == mean_sd(single[3])[0]
+    assert find(rf"against {NUMBER} ± ({NUMBER}) for single fits on the two sets", page)[0] == single[3].split(" ± ")[1]
+    same = tuple(map(num, find(rf"two consensus fits of 5 restarts agree at ({NUMBER}) ± ({NUMBER})", page)))
+    single_same = tuple(map(num, find(rf"against ({NUMBER}) ± ({NUMBER}) for two single fits", page)))
+    assert same == mean_sd(by_r["5"][2]) and single_same == mean_sd(single[2])
+    kept = find(r"\((\d+) of 20 with 10 restarts on those cells\)", page)[0]
+    assert kept == by_r["10"][-1]
 
 
 def test_consensus_figures_are_one_sentence_each(page):
     """The consensus's figures sit in one sentence each, so that a redesign replaces them sentence by sentence."""
     bullet = next(b for b in page.split(" - ") if "A consensus of several fits" in b)
-    sentences = [s for s in re.split(r"(?<=[.)])\s+(?=[A-Z])", bullet) if re.search(r"\d", s)]
-    for topic in ("agree at", "recover came back", "keeps only", "costs five fits"):
+    sentences = re.split(r"(?<=[.)])\s+(?=[A-Z])", bullet)
+    for topic in ("of each programme's genes", "agree at", "restarts on those cells", "costs R fits"):
         assert sum(topic in s for s in sentences) == 1, topic
 
 
