@@ -4,7 +4,7 @@ from scsparse._checks import InvalidInputError
 from scsparse.nn import NoActiveFactorWarning
 from scsparse.results import FactorResponse
 
-from ._consensus import Consensus, consensus_of, consensus_programmes
+from ._consensus import Consensus, consensus_of, consensus_programmes, refit_consensus
 from ._multistudy import MultiStudySparseVAE
 from ._select import select_best
 from ._sparsevae import SparseVAE
@@ -20,5 +20,6 @@ __all__ = [
     "ZeroGenesWarning",
     "consensus_of",
     "consensus_programmes",
+    "refit_consensus",
     "select_best",
 ]

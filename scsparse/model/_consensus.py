@@ -414,6 +414,14 @@ def refit_consensus(
     -------
     SparseVAE
         The trained refit (of ``model_cls``).
+
+    Examples
+    --------
+    >>> arrays = [(fit.get_inclusion_probabilities().to_numpy(), fit.get_loadings().to_numpy()) for fit in fits]
+    >>> grouping = scsparse.model.consensus_programmes([p for p, _ in arrays], [w for _, w in arrays])
+    >>> model = scsparse.model.refit_consensus(
+    ...     scsparse.model.SparseVAE, adata, grouping, seed=0, model_kwargs={}, train_kwargs={}
+    ... )
     """
     import torch
 
