@@ -11,7 +11,7 @@ from scvi import REGISTRY_KEYS
 from scvi.data._utils import _get_adata_minify_type
 from scvi.utils import unsupported_if_adata_minified
 
-from scsparse._checks import InvalidInputError, check_integer, check_pip_threshold
+from scsparse._checks import InvalidInputError, check_integer, check_key_added, check_pip_threshold
 from scsparse._matrix import get_matrix, iter_row_chunks
 from scsparse._options import COUNT_LIKELIHOODS
 from scsparse._provenance import package_versions
@@ -27,7 +27,16 @@ from scsparse.results import (
 from scsparse.train import without_log_lines
 
 from ._orientation import orientation_signs
-from ._validation import SETUP_SCANS, DataScan, ScanStore, check_anndata, check_counts, conform_genes, scan_anndata
+from ._validation import (
+    SETUP_SCANS,
+    DataScan,
+    ScanStore,
+    check_anndata,
+    check_counts,
+    check_finite,
+    conform_genes,
+    scan_anndata,
+)
 
 if TYPE_CHECKING:
     from scsparse.train import SettledStopping
@@ -86,14 +95,10 @@ class SparseFactorMixin:
         return total / n_obs + penalty / n_obs
 
     def _result_key(self, key_added: str | None) -> str:
-        """``key_added``, or the model's default key when it is ``None``; an empty or non-string key is refused."""
+        """``key_added``, or the model's default key when it is ``None``; a key a file cannot hold is refused."""
         if key_added is None:
             return self._default_key
-        if not isinstance(key_added, str) or not key_added:
-            raise InvalidInputError(
-                f"key_added must be a non-empty string, got {key_added!r}; None writes under {self._default_key!r}."
-            )
-        return key_added
+        return check_key_added(key_added, fix=f"None writes under {self._default_key!r}.")
 
     # ------------------------------------------------------------------ new data
     def _validate_anndata(self, adata: AnnData | None = None, copy_if_view: bool = True) -> AnnData:
@@ -110,9 +115,14 @@ class SparseFactorMixin:
             return super()._validate_anndata(adata, copy_if_view=copy_if_view)
 
     def _check_new_counts(self, adata: AnnData) -> None:
-        """The set-up checks of the counts, once per AnnData object (methods validate their AnnData repeatedly)."""
+        """The set-up checks of the counts, once per AnnData object and matrix (methods validate their AnnData
+        repeatedly; a matrix replaced since is checked again).
+        """
         checked = self.__dict__.setdefault("_new_data_scans", ScanStore())
-        if checked.recall(id(adata)) is not None or _get_adata_minify_type(adata) is not None:
+        if _get_adata_minify_type(adata) is not None:
+            return
+        known = checked.recall(id(adata))
+        if known is not None and known.describes(adata, self._layer()):
             return
         scan = check_anndata(adata, self._layer(), allow_zero_genes=True)
         if self.module.gene_likelihood in COUNT_LIKELIHOODS:
@@ -124,9 +134,23 @@ class SparseFactorMixin:
         return self.registry_["setup_args"].get("layer")
 
     def _data_scan(self) -> DataScan:
-        """The pass over the registered matrix made at set-up (made now if the AnnData was registered otherwise)."""
-        scan = SETUP_SCANS.recall(self.adata_manager.id)
-        return scan if scan is not None else scan_anndata(self.adata, self._layer())
+        """The pass over the registered matrix: that of the last training, else the one made at set-up, if it was
+        made of the matrix the AnnData holds now; otherwise made now.
+        """
+        for scan in (getattr(self, "_training_scan", None), SETUP_SCANS.recall(self.adata_manager.id)):
+            if scan is not None and scan.describes(self.adata, self._layer()):
+                return scan
+        return scan_anndata(self.adata, self._layer())
+
+    def _check_training_data(self) -> None:
+        """Scan the registered matrix again when training starts: the checks and the provenance's data hash then
+        describe the data trained on, even when they were replaced or changed in place after set-up.
+        """
+        scan = scan_anndata(self.adata, self._layer())
+        check_finite(scan)
+        if self.module.gene_likelihood in COUNT_LIKELIHOODS:
+            check_counts(scan, self.adata.obs_names, self.module.gene_likelihood)
+        self._training_scan = scan
 
     @property
     def factor_names(self) -> list[str]:
@@ -361,9 +385,14 @@ class SparseFactorMixin:
             "stopping": self._stop_reason(),
             "versions": package_versions(),
             # the data a model built from a registry (a datamodule) was trained on were never here to hash
-            "data_hash": self._data_scan().data_hash if self._trained_on_its_anndata() else "",
+            "data_hash": self._trained_data_hash() if self._trained_on_its_anndata() else "",
             "data_checks": str(getattr(self, "data_checks_", "passed")),
         }
+
+    def _trained_data_hash(self) -> str:
+        """The hash of the data the last training read (scanned when it started), else of the registered data."""
+        scan = getattr(self, "_training_scan", None)
+        return (scan if scan is not None else self._data_scan()).data_hash
 
     def _consensus_results(self) -> dict[str, Any]:
         """``uns`` entries of a consensus fit (:meth:`SparseVAE.consensus`): its per-programme and per-restart

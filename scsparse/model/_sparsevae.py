@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -27,7 +28,14 @@ from scvi.model._utils import get_max_epochs_heuristic, use_distributed_sampler
 from scvi.model.base import BaseMinifiedModeModelClass, RNASeqMixin, UnsupervisedTrainingMixin, VAEMixin
 from scvi.utils import unsupported_if_adata_minified
 
-from scsparse._checks import InvalidInputError, accepted_keywords, check_choice, check_integer, check_keywords
+from scsparse._checks import (
+    InvalidInputError,
+    accepted_keywords,
+    check_choice,
+    check_integer,
+    check_keywords,
+    check_real,
+)
 from scsparse._matrix import column_variances, get_matrix, iter_row_chunks
 from scsparse._options import (
     COUNT_LIKELIHOODS,
@@ -56,13 +64,33 @@ from ._validation import (
     check_batch_key,
     check_counts,
     check_covariates,
+    check_float32_default,
     check_model_arguments,
+    check_precision,
     check_train_arguments,
 )
 
 __all__ = ["SparseVAE"]
 
 logger = logging.getLogger(__name__)
+
+#: What torch raises on a saved model it cannot read (a truncated or otherwise damaged file).
+_UNREADABLE = (OSError, EOFError, RuntimeError, pickle.UnpicklingError)
+
+
+def _damaged(path: str, exc: BaseException) -> InvalidInputError:
+    return InvalidInputError(
+        f"{path} cannot be read as a saved model ({type(exc).__name__}: {exc}); the file is damaged or incomplete "
+        "(e.g. a copy or a save that was interrupted). Save the model again, or copy the folder anew."
+    )
+
+
+def _read_saved_model(path: str) -> dict[str, Any]:
+    """The saved model's dictionary (``model.pt``), or an error saying the file is damaged."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False)
+    except _UNREADABLE as exc:
+        raise _damaged(path, exc) from exc
 
 
 def covariate_fields(
@@ -195,6 +223,7 @@ class SparseVAE(
         **module_kwargs: Any,
     ) -> None:
         check_integer("n_latent", n_latent, fix="It is the upper bound on the number of factors (e.g. 20).")
+        check_float32_default()
         check_model_arguments(
             n_hidden=n_hidden, n_layers=n_layers, gene_likelihood=gene_likelihood, lambda0=lambda0,
             lambda1=lambda1, a=a, b=b, dropout_rate=dropout_rate, seed=seed, max_prior_cells=max_prior_cells,
@@ -523,8 +552,8 @@ class SparseVAE(
             n_cells=n_cells, max_epochs=max_epochs, lr=lr, batch_size=batch_size, train_size=train_size,
             kl_warmup_fraction=kl_warmup_fraction, seed=seed,
         )  # fmt: skip
-        self.seed = self.seed if seed is None else int(seed)
-        self.factors_oriented_ = False
+        check_float32_default()
+        check_precision(kwargs.get("precision"))
         if max_epochs is None:
             max_epochs = get_max_epochs_heuristic(n_cells)
         warmup = max(1, round(kl_warmup_fraction * max_epochs)) if kl_warmup_fraction > 0 else None
@@ -532,7 +561,13 @@ class SparseVAE(
         if datamodule is not None and not hasattr(datamodule, "n_train"):
             plan["n_obs_training"] = n_cells
         plan.update(plan_kwargs or {})
+        if "lr" in (plan_kwargs or {}):
+            check_real("plan_kwargs['lr']", plan["lr"], low=0, low_open=True, fix="The default, 1e-2, suits most data.")
         self._check_plan_kwargs(plan)
+        if datamodule is None and self.adata is not None:  # the data trained on, as they are now
+            self._check_training_data()
+        self.seed = self.seed if seed is None else int(seed)
+        self.factors_oriented_ = False
         settle = SettledStopping.from_argument(stop_when_settled)
         if settle is not None:
             kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), settle]
@@ -945,10 +980,9 @@ class SparseVAE(
         >>> model.save("my_model/")
         >>> model = scsparse.model.SparseVAE.load("my_model/", adata=adata)
         """
+        path = os.path.join(dir_path, f"{prefix or ''}model.pt")
+        saved = _read_saved_model(path) if os.path.isfile(path) else {}  # a damaged file named as such
         if adata is not None:
-            saved = torch.load(
-                os.path.join(dir_path, f"{prefix or ''}model.pt"), map_location="cpu", weights_only=False
-            )
             var_names = np.asarray(saved.get("var_names", []), dtype=str)
             if var_names.size and not np.array_equal(var_names, np.asarray(adata.var_names, dtype=str)):
                 missing = np.setdiff1d(var_names, np.asarray(adata.var_names, dtype=str))
@@ -964,3 +998,31 @@ class SparseVAE(
                 dir_path, adata=adata, accelerator=accelerator, device=device, prefix=prefix, backup_url=backup_url,
                 datamodule=datamodule, allowed_classes_names_list=allowed_classes_names_list,
             )  # fmt: skip
+
+    @unsupported_if_adata_minified
+    def get_latent_library_size(
+        self,
+        adata: AnnData | None = None,
+        indices: Sequence[int] | None = None,
+        give_mean: bool = True,
+        batch_size: int | None = None,
+    ) -> np.ndarray:
+        """Each cell's library size, as scvi-tools' method returns it (cells x 1).
+
+        The model does not infer a library size: it uses each cell's observed total counts (or its
+        ``size_factor_key`` value), which this returns; ``give_mean`` is accepted for scvi-tools' signature and has
+        no effect, as the value is not a random variable.
+
+        Examples
+        --------
+        >>> model.get_latent_library_size()[:3]
+        """
+        adata = self._validate_anndata(adata)
+        loader = self._make_data_loader(adata=adata, indices=indices, batch_size=batch_size)
+        sizes = []
+        with torch.inference_mode():
+            for tensors in loader:
+                inference_inputs = self.module._get_inference_input(tensors)
+                library = self.module.inference(**inference_inputs)["library"]
+                sizes.append(library.reshape(-1, 1).float().cpu().numpy())
+        return np.concatenate(sizes, axis=0)
