@@ -12,8 +12,9 @@ from scsparse.model import InvalidInputError
 @pytest.fixture(scope="module")
 def fitted(counts_factory):
     adata = counts_factory(n_obs=120, n_vars=30)
+    fast = {"n_hidden": 16, "decoder_kwargs": {"w_init": 1.0}}
     scsparse.tl.sparse_vae(
-        adata, layer="counts", n_latent=3, max_epochs=2, model_kwargs={"n_hidden": 16, "decoder_kwargs": {"w_init": 1.0}},
+        adata, layer="counts", n_latent=3, max_epochs=2, model_kwargs=fast,
         train_kwargs={"enable_progress_bar": False, "batch_size": 16},
     )  # fmt: skip
     adata.obs["group"] = ["a", "b", "c"] * 40
