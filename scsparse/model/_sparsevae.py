@@ -1006,22 +1006,28 @@ class SparseVAE(
         indices: Sequence[int] | None = None,
         give_mean: bool = True,
         batch_size: int | None = None,
+        dataloader: Any = None,
+        **data_loader_kwargs: Any,
     ) -> np.ndarray:
         """Each cell's library size, as scvi-tools' method returns it (cells x 1).
 
         The model does not infer a library size: it uses each cell's observed total counts (or its
         ``size_factor_key`` value), which this returns; ``give_mean`` is accepted for scvi-tools' signature and has
-        no effect, as the value is not a random variable.
+        no effect, as the value is not a random variable. ``dataloader`` and ``**data_loader_kwargs`` are as in
+        scvi-tools.
 
         Examples
         --------
         >>> model.get_latent_library_size()[:3]
         """
-        adata = self._validate_anndata(adata)
-        loader = self._make_data_loader(adata=adata, indices=indices, batch_size=batch_size)
+        if dataloader is None:
+            adata = self._validate_anndata(adata)
+            dataloader = self._make_data_loader(
+                adata=adata, indices=indices, batch_size=batch_size, **data_loader_kwargs
+            )
         sizes = []
         with torch.inference_mode():
-            for tensors in loader:
+            for tensors in dataloader:
                 inference_inputs = self.module._get_inference_input(tensors)
                 library = self.module.inference(**inference_inputs)["library"]
                 sizes.append(library.reshape(-1, 1).float().cpu().numpy())
