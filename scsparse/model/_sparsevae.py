@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -36,6 +38,7 @@ from scsparse._checks import (
     check_keywords,
     check_real,
 )
+from scsparse._io import atomic_path, temporary_name
 from scsparse._matrix import column_variances, get_matrix, iter_row_chunks
 from scsparse._options import (
     COUNT_LIKELIHOODS,
@@ -960,6 +963,43 @@ class SparseVAE(
             return -float(self.get_marginal_ll(adata=adata, indices=indices, n_mc_samples=n_mc_samples))
 
     # ------------------------------------------------------------------ save / load
+    def save(
+        self,
+        dir_path: str,
+        prefix: str | None = None,
+        overwrite: bool = False,
+        save_anndata: bool = False,
+        save_kwargs: dict | None = None,
+        legacy_mudata_format: bool = False,
+        datamodule: Any = None,
+        **anndata_write_kwargs: Any,
+    ) -> None:
+        """Save the model (:meth:`scvi.model.base.BaseModelClass.save`), each file whole or not at all.
+
+        The files are written into a temporary folder beside ``dir_path`` and then moved into it one by one, so an
+        interrupted save (Ctrl+C, a full disk) leaves an earlier ``model.pt`` as it was, never a truncated one.
+        Other files in ``dir_path`` are kept.
+
+        Examples
+        --------
+        >>> model.save("my_model/", overwrite=True)
+        """
+        target = Path(dir_path)
+        if target.exists() and not overwrite:  # scvi-tools' own message
+            return super().save(dir_path, prefix=prefix, overwrite=False)
+        staging = temporary_name(target)
+        try:
+            super().save(
+                str(staging), prefix=prefix, overwrite=False, save_anndata=save_anndata, save_kwargs=save_kwargs,
+                legacy_mudata_format=legacy_mudata_format, datamodule=datamodule, **anndata_write_kwargs,
+            )  # fmt: skip
+            target.mkdir(parents=True, exist_ok=True)
+            for path in sorted(staging.iterdir()):
+                with atomic_path(target / path.name) as tmp:
+                    os.replace(path, tmp)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
     @classmethod
     def load(
         cls,

@@ -228,3 +228,30 @@ def test_latent_library_size_is_the_observed_one(adata):
     assert sizes.shape == (adata.n_obs, 1)
     np.testing.assert_allclose(sizes.ravel(), np.asarray(adata.layers["counts"].sum(1)).ravel(), rtol=1e-6)
     np.testing.assert_allclose(model.get_latent_library_size(indices=[0, 2]).ravel(), sizes[[0, 2]].ravel())
+
+
+def test_an_interrupted_save_leaves_the_earlier_model_whole(adata, tmp_path, monkeypatch):
+    model = _trained(adata)
+    folder = tmp_path / "m"
+    model.save(str(folder))
+    (folder / "notes.txt").write_text("mine")
+    before = (folder / "model.pt").read_bytes()
+    real_save = torch.save
+
+    def interrupted(obj, f, *args, **kwargs):
+        real_save(obj, f, *args, **kwargs)
+        with open(f, "r+b") as fh:  # a half-written file, then Ctrl+C
+            fh.truncate(len(before) // 3)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        model.save(str(folder), overwrite=True)
+    monkeypatch.setattr(torch, "save", real_save)
+    assert (folder / "model.pt").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+    model.save(str(folder), overwrite=True)
+    assert (folder / "notes.txt").read_text() == "mine"
+    SparseVAE.load(str(folder), adata=adata)
+    with pytest.raises(ValueError, match="already exists"):
+        model.save(str(folder))
