@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -12,7 +14,7 @@ from scvi.data._utils import _get_adata_minify_type
 from scvi.utils import unsupported_if_adata_minified
 
 from scsparse._checks import InvalidInputError, check_integer, check_key_added, check_pip_threshold
-from scsparse._matrix import get_matrix, iter_row_chunks
+from scsparse._matrix import get_matrix, iter_row_chunks, raw_counts_hint
 from scsparse._options import COUNT_LIKELIHOODS
 from scsparse._provenance import package_versions
 from scsparse.nn import warn_no_active_factor
@@ -47,6 +49,26 @@ __all__ = ["SparseFactorMixin"]
 #: scvi-tools' logger of its base model, and its notes on setting up cells a method is given.
 _SCVI_MODEL_LOGGER = "scvi.model.base._base_model"
 _SCVI_TRANSFER_NOTES = ("Input AnnData not setup with scvi-tools", "AnnData object appears to be a copy")
+
+
+@contextmanager
+def unseen_categories(model_name: str) -> Iterator[None]:
+    """Say what to do when cells have a batch, covariate or label category the model was not trained with
+    (scvi-tools advises an option, ``extend_categories``, that its callers do not take).
+    """
+    try:
+        yield
+    except ValueError as exc:
+        message = str(exc)
+        if "not found in source registry" not in message:
+            raise
+        category = message.split(" not found in source registry", 1)[0].removeprefix("Category ")
+        raise InvalidInputError(
+            f"The cells have the category {category!r} (of the batch, a covariate or the labels), which the model "
+            "was not trained with: it has no weights for it. Give cells of the training categories only, or map "
+            f"cells of a new batch as a query: `{model_name}.prepare_query_anndata(adata, model)`, then "
+            f"`{model_name}.load_query_data(adata, model)`."
+        ) from None
 
 
 class SparseFactorMixin:
@@ -111,7 +133,7 @@ class SparseFactorMixin:
         if adata is not None and adata is not self.adata:
             adata = conform_genes(adata, self._gene_names, type(self).__name__)
             self._check_new_counts(adata)
-        with without_log_lines(_SCVI_MODEL_LOGGER, *_SCVI_TRANSFER_NOTES):  # routine, not news
+        with without_log_lines(_SCVI_MODEL_LOGGER, *_SCVI_TRANSFER_NOTES), unseen_categories(type(self).__name__):
             return super()._validate_anndata(adata, copy_if_view=copy_if_view)
 
     def _check_new_counts(self, adata: AnnData) -> None:
@@ -149,7 +171,7 @@ class SparseFactorMixin:
         scan = scan_anndata(self.adata, self._layer())
         check_finite(scan)
         if self.module.gene_likelihood in COUNT_LIKELIHOODS:
-            check_counts(scan, self.adata.obs_names, self.module.gene_likelihood)
+            check_counts(scan, self.adata.obs_names, self.module.gene_likelihood, hint=raw_counts_hint(self.adata))
         self._training_scan = scan
 
     @property

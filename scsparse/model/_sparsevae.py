@@ -39,7 +39,7 @@ from scsparse._checks import (
     check_real,
 )
 from scsparse._io import atomic_path, temporary_name
-from scsparse._matrix import column_variances, get_matrix, iter_row_chunks
+from scsparse._matrix import column_variances, get_matrix, iter_row_chunks, raw_counts_hint
 from scsparse._options import (
     COUNT_LIKELIHOODS,
     DEFAULT_MAX_PRIOR_CELLS,
@@ -54,7 +54,7 @@ from scsparse.nn import MaskedDecoder, calibrate_inverse_gamma, flush_denormals
 from scsparse.results import FactorResponse
 from scsparse.train import SettledStopping, SparseVAETrainingPlan, clean_training_output, without_log_lines
 
-from ._base import SparseFactorMixin
+from ._base import SparseFactorMixin, unseen_categories
 from ._batch_query import BatchQueryMixin
 from ._consensus import fit_consensus
 from ._de import CheckedDEMixin
@@ -312,7 +312,7 @@ class SparseVAE(
             return 1.0
         self.data_checks_ = "passed"
         if gene_likelihood in COUNT_LIKELIHOODS:
-            check_counts(self._data_scan(), self.adata.obs_names, gene_likelihood)
+            check_counts(self._data_scan(), self.adata.obs_names, gene_likelihood, hint=raw_counts_hint(self.adata))
         if gene_likelihood == "normal":
             return calibrate_inverse_gamma(column_variances(iter_row_chunks(get_matrix(self.adata, layer))))
         return 1.0
@@ -868,7 +868,12 @@ class SparseVAE(
             return None
         state = self.adata_manager.get_state_registry(REGISTRY_KEYS.BATCH_KEY)
         categories = [str(c) for c in state.categorical_mapping]
-        if state.original_key == "_scvi_batch" or self.module.n_batch <= 1:
+        if state.original_key != "_scvi_batch" and self.module.n_batch <= 1:
+            raise InvalidInputError(
+                f"transform_batch needs at least two batches; adata.obs[{state.original_key!r}] had a single category "
+                f"({categories[0]!r}) when the model was set up, so there is no batch effect to remove."
+            )
+        if state.original_key == "_scvi_batch":
             raise InvalidInputError(
                 "transform_batch needs a batch covariate: set up the AnnData with batch_key=... "
                 "(e.g. SparseVAE.setup_anndata(adata, layer='counts', batch_key='sample')) and train again."
@@ -1033,7 +1038,8 @@ class SparseVAE(
                     + ". Subset and order the genes as in training, e.g. "
                     "`adata = adata[:, model_genes].copy()` with model_genes from the training AnnData."
                 )
-        with without_log_lines("scvi.data._download", "File "):  # "File ... already downloaded": a local folder
+        # "File ... already downloaded": a local folder
+        with without_log_lines("scvi.data._download", "File "), unseen_categories(cls.__name__):
             return super().load(
                 dir_path, adata=adata, accelerator=accelerator, device=device, prefix=prefix, backup_url=backup_url,
                 datamodule=datamodule, allowed_classes_names_list=allowed_classes_names_list,

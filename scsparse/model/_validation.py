@@ -441,8 +441,10 @@ def conform_genes(adata: AnnData, genes: pd.Index, model_name: str) -> AnnData:
     return adata[:, genes].copy()
 
 
-def check_counts(scan: DataScan, obs_names: pd.Index, likelihood: str) -> None:
+def check_counts(scan: DataScan, obs_names: pd.Index, likelihood: str, *, hint: str = "") -> None:
     """Non-negative integers and no all-zero cells, as a count likelihood needs (from :func:`check_anndata`'s scan).
+
+    ``hint`` ends the messages on negative and non-integer values (e.g. :func:`scsparse._matrix.raw_counts_hint`).
 
     Raises
     ------
@@ -452,13 +454,13 @@ def check_counts(scan: DataScan, obs_names: pd.Index, likelihood: str) -> None:
     if scan.has_negative:
         raise InvalidInputError(
             f"{scan.where} has negative values, but gene_likelihood={likelihood!r} models counts. "
-            "Point layer= at the raw counts, or use gene_likelihood='normal' for normalised or scaled data."
+            "Point layer= at the raw counts, or use gene_likelihood='normal' for normalised or scaled data." + hint
         )
     if scan.non_integer is not None:
         raise InvalidInputError(
             f"{scan.where} has non-integer values (e.g. {scan.non_integer:.4g}), but "
             f"gene_likelihood={likelihood!r} models raw counts. Set up the model on the raw counts "
-            "layer (e.g. layer='counts'), or use gene_likelihood='normal' for log-normalised data."
+            "layer (e.g. layer='counts'), or use gene_likelihood='normal' for log-normalised data." + hint
         )
     if scan.zero_cells.size:
         names = ", ".join(map(str, obs_names[scan.zero_cells[:5]]))
@@ -471,9 +473,9 @@ def check_counts(scan: DataScan, obs_names: pd.Index, likelihood: str) -> None:
 def obs_column(adata: AnnData, key: str, argument: str) -> pd.Series:
     """``adata.obs[key]``, or an error naming ``argument``, the closest column and the columns there are."""
     if key not in adata.obs.columns:
+        columns = [c for c in adata.obs.columns if not str(c).startswith("_scvi_")]  # scvi-tools' own columns
         raise InvalidInputError(
-            f"{argument}={key!r} is not a column of adata.obs{did_you_mean(key, adata.obs.columns)} "
-            f"(columns: {list(adata.obs.columns)})."
+            f"{argument}={key!r} is not a column of adata.obs{did_you_mean(key, columns)} (columns: {columns})."
         )
     return adata.obs[key]
 

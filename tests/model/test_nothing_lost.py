@@ -255,3 +255,47 @@ def test_an_interrupted_save_leaves_the_earlier_model_whole(adata, tmp_path, mon
     SparseVAE.load(str(folder), adata=adata)
     with pytest.raises(ValueError, match="already exists"):
         model.save(str(folder))
+
+
+def test_cells_of_an_unseen_batch_get_the_way_to_map_them(adata, tmp_path):
+    SparseVAE.setup_anndata(adata, layer="counts", batch_key="batch")
+    model = SparseVAE(adata, n_latent=3, **FAST)
+    model.train(max_epochs=1, **QUIET)
+    model.save(str(tmp_path / "m"))
+    other = adata.copy()
+    other.obs["batch"] = "c"
+    with pytest.raises(InvalidInputError, match=r"category 'c'.*load_query_data"):
+        SparseVAE.load(str(tmp_path / "m"), adata=other)
+    with pytest.raises(InvalidInputError, match=r"category 'c'.*prepare_query_anndata"):
+        model.get_latent_representation(other)
+
+
+def test_a_missing_column_is_not_matched_to_scvi_tools_own_columns(adata):
+    SparseVAE.setup_anndata(adata, layer="counts")
+    copy = adata.copy()
+    del copy.obs["batch"]
+    with pytest.raises(InvalidInputError) as info:
+        SparseVAE.setup_anndata(copy, layer="counts", batch_key="batch")
+    assert "_scvi" not in str(info.value)
+
+
+def test_counts_only_in_raw_get_the_way_to_a_layer(adata):
+    raw_holder = adata.copy()
+    raw_holder.X = raw_holder.layers.pop("counts")
+    raw_holder.raw = raw_holder
+    raw_holder.X = np.log1p(raw_holder.X.toarray())
+    SparseVAE.setup_anndata(raw_holder)
+    with pytest.raises(InvalidInputError, match=r"adata.raw\[:, adata.var_names\].X"):
+        SparseVAE(raw_holder, n_latent=3, **FAST)
+    raw_holder.X = None
+    with pytest.raises(InvalidInputError, match=r"empty \(None\).*adata.raw"):
+        SparseVAE.setup_anndata(raw_holder)
+
+
+def test_transform_batch_with_a_single_batch_says_so(adata):
+    adata.obs["one"] = "b1"
+    SparseVAE.setup_anndata(adata, layer="counts", batch_key="one")
+    model = SparseVAE(adata, n_latent=3, **FAST)
+    model.train(max_epochs=1, **QUIET)
+    with pytest.raises(InvalidInputError, match=r"at least two batches.*single category \('b1'\)"):
+        model.get_normalized_expression(transform_batch="b1")
