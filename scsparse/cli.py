@@ -635,7 +635,10 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         help="prefix of the keys (default: sparsevae, or mssvae with --study-key)",
     )
     fit.add_argument(
-        "--overwrite", action="store_true", help="replace an existing OUT file and existing results under --key-added"
+        "--overwrite",
+        action="store_true",
+        help="replace an existing OUT file, existing results under --key-added and the figures' files in an existing "
+        "--figures DIR",
     )
     fit.add_argument(
         "--figures",
