@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 import weakref
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -106,6 +106,12 @@ class DataScan:
     data_hash: str
     source: tuple[Any, ...] = ()
 
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
+        """Pickle without ``source``: weak references do not travel, and a copy describes no matrix (it is scanned
+        again where it is needed, e.g. in the processes of a DDP spawn).
+        """
+        return _rebuild_scan, ({**{f.name: getattr(self, f.name) for f in fields(self)}, "source": ()},)
+
     def describes(self, adata: AnnData, layer: str | None) -> bool:
         """Whether the scan was made of the matrix ``adata`` holds now (the same object, of the same shape).
 
@@ -113,6 +119,10 @@ class DataScan:
         is why training scans the data it trains on again.
         """
         return bool(self.source) and _same_source(self.source, matrix_source(adata, layer))
+
+
+def _rebuild_scan(values: dict[str, Any]) -> DataScan:
+    return DataScan(**values)
 
 
 def matrix_source(adata: AnnData, layer: str | None) -> tuple[Any, ...]:

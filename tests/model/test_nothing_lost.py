@@ -299,3 +299,14 @@ def test_transform_batch_with_a_single_batch_says_so(adata):
     model.train(max_epochs=1, **QUIET)
     with pytest.raises(InvalidInputError, match=r"at least two batches.*single category \('b1'\)"):
         model.get_normalized_expression(transform_batch="b1")
+
+
+def test_a_trained_model_pickles_and_copies(adata):
+    import copy
+    import pickle
+
+    model = _trained(adata)
+    clone = pickle.loads(pickle.dumps(model._training_scan))
+    assert clone.data_hash == model._training_scan.data_hash and not clone.describes(adata, "counts")
+    assert model._training_scan.describes(adata, "counts")
+    copy.deepcopy(model)
