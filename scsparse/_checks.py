@@ -14,6 +14,7 @@ __all__ = [
     "accepted_keywords",
     "check_choice",
     "check_integer",
+    "check_key_added",
     "check_keywords",
     "check_pip_threshold",
     "check_real",
@@ -133,6 +134,36 @@ def check_real(
     else:
         where = "finite"
     raise InvalidInputError(f"{name} must be a number {where}, got {value!r}." + (f" {fix}" if fix else ""))
+
+
+def check_key_added(key: Any, *, argument: str = "key_added", fix: str = "") -> str:
+    """``key`` if it can name AnnData keys that ``.h5ad`` and ``.zarr`` files hold; otherwise say why and what to pass.
+
+    A key must be a non-empty string without ``"/"`` (a file reads ``"a/b"`` as ``"b"`` inside a group ``"a"``, so
+    the written file cannot be read back), without the NUL character, and not ``"."`` or ``".."``.
+
+    Examples
+    --------
+    >>> check_key_added("sparsevae")
+    'sparsevae'
+    >>> check_key_added("run/1")
+    Traceback (most recent call last):
+    ...
+    scsparse._checks.InvalidInputError: key_added='run/1' contains '/', which .h5ad and .zarr files read as a ...
+    """
+    hint = f" {fix}" if fix else ""
+    if not isinstance(key, str) or not key:
+        raise InvalidInputError(f"{argument} must be a non-empty string, got {key!r}.{hint}")
+    if "/" in key:
+        raise InvalidInputError(
+            f"{argument}={key!r} contains '/', which .h5ad and .zarr files read as a group separator: the file "
+            f"written would not read back. Use another character, e.g. {key.replace('/', '_')!r}."
+        )
+    if "\x00" in key or key in (".", ".."):
+        raise InvalidInputError(
+            f"{argument}={key!r} cannot name a key in an .h5ad or .zarr file; use letters, digits, '_'."
+        )
+    return key
 
 
 def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:

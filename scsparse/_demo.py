@@ -7,6 +7,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scsparse._checks import InvalidInputError, check_integer, check_real
+from scsparse._io import write_csv, write_h5ad
 from scsparse._text import format_p
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,6 +40,10 @@ ENRICHMENT_FIGURE = "enrichment_dotplot.png"
 ENRICHMENT_TABLE = "enrichment.csv"
 HISTORY_FIGURE = "training_history.png"
 RESPONSE_FIGURE = "factor_responses.png"
+RESULT = "result.h5ad"
+REPORT = "report.md"
+#: Every file the demo may write into its folder.
+OUTPUTS = (RESULT, REPORT, *FIGURES, HISTORY_FIGURE, RESPONSE_FIGURE, ENRICHMENT_FIGURE, ENRICHMENT_TABLE)
 
 
 def _say(msg: str, verbose: bool) -> None:
@@ -55,7 +61,7 @@ def _run_enrichment(adata, key: str, factors: list[str], out: Path, verbose: boo
     except Exception as exc:  # a demo must finish: report why there is no enrichment instead
         _say(f"enrichment skipped: {exc}", verbose)
         return None, f"Gene-set enrichment skipped: {type(exc).__name__}: {exc}"
-    table.to_csv(out / ENRICHMENT_TABLE, index=False)
+    write_csv(table, out / ENRICHMENT_TABLE, index=False)
     dense = sorted(set(table.loc[table["selection"].str.startswith("top"), "factor"])) if len(table) else []
     tested = sorted(set(table["factor"])) if len(table) else []
     top_rule = f"the {tl.DEFAULT_N_TOP} genes with largest |w| per direction"
@@ -82,6 +88,7 @@ def run_demo(
     *,
     n_hidden: int = DEFAULT_N_HIDDEN,
     lr: float = DEFAULT_LR,
+    overwrite: bool = False,
     verbose: bool = True,
 ) -> dict[str, Any]:
     """Fit a sparse VAE on the embedded Kang PBMC data and write the result, figures and a report.
@@ -100,7 +107,8 @@ def run_demo(
     Parameters
     ----------
     out_dir
-        Output folder (created if needed; existing files are replaced).
+        Output folder (created if needed). Files of the demo already there are only replaced with
+        ``overwrite=True``; other files are left alone.
     max_epochs
         Training epochs.
     n_latent
@@ -112,6 +120,8 @@ def run_demo(
         uses less).
     lr
         Adam learning rate.
+    overwrite
+        Replace the demo's files in an existing ``out_dir``.
     verbose
         Print progress and a short summary.
 
@@ -141,9 +151,11 @@ def run_demo(
     from scsparse.generic.metrics import label_accuracy
     from scsparse.results import factors_key, read_results
 
+    out = Path(out_dir)
+    _check_demo_options(out, max_epochs=max_epochs, n_latent=n_latent, seed=seed, n_hidden=n_hidden, lr=lr)
+    _check_demo_folder(out, overwrite)
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")
     start = time.perf_counter()
-    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
     adata = data.kang_pbmc()
@@ -224,12 +236,12 @@ def run_demo(
         tl.factor_association(adata, column, key=KEY, factors=shown)
     description = tl.describe_factors(adata, key=KEY, factors=shown, groupby=groupby, enrichment=enrichment)
     diagnostics = tl.factor_diagnostics(adata, key=KEY, factors=shown, enrichment=enrichment)
-    result_path = out / "result.h5ad"
-    adata.write_h5ad(result_path)
+    result_path = out / RESULT
+    write_h5ad(adata, result_path)
     summary: dict[str, Any] = {
         "out_dir": out,
         "result": result_path,
-        "report": out / "report.md",
+        "report": out / REPORT,
         "figures": figures,
         "active_factors": active,
         "heldout_nll": nll,
@@ -266,6 +278,34 @@ def run_demo(
     if verbose:
         _print_summary(summary)
     return summary
+
+
+def _check_demo_options(out: Path, **options: Any) -> None:
+    """The demo's settings, checked before the data are loaded or a folder created."""
+    check_integer("max_epochs", options["max_epochs"])
+    check_integer("n_latent", options["n_latent"])
+    check_integer("seed", options["seed"], minimum=0)
+    check_integer("n_hidden", options["n_hidden"])
+    check_real("lr", options["lr"], low=0, low_open=True, fix=f"The demo's default is {DEFAULT_LR:g}.")
+    for part in (out, *out.parents):
+        if part.exists():
+            if not part.is_dir():
+                raise InvalidInputError(
+                    f"The demo's output folder {str(out)!r} cannot be made: {str(part)!r} is a file."
+                )
+            break
+
+
+def _check_demo_folder(out: Path, overwrite: bool) -> None:
+    """Without ``overwrite``, refuse an output folder that already holds files the demo writes."""
+    if overwrite or not out.is_dir():
+        return
+    taken = sorted(name for name in OUTPUTS if (out / name).exists())
+    if taken:
+        raise InvalidInputError(
+            f"{str(out)!r} already holds {', '.join(taken)}; pass overwrite=True (scsparse demo --overwrite) to "
+            "replace them, or give another folder."
+        )
 
 
 def _metric_lines(summary: dict[str, Any], n_latent: int) -> list[str]:

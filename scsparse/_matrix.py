@@ -10,7 +10,7 @@ from anndata import AnnData
 
 from scsparse._checks import InvalidInputError, did_you_mean
 
-__all__ = ["chunk_rows_for", "column_variances", "get_matrix", "iter_row_chunks"]
+__all__ = ["chunk_rows_for", "column_variances", "get_matrix", "iter_row_chunks", "raw_counts_hint"]
 
 _CHUNK_ROWS = 10_000
 #: about 16 MB of float32 per dense block: bounded memory whatever the number of genes, and blocks small enough that
@@ -36,6 +36,16 @@ def _with_shape(matrix, adata: AnnData):
     return matrix
 
 
+def raw_counts_hint(adata: AnnData) -> str:
+    """How to copy ``adata.raw`` into a counts layer (the end of a message), or ``""`` without a ``raw``."""
+    if getattr(adata, "raw", None) is None:
+        return ""
+    return (
+        " If the counts are in adata.raw, copy them into a layer first: "
+        "`adata.layers['counts'] = adata.raw[:, adata.var_names].X`, then layer='counts'."
+    )
+
+
 def get_matrix(adata: AnnData, layer: str | None):
     """The matrix a model reads: ``adata.X`` or a layer, with a clear error when the layer is missing.
 
@@ -47,7 +57,7 @@ def get_matrix(adata: AnnData, layer: str | None):
         if adata.X is None:
             raise InvalidInputError(
                 "adata.X is empty (None). Put the counts in adata.X or pass layer= naming the layer "
-                f"that holds them (available layers: {list(adata.layers.keys())})."
+                f"that holds them (available layers: {list(adata.layers.keys())})." + raw_counts_hint(adata)
             )
         return adata.X
     if layer not in list(adata.layers.keys()):  # keys(): also for scvi-tools' AnnCollection adapter

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -11,8 +13,8 @@ from scvi import REGISTRY_KEYS
 from scvi.data._utils import _get_adata_minify_type
 from scvi.utils import unsupported_if_adata_minified
 
-from scsparse._checks import InvalidInputError, check_integer, check_pip_threshold
-from scsparse._matrix import get_matrix, iter_row_chunks
+from scsparse._checks import InvalidInputError, check_integer, check_key_added, check_pip_threshold
+from scsparse._matrix import get_matrix, iter_row_chunks, raw_counts_hint
 from scsparse._options import COUNT_LIKELIHOODS
 from scsparse._provenance import package_versions
 from scsparse.nn import warn_no_active_factor
@@ -27,7 +29,16 @@ from scsparse.results import (
 from scsparse.train import without_log_lines
 
 from ._orientation import orientation_signs
-from ._validation import SETUP_SCANS, DataScan, ScanStore, check_anndata, check_counts, conform_genes, scan_anndata
+from ._validation import (
+    SETUP_SCANS,
+    DataScan,
+    ScanStore,
+    check_anndata,
+    check_counts,
+    check_finite,
+    conform_genes,
+    scan_anndata,
+)
 
 if TYPE_CHECKING:
     from scsparse.train import SettledStopping
@@ -38,6 +49,26 @@ __all__ = ["SparseFactorMixin"]
 #: scvi-tools' logger of its base model, and its notes on setting up cells a method is given.
 _SCVI_MODEL_LOGGER = "scvi.model.base._base_model"
 _SCVI_TRANSFER_NOTES = ("Input AnnData not setup with scvi-tools", "AnnData object appears to be a copy")
+
+
+@contextmanager
+def unseen_categories(model_name: str) -> Iterator[None]:
+    """Say what to do when cells have a batch, covariate or label category the model was not trained with
+    (scvi-tools advises an option, ``extend_categories``, that its callers do not take).
+    """
+    try:
+        yield
+    except ValueError as exc:
+        message = str(exc)
+        if "not found in source registry" not in message:
+            raise
+        category = message.split(" not found in source registry", 1)[0].removeprefix("Category ")
+        raise InvalidInputError(
+            f"The cells have the category {category!r} (of the batch, a covariate or the labels), which the model "
+            "was not trained with: it has no weights for it. Give cells of the training categories only, or map "
+            f"cells of a new batch as a query: `{model_name}.prepare_query_anndata(adata, model)`, then "
+            f"`{model_name}.load_query_data(adata, model)`."
+        ) from None
 
 
 class SparseFactorMixin:
@@ -86,14 +117,10 @@ class SparseFactorMixin:
         return total / n_obs + penalty / n_obs
 
     def _result_key(self, key_added: str | None) -> str:
-        """``key_added``, or the model's default key when it is ``None``; an empty or non-string key is refused."""
+        """``key_added``, or the model's default key when it is ``None``; a key a file cannot hold is refused."""
         if key_added is None:
             return self._default_key
-        if not isinstance(key_added, str) or not key_added:
-            raise InvalidInputError(
-                f"key_added must be a non-empty string, got {key_added!r}; None writes under {self._default_key!r}."
-            )
-        return key_added
+        return check_key_added(key_added, fix=f"None writes under {self._default_key!r}.")
 
     # ------------------------------------------------------------------ new data
     def _validate_anndata(self, adata: AnnData | None = None, copy_if_view: bool = True) -> AnnData:
@@ -106,13 +133,18 @@ class SparseFactorMixin:
         if adata is not None and adata is not self.adata:
             adata = conform_genes(adata, self._gene_names, type(self).__name__)
             self._check_new_counts(adata)
-        with without_log_lines(_SCVI_MODEL_LOGGER, *_SCVI_TRANSFER_NOTES):  # routine, not news
+        with without_log_lines(_SCVI_MODEL_LOGGER, *_SCVI_TRANSFER_NOTES), unseen_categories(type(self).__name__):
             return super()._validate_anndata(adata, copy_if_view=copy_if_view)
 
     def _check_new_counts(self, adata: AnnData) -> None:
-        """The set-up checks of the counts, once per AnnData object (methods validate their AnnData repeatedly)."""
+        """The set-up checks of the counts, once per AnnData object and matrix (methods validate their AnnData
+        repeatedly; a matrix replaced since is checked again).
+        """
         checked = self.__dict__.setdefault("_new_data_scans", ScanStore())
-        if checked.recall(id(adata)) is not None or _get_adata_minify_type(adata) is not None:
+        if _get_adata_minify_type(adata) is not None:
+            return
+        known = checked.recall(id(adata))
+        if known is not None and known.describes(adata, self._layer()):
             return
         scan = check_anndata(adata, self._layer(), allow_zero_genes=True)
         if self.module.gene_likelihood in COUNT_LIKELIHOODS:
@@ -124,9 +156,23 @@ class SparseFactorMixin:
         return self.registry_["setup_args"].get("layer")
 
     def _data_scan(self) -> DataScan:
-        """The pass over the registered matrix made at set-up (made now if the AnnData was registered otherwise)."""
-        scan = SETUP_SCANS.recall(self.adata_manager.id)
-        return scan if scan is not None else scan_anndata(self.adata, self._layer())
+        """The pass over the registered matrix: that of the last training, else the one made at set-up, if it was
+        made of the matrix the AnnData holds now; otherwise made now.
+        """
+        for scan in (getattr(self, "_training_scan", None), SETUP_SCANS.recall(self.adata_manager.id)):
+            if scan is not None and scan.describes(self.adata, self._layer()):
+                return scan
+        return scan_anndata(self.adata, self._layer())
+
+    def _check_training_data(self) -> None:
+        """Scan the registered matrix again when training starts: the checks and the provenance's data hash then
+        describe the data trained on, even when they were replaced or changed in place after set-up.
+        """
+        scan = scan_anndata(self.adata, self._layer())
+        check_finite(scan)
+        if self.module.gene_likelihood in COUNT_LIKELIHOODS:
+            check_counts(scan, self.adata.obs_names, self.module.gene_likelihood, hint=raw_counts_hint(self.adata))
+        self._training_scan = scan
 
     @property
     def factor_names(self) -> list[str]:
@@ -361,9 +407,14 @@ class SparseFactorMixin:
             "stopping": self._stop_reason(),
             "versions": package_versions(),
             # the data a model built from a registry (a datamodule) was trained on were never here to hash
-            "data_hash": self._data_scan().data_hash if self._trained_on_its_anndata() else "",
+            "data_hash": self._trained_data_hash() if self._trained_on_its_anndata() else "",
             "data_checks": str(getattr(self, "data_checks_", "passed")),
         }
+
+    def _trained_data_hash(self) -> str:
+        """The hash of the data the last training read (scanned when it started), else of the registered data."""
+        scan = getattr(self, "_training_scan", None)
+        return (scan if scan is not None else self._data_scan()).data_hash
 
     def _consensus_results(self) -> dict[str, Any]:
         """``uns`` entries of a consensus fit (:meth:`SparseVAE.consensus`): its per-programme and per-restart

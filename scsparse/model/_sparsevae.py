@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
+import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -27,8 +30,16 @@ from scvi.model._utils import get_max_epochs_heuristic, use_distributed_sampler
 from scvi.model.base import BaseMinifiedModeModelClass, RNASeqMixin, UnsupervisedTrainingMixin, VAEMixin
 from scvi.utils import unsupported_if_adata_minified
 
-from scsparse._checks import InvalidInputError, accepted_keywords, check_choice, check_integer, check_keywords
-from scsparse._matrix import column_variances, get_matrix, iter_row_chunks
+from scsparse._checks import (
+    InvalidInputError,
+    accepted_keywords,
+    check_choice,
+    check_integer,
+    check_keywords,
+    check_real,
+)
+from scsparse._io import atomic_path, temporary_name
+from scsparse._matrix import column_variances, get_matrix, iter_row_chunks, raw_counts_hint
 from scsparse._options import (
     COUNT_LIKELIHOODS,
     DEFAULT_MAX_PRIOR_CELLS,
@@ -43,7 +54,7 @@ from scsparse.nn import MaskedDecoder, calibrate_inverse_gamma, flush_denormals
 from scsparse.results import FactorResponse
 from scsparse.train import SettledStopping, SparseVAETrainingPlan, clean_training_output, without_log_lines
 
-from ._base import SparseFactorMixin
+from ._base import SparseFactorMixin, unseen_categories
 from ._batch_query import BatchQueryMixin
 from ._consensus import check_consensus_options, fit_consensus
 from ._de import CheckedDEMixin
@@ -56,13 +67,33 @@ from ._validation import (
     check_batch_key,
     check_counts,
     check_covariates,
+    check_float32_default,
     check_model_arguments,
+    check_precision,
     check_train_arguments,
 )
 
 __all__ = ["SparseVAE"]
 
 logger = logging.getLogger(__name__)
+
+#: What torch raises on a saved model it cannot read (a truncated or otherwise damaged file).
+_UNREADABLE = (OSError, EOFError, RuntimeError, pickle.UnpicklingError)
+
+
+def _damaged(path: str, exc: BaseException) -> InvalidInputError:
+    return InvalidInputError(
+        f"{path} cannot be read as a saved model ({type(exc).__name__}: {exc}); the file is damaged or incomplete "
+        "(e.g. a copy or a save that was interrupted). Save the model again, or copy the folder anew."
+    )
+
+
+def _read_saved_model(path: str) -> dict[str, Any]:
+    """The saved model's dictionary (``model.pt``), or an error saying the file is damaged."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False)
+    except _UNREADABLE as exc:
+        raise _damaged(path, exc) from exc
 
 
 def covariate_fields(
@@ -195,6 +226,7 @@ class SparseVAE(
         **module_kwargs: Any,
     ) -> None:
         check_integer("n_latent", n_latent, fix="It is the upper bound on the number of factors (e.g. 20).")
+        check_float32_default()
         check_model_arguments(
             n_hidden=n_hidden, n_layers=n_layers, gene_likelihood=gene_likelihood, lambda0=lambda0,
             lambda1=lambda1, a=a, b=b, dropout_rate=dropout_rate, seed=seed, max_prior_cells=max_prior_cells,
@@ -280,7 +312,7 @@ class SparseVAE(
             return 1.0
         self.data_checks_ = "passed"
         if gene_likelihood in COUNT_LIKELIHOODS:
-            check_counts(self._data_scan(), self.adata.obs_names, gene_likelihood)
+            check_counts(self._data_scan(), self.adata.obs_names, gene_likelihood, hint=raw_counts_hint(self.adata))
         if gene_likelihood == "normal":
             return calibrate_inverse_gamma(column_variances(iter_row_chunks(get_matrix(self.adata, layer))))
         return 1.0
@@ -524,8 +556,8 @@ class SparseVAE(
             n_cells=n_cells, max_epochs=max_epochs, lr=lr, batch_size=batch_size, train_size=train_size,
             kl_warmup_fraction=kl_warmup_fraction, seed=seed,
         )  # fmt: skip
-        self.seed = self.seed if seed is None else int(seed)
-        self.factors_oriented_ = False
+        check_float32_default()
+        check_precision(kwargs.get("precision"))
         if max_epochs is None:
             max_epochs = get_max_epochs_heuristic(n_cells)
         warmup = max(1, round(kl_warmup_fraction * max_epochs)) if kl_warmup_fraction > 0 else None
@@ -533,7 +565,13 @@ class SparseVAE(
         if datamodule is not None and not hasattr(datamodule, "n_train"):
             plan["n_obs_training"] = n_cells
         plan.update(plan_kwargs or {})
+        if "lr" in (plan_kwargs or {}):
+            check_real("plan_kwargs['lr']", plan["lr"], low=0, low_open=True, fix="The default, 1e-2, suits most data.")
         self._check_plan_kwargs(plan)
+        if datamodule is None and self.adata is not None:  # the data trained on, as they are now
+            self._check_training_data()
+        self.seed = self.seed if seed is None else int(seed)
+        self.factors_oriented_ = False
         settle = SettledStopping.from_argument(stop_when_settled)
         if settle is not None:
             kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), settle]
@@ -845,7 +883,12 @@ class SparseVAE(
             return None
         state = self.adata_manager.get_state_registry(REGISTRY_KEYS.BATCH_KEY)
         categories = [str(c) for c in state.categorical_mapping]
-        if state.original_key == "_scvi_batch" or self.module.n_batch <= 1:
+        if state.original_key != "_scvi_batch" and self.module.n_batch <= 1:
+            raise InvalidInputError(
+                f"transform_batch needs at least two batches; adata.obs[{state.original_key!r}] had a single category "
+                f"({categories[0]!r}) when the model was set up, so there is no batch effect to remove."
+            )
+        if state.original_key == "_scvi_batch":
             raise InvalidInputError(
                 "transform_batch needs a batch covariate: set up the AnnData with batch_key=... "
                 "(e.g. SparseVAE.setup_anndata(adata, layer='counts', batch_key='sample')) and train again."
@@ -940,6 +983,43 @@ class SparseVAE(
             return -float(self.get_marginal_ll(adata=adata, indices=indices, n_mc_samples=n_mc_samples))
 
     # ------------------------------------------------------------------ save / load
+    def save(
+        self,
+        dir_path: str,
+        prefix: str | None = None,
+        overwrite: bool = False,
+        save_anndata: bool = False,
+        save_kwargs: dict | None = None,
+        legacy_mudata_format: bool = False,
+        datamodule: Any = None,
+        **anndata_write_kwargs: Any,
+    ) -> None:
+        """Save the model (:meth:`scvi.model.base.BaseModelClass.save`), each file whole or not at all.
+
+        The files are written into a temporary folder beside ``dir_path`` and then moved into it one by one, so an
+        interrupted save (Ctrl+C, a full disk) leaves an earlier ``model.pt`` as it was, never a truncated one.
+        Other files in ``dir_path`` are kept.
+
+        Examples
+        --------
+        >>> model.save("my_model/", overwrite=True)
+        """
+        target = Path(dir_path)
+        if target.exists() and not overwrite:  # scvi-tools' own message
+            return super().save(dir_path, prefix=prefix, overwrite=False)
+        staging = temporary_name(target)
+        try:
+            super().save(
+                str(staging), prefix=prefix, overwrite=False, save_anndata=save_anndata, save_kwargs=save_kwargs,
+                legacy_mudata_format=legacy_mudata_format, datamodule=datamodule, **anndata_write_kwargs,
+            )  # fmt: skip
+            target.mkdir(parents=True, exist_ok=True)
+            for path in sorted(staging.iterdir()):
+                with atomic_path(target / path.name) as tmp:
+                    os.replace(path, tmp)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
     @classmethod
     def load(
         cls,
@@ -960,10 +1040,9 @@ class SparseVAE(
         >>> model.save("my_model/")
         >>> model = scsparse.model.SparseVAE.load("my_model/", adata=adata)
         """
+        path = os.path.join(dir_path, f"{prefix or ''}model.pt")
+        saved = _read_saved_model(path) if os.path.isfile(path) else {}  # a damaged file named as such
         if adata is not None:
-            saved = torch.load(
-                os.path.join(dir_path, f"{prefix or ''}model.pt"), map_location="cpu", weights_only=False
-            )
             var_names = np.asarray(saved.get("var_names", []), dtype=str)
             if var_names.size and not np.array_equal(var_names, np.asarray(adata.var_names, dtype=str)):
                 missing = np.setdiff1d(var_names, np.asarray(adata.var_names, dtype=str))
@@ -974,8 +1053,43 @@ class SparseVAE(
                     + ". Subset and order the genes as in training, e.g. "
                     "`adata = adata[:, model_genes].copy()` with model_genes from the training AnnData."
                 )
-        with without_log_lines("scvi.data._download", "File "):  # "File ... already downloaded": a local folder
+        # "File ... already downloaded": a local folder
+        with without_log_lines("scvi.data._download", "File "), unseen_categories(cls.__name__):
             return super().load(
                 dir_path, adata=adata, accelerator=accelerator, device=device, prefix=prefix, backup_url=backup_url,
                 datamodule=datamodule, allowed_classes_names_list=allowed_classes_names_list,
             )  # fmt: skip
+
+    @unsupported_if_adata_minified
+    def get_latent_library_size(
+        self,
+        adata: AnnData | None = None,
+        indices: Sequence[int] | None = None,
+        give_mean: bool = True,
+        batch_size: int | None = None,
+        dataloader: Any = None,
+        **data_loader_kwargs: Any,
+    ) -> np.ndarray:
+        """Each cell's library size, as scvi-tools' method returns it (cells x 1).
+
+        The model does not infer a library size: it uses each cell's observed total counts (or its
+        ``size_factor_key`` value), which this returns; ``give_mean`` is accepted for scvi-tools' signature and has
+        no effect, as the value is not a random variable. ``dataloader`` and ``**data_loader_kwargs`` are as in
+        scvi-tools.
+
+        Examples
+        --------
+        >>> model.get_latent_library_size()[:3]
+        """
+        if dataloader is None:
+            adata = self._validate_anndata(adata)
+            dataloader = self._make_data_loader(
+                adata=adata, indices=indices, batch_size=batch_size, **data_loader_kwargs
+            )
+        sizes = []
+        with torch.inference_mode():
+            for tensors in dataloader:
+                inference_inputs = self.module._get_inference_input(tensors)
+                library = self.module.inference(**inference_inputs)["library"]
+                sizes.append(library.reshape(-1, 1).float().cpu().numpy())
+        return np.concatenate(sizes, axis=0)

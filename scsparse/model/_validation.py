@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 import weakref
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -26,11 +26,15 @@ __all__ = [
     "check_anndata",
     "check_batch_key",
     "check_counts",
+    "check_finite",
+    "check_float32_default",
+    "check_precision",
     "check_model_arguments",
     "check_study_key",
     "check_train_arguments",
     "check_unique_gene_names",
     "conform_genes",
+    "matrix_source",
     "obs_column",
     "scan_anndata",
 ]
@@ -89,6 +93,8 @@ class DataScan:
         Indices of the cells whose values sum to zero.
     data_hash
         :func:`scsparse.results.data_hash` of the data.
+    source
+        What the scan was made of (:func:`matrix_source`), so that a scan is only reused for the same matrix.
     """
 
     where: str
@@ -98,6 +104,54 @@ class DataScan:
     non_integer: float | None
     zero_cells: np.ndarray
     data_hash: str
+    source: tuple[Any, ...] = ()
+
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
+        """Pickle without ``source``: weak references do not travel, and a copy describes no matrix (it is scanned
+        again where it is needed, e.g. in the processes of a DDP spawn).
+        """
+        return _rebuild_scan, ({**{f.name: getattr(self, f.name) for f in fields(self)}, "source": ()},)
+
+    def describes(self, adata: AnnData, layer: str | None) -> bool:
+        """Whether the scan was made of the matrix ``adata`` holds now (the same object, of the same shape).
+
+        A matrix replaced since (``adata.layers["counts"] = ...``) is not described; one changed in place is, which
+        is why training scans the data it trains on again.
+        """
+        return bool(self.source) and _same_source(self.source, matrix_source(adata, layer))
+
+
+def _rebuild_scan(values: dict[str, Any]) -> DataScan:
+    return DataScan(**values)
+
+
+def matrix_source(adata: AnnData, layer: str | None) -> tuple[Any, ...]:
+    """What identifies the matrix a scan reads: its file for a backed ``.X``, else the object itself (weakly held)
+    with its shape, its dtype and, for a sparse matrix, its arrays.
+    """
+    if layer is None and adata.isbacked:
+        return ("file", str(adata.filename), tuple(adata.shape))
+    matrix = get_matrix(adata, layer)
+    parts = [getattr(matrix, name, None) for name in ("data", "indices", "indptr")] if sp.issparse(matrix) else []
+    refs = []
+    for obj in (matrix, *parts):
+        try:
+            refs.append(weakref.ref(obj))
+        except TypeError:  # not weakly referable: identified by shape and dtype only, so always scanned again
+            return ()
+    return ("object", tuple(refs), tuple(matrix.shape), str(getattr(matrix, "dtype", "")))
+
+
+def _same_source(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    if not a or not b or a[0] != b[0]:
+        return False
+    if a[0] == "file":
+        return a == b
+    return (
+        a[2:] == b[2:]
+        and len(a[1]) == len(b[1])
+        and all(x() is not None and x() is y() for x, y in zip(a[1], b[1], strict=True))
+    )
 
 
 class ScanStore:
@@ -141,6 +195,11 @@ def scan_anndata(adata: AnnData, layer: str | None) -> DataScan:
     gene_abs_sum = np.zeros(adata.n_vars)
     zero_cells: list[np.ndarray] = []
     start = 0
+    if getattr(matrix, "dtype", None) == np.float16:  # scipy.sparse, and so the scan and the hash, have no float16
+        raise InvalidInputError(
+            f"{_where(layer)} holds float16 values; store them as float32 first, e.g. "
+            f"`{_where(layer)} = {_where(layer)}.astype('float32')`."
+        )
     for block in iter_row_chunks(matrix):
         values = _values(block)
         if values.dtype.kind not in "biuf":
@@ -168,7 +227,24 @@ def scan_anndata(adata: AnnData, layer: str | None) -> DataScan:
         non_integer=non_integer,
         zero_cells=np.concatenate(zero_cells) if zero_cells else np.zeros(0, dtype=int),
         data_hash=hasher.hexdigest(),
+        source=matrix_source(adata, layer),
     )
+
+
+def check_finite(scan: DataScan) -> None:
+    """Refuse NaN or infinite values (from :func:`scan_anndata`'s scan).
+
+    Raises
+    ------
+    InvalidInputError
+        Naming how many there are, where, and what to do.
+    """
+    if scan.nonfinite is not None:
+        n_bad, first, last = scan.nonfinite
+        raise InvalidInputError(
+            f"{scan.where} contains {n_bad} NaN or infinite value(s) (in rows {first}-{last}). "
+            "Remove or impute them (e.g. recompute the layer from raw counts) before setting up the model."
+        )
 
 
 def check_anndata(adata: AnnData, layer: str | None, *, allow_zero_genes: bool = False) -> DataScan:
@@ -209,12 +285,7 @@ def check_anndata(adata: AnnData, layer: str | None, *, allow_zero_genes: bool =
         )
     _check_backed_storage(adata, layer, get_matrix(adata, layer))
     scan = scan_anndata(adata, layer)
-    if scan.nonfinite is not None:
-        n_bad, first, last = scan.nonfinite
-        raise InvalidInputError(
-            f"{scan.where} contains {n_bad} NaN or infinite value(s) (in rows {first}-{last}). "
-            "Remove or impute them (e.g. recompute the layer from raw counts) before setting up the model."
-        )
+    check_finite(scan)
     if scan.zero_genes.size and not allow_zero_genes:
         names = ", ".join(map(str, adata.var_names[scan.zero_genes[:5]]))
         keep = f"np.asarray({scan.where}.sum(axis=0)).ravel() > 0"
@@ -380,8 +451,10 @@ def conform_genes(adata: AnnData, genes: pd.Index, model_name: str) -> AnnData:
     return adata[:, genes].copy()
 
 
-def check_counts(scan: DataScan, obs_names: pd.Index, likelihood: str) -> None:
+def check_counts(scan: DataScan, obs_names: pd.Index, likelihood: str, *, hint: str = "") -> None:
     """Non-negative integers and no all-zero cells, as a count likelihood needs (from :func:`check_anndata`'s scan).
+
+    ``hint`` ends the messages on negative and non-integer values (e.g. :func:`scsparse._matrix.raw_counts_hint`).
 
     Raises
     ------
@@ -391,13 +464,13 @@ def check_counts(scan: DataScan, obs_names: pd.Index, likelihood: str) -> None:
     if scan.has_negative:
         raise InvalidInputError(
             f"{scan.where} has negative values, but gene_likelihood={likelihood!r} models counts. "
-            "Point layer= at the raw counts, or use gene_likelihood='normal' for normalised or scaled data."
+            "Point layer= at the raw counts, or use gene_likelihood='normal' for normalised or scaled data." + hint
         )
     if scan.non_integer is not None:
         raise InvalidInputError(
             f"{scan.where} has non-integer values (e.g. {scan.non_integer:.4g}), but "
             f"gene_likelihood={likelihood!r} models raw counts. Set up the model on the raw counts "
-            "layer (e.g. layer='counts'), or use gene_likelihood='normal' for log-normalised data."
+            "layer (e.g. layer='counts'), or use gene_likelihood='normal' for log-normalised data." + hint
         )
     if scan.zero_cells.size:
         names = ", ".join(map(str, obs_names[scan.zero_cells[:5]]))
@@ -410,9 +483,9 @@ def check_counts(scan: DataScan, obs_names: pd.Index, likelihood: str) -> None:
 def obs_column(adata: AnnData, key: str, argument: str) -> pd.Series:
     """``adata.obs[key]``, or an error naming ``argument``, the closest column and the columns there are."""
     if key not in adata.obs.columns:
+        columns = [c for c in adata.obs.columns if not str(c).startswith("_scvi_")]  # scvi-tools' own columns
         raise InvalidInputError(
-            f"{argument}={key!r} is not a column of adata.obs{did_you_mean(key, adata.obs.columns)} "
-            f"(columns: {list(adata.obs.columns)})."
+            f"{argument}={key!r} is not a column of adata.obs{did_you_mean(key, columns)} (columns: {columns})."
         )
     return adata.obs[key]
 
@@ -523,6 +596,14 @@ def _check_numbers(column: pd.Series, key: str, argument: str) -> np.ndarray:
 def check_study_key(adata: AnnData, study_key: str, min_cells: int = 10, min_studies: int = 2) -> None:
     """The study column exists, has no missing values, at least ``min_studies`` levels and enough cells in each."""
     column = _check_obs_column(adata, study_key, "study label", "study_key")
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        unused = [str(c) for c in column.cat.categories if not (column == c).any()]
+        if unused:
+            raise InvalidInputError(
+                f"adata.obs[{study_key!r}] has categories without cells: {unused}. Each category would become a "
+                "study with its own factors and keys; drop them first: "
+                f"`adata.obs[{study_key!r}] = adata.obs[{study_key!r}].cat.remove_unused_categories()`."
+            )
     counts = column.astype(str).value_counts()
     if counts.size < min_studies:
         raise InvalidInputError(
@@ -603,3 +684,53 @@ def check_query_genes(adata: AnnData, reference_genes: Sequence[str], model_name
             else f"{fix}, or subset and order it as the reference: adata[:, reference_genes].copy()."
         )
     )
+
+
+#: Lightning precisions under which the weights stay float32 (the mixed ones compute some operations in half
+#: precision, with float32 weights), which every result method needs.
+FLOAT32_PRECISIONS = (32, "32", "32-true", 16, "16", "16-mixed", "bf16", "bf16-mixed")
+
+
+def check_precision(precision: Any) -> None:
+    """Refuse Lightning precisions that leave the weights in another dtype than float32 (``"16-true"``,
+    ``"bf16-true"``, ``"64-true"`` ...): every result method of the model works on float32 weights.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the precisions that work.
+
+    Examples
+    --------
+    >>> check_precision("bf16-mixed")
+    >>> check_precision("64-true")
+    Traceback (most recent call last):
+    ...
+    scsparse._checks.InvalidInputError: precision='64-true' would leave the model's weights in another dtype ...
+    """
+    if precision is None or precision in FLOAT32_PRECISIONS:
+        return
+    raise InvalidInputError(
+        f"precision={precision!r} would leave the model's weights in another dtype than float32, which its results "
+        "(factors, loadings, expression) are computed in. Train with precision='bf16-mixed' or '16-mixed' for speed "
+        "on a GPU (float32 weights, half-precision arithmetic), or leave precision out (32)."
+    )
+
+
+def check_float32_default() -> None:
+    """Refuse a torch default dtype other than float32: the model's weights would be built in it, its data not.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the default and how to restore float32.
+    """
+    import torch
+
+    dtype = torch.get_default_dtype()
+    if dtype != torch.float32:
+        raise InvalidInputError(
+            f"torch's default dtype is {str(dtype).removeprefix('torch.')} (torch.set_default_dtype); scsparse's "
+            "models compute in float32, the dtype of the data they read. Call "
+            "`torch.set_default_dtype(torch.float32)` before building or training the model."
+        )

@@ -10,12 +10,18 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
+from scsparse._io import save_figure
+
 __all__ = ["finish", "label_fontsize", "rotate_xlabels"]
 
 
 def finish(fig: plt.Figure, show: bool | None, save: str | PathLike[str] | None) -> bool:
-    """Save (dpi 150, tight) and/or show; returns whether the caller should return its axes."""
-    if save is not None:
+    """Save (dpi 150, tight; a path is written whole or not at all) and/or show; returns whether the caller should
+    return its axes.
+    """
+    if isinstance(save, str | PathLike):
+        save_figure(fig, save, dpi=150, bbox_inches="tight")
+    elif save is not None:  # an open binary file
         fig.savefig(save, dpi=150, bbox_inches="tight")
     if show is None:
         show = save is None

@@ -18,7 +18,9 @@ __all__ = [
     "DataHasher",
     "check_keys_free",
     "data_hash",
+    "fit_keys",
     "h5ad_safe",
+    "remove_fit",
     "write_multistudy_results",
     "write_sparse_vae_results",
 ]
@@ -130,6 +132,31 @@ def check_keys_free(adata: AnnData, keys: dict[str, list[str]], overwrite: bool)
         )
 
 
+def fit_keys(adata: AnnData, key: str) -> dict[str, list[str]]:
+    """The keys of the fit stored under ``key`` (a single-study or multi-study fit, read from ``uns[key]``), or
+    ``{}`` when ``uns[key]`` holds no fit.
+    """
+    record = adata.uns.get(key)
+    if not isinstance(record, dict) or "factor_names" not in record:
+        return {}
+    study_keys = record.get("study_keys")
+    if isinstance(study_keys, dict):
+        return result_keys(key, [str(s) for s in study_keys])
+    return result_keys(key)
+
+
+def remove_fit(adata: AnnData, key: str) -> None:
+    """Delete every key of the fit stored under ``key`` (``obsm``, ``varm`` and ``uns``: the whole set, a
+    multi-study fit's per-study keys too), so that a fit written over it leaves none of the old one behind. Nothing
+    is deleted when ``uns[key]`` holds no fit.
+    """
+    for attr, names in fit_keys(adata, key).items():
+        mapping = getattr(adata, attr)
+        for name in dict.fromkeys(names):
+            if name in mapping:
+                del mapping[name]
+
+
 def write_sparse_vae_results(
     adata: AnnData, key: str, *, Z: np.ndarray, W: np.ndarray, pip: np.ndarray, uns: dict[str, Any], overwrite: bool
 ) -> None:
@@ -148,9 +175,11 @@ def write_sparse_vae_results(
     uns
         Factor names, active factors, top and anchor genes, provenance: to ``uns[key]``.
     overwrite
-        Replace existing keys.
+        Replace existing keys; the whole earlier fit under ``key`` is removed first (:func:`remove_fit`).
     """
     check_keys_free(adata, result_keys(key), overwrite)
+    if overwrite:
+        remove_fit(adata, key)
     adata.obsm[factors_key(key)] = Z
     adata.varm[loadings_key(key)] = W
     adata.varm[pip_key(key)] = pip
@@ -191,10 +220,12 @@ def write_multistudy_results(
     uns
         Studies, factor names and table, top and anchor genes, provenance: to ``uns[key]``.
     overwrite
-        Replace existing keys.
+        Replace existing keys; the whole earlier fit under ``key`` is removed first (:func:`remove_fit`).
     """
     study_keys = {str(s): study_key_name(s) for s in W_studies}
     check_keys_free(adata, result_keys(key, list(study_keys)), overwrite)
+    if overwrite:
+        remove_fit(adata, key)
     adata.obsm[factors_key(key, "shared")] = Z_shared
     adata.obsm[factors_key(key, "specific")] = Z_specific
     adata.varm[loadings_key(key, "shared")] = W_shared

@@ -13,7 +13,7 @@ from scsparse._checks import did_you_mean
 from scsparse.results import read_results
 
 from ._enrich import bh_adjust
-from ._store import store_table
+from ._store import check_table_key, store_table
 
 __all__ = ["association_table", "factor_association"]
 
@@ -40,6 +40,7 @@ def factor_association(
     key: str = "sparsevae",
     factors: Sequence[str | int] | None = None,
     key_added: str | None = None,
+    overwrite: bool = False,
     copy: bool = False,
 ) -> AnnData | None:
     """How strongly each factor's activity differs between the groups of an ``obs`` column.
@@ -68,7 +69,10 @@ def factor_association(
     factors
         Factor names or indices (default: the active factors).
     key_added
-        Where the table is stored in ``adata.uns`` (default ``f"{key}_association_{groupby}"``).
+        Where the table is stored in ``adata.uns`` (default ``f"{key}_association_{groupby}"``). An earlier
+        association table there is replaced; anything else (e.g. a fit's record) only with ``overwrite=True``.
+    overwrite
+        Replace whatever ``adata.uns[key_added]`` holds.
     copy
         Store the table in a copy of ``adata`` and return the copy.
 
@@ -94,9 +98,11 @@ def factor_association(
     >>> assoc = adata.uns["sparsevae_association_condition"]
     >>> assoc[assoc.group == "stimulated"].sort_values("cohens_d").tail(3)
     """
+    default = f"{key}_association_{groupby}"
+    name = default if key_added is None else key_added
+    check_table_key(adata, name, overwrite=overwrite, default_name=default)  # before the work
     table = association_table(adata, groupby, key=key, factors=factors)
-    name = f"{key}_association_{groupby}" if key_added is None else key_added
-    return store_table(adata, name, table, copy=copy)
+    return store_table(adata, name, table, copy=copy, overwrite=overwrite, default_name=default)
 
 
 def association_table(

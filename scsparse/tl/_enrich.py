@@ -15,7 +15,7 @@ from anndata import AnnData
 from scsparse.results import FitResults, rank_genes, read_results
 
 from ._genesets import GeneSetError, library_name, load_gene_sets
-from ._store import store_table
+from ._store import check_table_key, store_table
 from ._top_genes import factor_gene_correlation
 
 __all__ = ["DEFAULT_N_TOP", "bh_adjust", "enrich", "enrich_gene_lists", "programme_genes"]
@@ -330,12 +330,14 @@ def enrich(
     permutation_num: int = 1000,
     seed: int = 0,
     key_added: str | None = None,
+    overwrite: bool = False,
     copy: bool = False,
 ) -> AnnData | None:
     """Gene-set enrichment of each programme (factor), with genes going up and down tested separately.
 
-    The table goes to ``adata.uns[f"{key}_enrichment"]`` (or ``key_added``), where :func:`scsparse.pl.enrichment`,
-    :func:`scsparse.tl.factor_diagnostics` and :func:`scsparse.tl.describe_factors` read it.
+    The table goes to ``adata.uns[f"{key}_enrichment"]`` (or ``key_added``), where
+    :func:`scsparse.pl.enrichment_dotplot`, :func:`scsparse.tl.factor_diagnostics` and
+    :func:`scsparse.tl.describe_factors` read it.
 
     **Direction (sign convention).** The sign of a loading ``w_jk`` is not the direction of the effect in this
     model (the nonlinear decoder, with unit-norm per-gene output vectors, can flip it). The direction of gene
@@ -403,7 +405,10 @@ def enrich(
     seed
         Seed of the permutations.
     key_added
-        Where the table goes in ``adata.uns`` (default ``f"{key}_enrichment"``; replaced if present).
+        Where the table goes in ``adata.uns`` (default ``f"{key}_enrichment"``). An earlier enrichment table there
+        is replaced; anything else (e.g. a fit's record, ``key_added=key``) only with ``overwrite=True``.
+    overwrite
+        Replace whatever ``adata.uns[key_added]`` holds.
     copy
         Store the table in a copy of ``adata`` and return the copy.
 
@@ -449,6 +454,8 @@ def enrich(
     """
     if method not in ("ora", "prerank"):
         raise ValueError(f"method must be 'ora' or 'prerank', got {method!r}.")
+    name = f"{key}_enrichment" if key_added is None else key_added
+    check_table_key(adata, name, overwrite=overwrite, default_name=f"{key}_enrichment")  # before the work
     directions = _directions(direction, n_top)
     _check_sizes(min_size, max_size)
     res = read_results(adata, key)
@@ -467,7 +474,7 @@ def enrich(
         )
         columns = PRERANK_COLUMNS
     table = _finish(table, names, columns, method, library_name(gene_sets))
-    return store_table(adata, f"{key}_enrichment" if key_added is None else key_added, table, copy=copy)
+    return store_table(adata, name, table, copy=copy, overwrite=overwrite, default_name=f"{key}_enrichment")
 
 
 def programme_genes(

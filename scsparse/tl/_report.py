@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from os import PathLike
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from anndata import AnnData
 
+from scsparse._io import write_text
 from scsparse._text import format_p, markdown_rows
 from scsparse.results import OVERLAP_FRACTION, factors_key, read_results
 
@@ -310,5 +310,5 @@ def fit_report(
         lines += ["", "## Files", "", *(f"- `{name}`: {what}" for name, what in files.items())]
     text = "\n".join(lines) + "\n"
     if path is not None:
-        Path(path).write_text(text)
+        write_text(path, text)
     return text

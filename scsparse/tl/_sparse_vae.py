@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 import anndata as ad
 from anndata import AnnData
 
-from scsparse._checks import InvalidInputError
+from scsparse._checks import InvalidInputError, check_key_added
 from scsparse._options import GeneLikelihood
 from scsparse.results import check_keys_free, result_keys
+from scsparse.results._write import remove_fit
 
 if TYPE_CHECKING:  # pragma: no cover
     from scsparse.model import MultiStudySparseVAE, SparseVAE
@@ -60,6 +61,7 @@ def _fit_into(
     """
     if not isinstance(adata, AnnData):
         raise InvalidInputError(f"Expected an AnnData object, got {type(adata).__name__}.")
+    check_key_added(key_added)
     if isinstance(n_restarts, bool) or not isinstance(n_restarts, int) or n_restarts < 1:
         raise InvalidInputError(f"n_restarts must be a positive integer (1: a single fit), got {n_restarts!r}.")
     train_kwargs = dict(train_kwargs or {})
@@ -80,6 +82,8 @@ def _fit_into(
     model.write_results(work, key_added=key_added, overwrite=overwrite)
 
     target = adata.copy() if copy else adata
+    if overwrite:  # the earlier fit under key_added goes as a whole, not only the keys the new one writes
+        remove_fit(target, key_added)
     for attr, names in keys.items():
         for name in names:
             getattr(target, attr)[name] = getattr(work, attr)[name]

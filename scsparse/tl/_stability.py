@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 from anndata import AnnData
 
-from scsparse._checks import InvalidInputError
+from scsparse._checks import InvalidInputError, check_integer
 from scsparse._options import GeneLikelihood
 
-from ._store import store_table
+from ._store import check_table_key, store_table
 
 __all__ = ["stability"]
 
@@ -64,6 +64,7 @@ def stability(
     key_added: str | None = None,
     adata: AnnData | None = None,
     n_top_genes: int = 5,
+    overwrite: bool = False,
     copy: bool = False,
 ) -> pd.DataFrame | AnnData | None:
     """Reproducibility of each programme across random seeds.
@@ -94,12 +95,15 @@ def stability(
     key
         Prefix of the stored table (``uns[f"{key}_stability"]``).
     key_added
-        Where the table is stored (default ``f"{key}_stability"``).
+        Where the table is stored (default ``f"{key}_stability"``). An earlier stability table there is replaced;
+        anything else (e.g. a fit's record) only with ``overwrite=True``.
     adata
         With a factory: an AnnData to store the table in (optional). With an AnnData as first argument, the table
         is stored there.
     n_top_genes
         Top genes (by ``|w|`` in the reference run) listed per factor.
+    overwrite
+        Replace whatever ``uns[key_added]`` holds.
     copy
         Store the table in a copy of the AnnData and return the copy.
 
@@ -131,11 +135,15 @@ def stability(
     ...     return m
     >>> table = scsparse.tl.stability(fit, seeds=range(4))  # no AnnData: the table is returned
     """
-    seeds = [int(s) for s in seeds]
+    seeds = [check_integer("seed", s, minimum=0, fix="seeds are whole numbers, one per run.") for s in seeds]
     if len(seeds) < 2:
         raise ValueError(f"stability needs at least two seeds, got {seeds}.")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"Seeds must be distinct, got {seeds}.")
+    name = f"{key}_stability" if key_added is None else key_added
+    target = adata_or_factory if isinstance(adata_or_factory, AnnData) else adata
+    if target is not None:  # before the fits
+        check_table_key(target, name, overwrite=overwrite, default_name=f"{key}_stability")
     if isinstance(adata_or_factory, AnnData):
         from scsparse.model import SparseVAE
 
@@ -209,4 +217,4 @@ def stability(
     )
     if store is None:
         return table
-    return store_table(store, f"{key}_stability" if key_added is None else key_added, table, copy=copy)
+    return store_table(store, name, table, copy=copy, overwrite=overwrite, default_name=f"{key}_stability")

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import copy
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import torch
 from scvi.module.base import LossOutput
 from scvi.train import TrainingPlan
 
-__all__ = ["SparseVAETrainingPlan"]
+from scsparse._checks import InvalidInputError
+
+__all__ = ["DIVERGENCE_FACTOR", "SparseVAETrainingPlan"]
+
+#: An epoch whose mean training loss per cell exceeds the first step's by this many times the first step's size
+#: has diverged (a sound fit lowers the loss from its random start; a too-large learning rate sends it up by orders
+#: of magnitude, or to NaN).
+DIVERGENCE_FACTOR = 100.0
 
 
 class SparseVAETrainingPlan(TrainingPlan):
@@ -21,6 +31,10 @@ class SparseVAETrainingPlan(TrainingPlan):
     number of active factors is logged (``n_active_factors`` in ``model.history``), and the number of entries of
     the mask that entered or left the slab (``p* > 0.5``) since the previous epoch (``mask_changes``), which
     shows when the mask settles.
+
+    Training stops with an :class:`~scsparse.model.InvalidInputError` naming the epoch and the learning rate when it
+    diverges: when an epoch's mean training loss is not finite, or exceeds the first step's loss by more than
+    :data:`DIVERGENCE_FACTOR` times its size, or when the parameters have become NaN or infinite.
 
     Under Lightning DDP every rank runs the same EM update on the same ``W`` (gradients are all-reduced
     before each optimiser step), so ``p*`` and ``eta`` stay identical across ranks without any extra
@@ -102,6 +116,60 @@ class SparseVAETrainingPlan(TrainingPlan):
                 sync_dist=self.use_sync_dist,
             )
 
+    def training_step(self, batch: Any, batch_idx: int) -> Any:
+        """scvi-tools' step, with the step's loss added to the epoch's sum that :meth:`_check_divergence` reads."""
+        with self._nan_parameters_diverge():
+            out = super().training_step(batch, batch_idx)
+        loss = (out["loss"] if isinstance(out, dict) else out).detach()
+        if getattr(self, "_start_loss", None) is None:
+            self._start_loss = loss.clone()
+        total = getattr(self, "_epoch_loss", None)
+        self._epoch_loss = (loss.clone(), 1) if total is None else (total[0] + loss, total[1] + 1)
+        return out
+
+    def validation_step(self, batch: Any, batch_idx: int) -> Any:
+        """scvi-tools' step; parameters that became NaN or infinite stop training as a divergence."""
+        with self._nan_parameters_diverge():
+            return super().validation_step(batch, batch_idx)
+
+    @contextmanager
+    def _nan_parameters_diverge(self) -> Iterator[None]:
+        """Turn torch's check of a distribution's parameters (the weights hold NaN or inf) into our error."""
+        try:
+            yield
+        except ValueError as exc:
+            if "invalid values" not in str(exc):
+                raise
+            self._raise_diverged("the model's parameters became NaN or infinite")
+
+    def on_train_start(self) -> None:
+        """Remember the mask training starts from, so the first epoch's ``mask_changes`` is counted too."""
+        super().on_train_start()
+        self._previous_slab = self._slab()
+        self._start_loss, self._epoch_loss = None, None
+
+    def _check_divergence(self) -> None:
+        """Stop training when the epoch's mean loss is not finite or rose by orders of magnitude (on any rank)."""
+        total = self._epoch_loss
+        self._epoch_loss = None
+        if total is None or self._start_loss is None:
+            return
+        mean, start = float(total[0]) / total[1], float(self._start_loss)
+        diverged = not math.isfinite(mean) or mean - start > DIVERGENCE_FACTOR * max(abs(start), 1.0)
+        if self.trainer.strategy.reduce_boolean_decision(diverged, all=False):
+            what = (
+                "the training loss is not finite"
+                if not math.isfinite(mean)
+                else f"the training loss per cell rose to {mean:.3g}, from {start:.3g} at the first step"
+            )
+            self._raise_diverged(what)
+
+    def _raise_diverged(self, what: str) -> None:
+        raise InvalidInputError(
+            f"Training diverged in epoch {self.current_epoch + 1}: {what}. The learning rate is too large for these "
+            f"data: lower lr (it was {self.lr:g}; e.g. lr={self.lr / 10:g}, the default is 1e-2) and train again."
+        ) from None
+
     def _log_epoch_metrics(self, metrics: dict) -> None:
         """Log the ELBO metrics the epoch's steps updated (Lightning computes and resets them)."""
         if not self.on_step and self.on_epoch:
@@ -110,11 +178,6 @@ class SparseVAETrainingPlan(TrainingPlan):
     def _slab(self) -> torch.Tensor:
         """The entries of the mask in the slab, ``p* > 0.5``."""
         return self.module.prior.p_star.detach() > 0.5
-
-    def on_train_start(self) -> None:
-        """Remember the mask training starts from, so the first epoch's ``mask_changes`` is counted too."""
-        super().on_train_start()
-        self._previous_slab = self._slab()
 
     @staticmethod
     def _rng_state() -> tuple:
@@ -143,7 +206,8 @@ class SparseVAETrainingPlan(TrainingPlan):
         self._rng_after_step = self._rng_state()
 
     def on_train_epoch_end(self) -> None:
-        """Run the per-epoch EM update if asked for, and log the ELBO and how many factors are active."""
+        """Stop a diverged fit; run the per-epoch EM update if asked for, and log the ELBO and the active factors."""
+        self._check_divergence()
         self._log_epoch_metrics(self.train_metrics)
         if self.em_every == "epoch":
             with torch.no_grad():

@@ -8,6 +8,7 @@ import anndata as ad  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
 
 import scsparse  # noqa: E402
 from scsparse.cli import build_parser, main  # noqa: E402
@@ -205,6 +206,10 @@ def test_fit_figures_multistudy_umap_on_active_shared_factors(counts_factory, tm
     uns = adata.uns["mssvae"]
     shared_active = [f for f in uns["active_factors"] if f in set(uns["shared_factors"])]
     assert shared_active
+    # the user's own neighbour graph: the figures' UMAP gets a graph of its own
+    graph = {"params": {"n_neighbors": 10, "method": "umap"}}
+    adata.uns["neighbors"] = graph
+    adata.obsp["connectivities"] = connectivities = sp.identity(150, format="csr")
     written = _fit_figures(adata, "mssvae", tmp_path, seed=0)  # without the model: no traversals
     assert [w.name for w in written] == [
         "multistudy_overview.png",
@@ -220,7 +225,9 @@ def test_fit_figures_multistudy_umap_on_active_shared_factors(counts_factory, tm
     np.testing.assert_array_equal(
         adata.obsm["X_mssvae_active"], adata.obsm["X_mssvae_shared"][:, [names.index(f) for f in shared_active]]
     )
-    assert adata.obsm["X_umap"].shape == (150, 2)
+    assert "X_umap" not in adata.obsm and adata.obsm["X_mssvae_umap"].shape == (150, 2)
+    assert adata.uns["neighbors"] is graph and adata.obsp["connectivities"] is connectivities
+    assert adata.uns["mssvae_neighbors"]["params"]["use_rep"] == "X_mssvae_active"
     with_model = _fit_figures(adata, "mssvae", tmp_path / "with_model", seed=0, model=model)
     assert with_model[-2].name == "factor_responses.png" and with_model[-2].stat().st_size > 1000
 

@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "scsparse"
 FLOORS: list[tuple[str, ...]] = [
     (
         "scsparse._checks",
+        "scsparse._io",
         "scsparse._matrix",
         "scsparse._options",
         "scsparse._provenance",

@@ -66,6 +66,7 @@ from typing import Any
 
 import pandas as pd
 
+from scsparse._io import write_csv
 from scsparse.data import DataNotAvailableError
 
 from ._report import make_output_dir, write_summary
@@ -297,7 +298,7 @@ def run_all(
         link = f"[{r['benchmark']}/summary.md]({r['benchmark']}/summary.md)"
         lines.append(f"| {r['benchmark']} | {r['status']} | {r['rows']} | {r['seconds']} | {link} |")
     write_summary(root, lines)
-    index.to_csv(Path(root) / "index.csv", index=False)
+    write_csv(index, Path(root) / "index.csv", index=False)
     if failures:
         detail = "\n".join(f"--- {n}\n{tb}" for n, tb in failures.items())
         raise RuntimeError(f"{len(failures)} benchmark(s) failed: {', '.join(failures)}\n{detail}")

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scsparse._io import write_text
+
 from ._common import proc_status_mb
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -167,7 +169,7 @@ class ModelStore:
         if path is not None:
             (path / self._COST).unlink(missing_ok=True)
             model.save(str(path), overwrite=True)
-            (path / self._COST).write_text(json.dumps({"seconds": made.seconds, "peak_mb": made.peak_mb}))
+            write_text(path / self._COST, json.dumps({"seconds": made.seconds, "peak_mb": made.peak_mb}))
         self._made.add(key)
         if path is None:
             self._in_memory[key] = made

@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scsparse._io import write_csv
+
 from . import _report as report
 from ._common import check_positive_int, markdown_table, torch_threads
 
@@ -522,9 +524,10 @@ def run_mocap(
     df = pd.DataFrame(rows)
     report.write_results(df, out_dir, RESULT_COLUMNS)
     if tops is not None:
-        pd.DataFrame(
+        table = pd.DataFrame(
             [{"factor": t["factor"], "total_norm": t["total"], "top_joints": "; ".join(t["joints"])} for t in tops]
-        ).to_csv(out_dir / "top_joints.csv", index=False)
+        )
+        write_csv(table, out_dir / "top_joints.csv", index=False)
     oi_ks = [k for m, k in configs if m == "oi-VAE"]
     _write_summary(
         out_dir,

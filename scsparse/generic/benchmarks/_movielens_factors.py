@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scsparse._io import write_csv
 from scsparse.generic.datasets import MovieLensData
 from scsparse.generic.models import ArraySparseVAE
 
@@ -133,5 +134,5 @@ def write_factors(out_dir: Path, factors: dict[str, list[dict[str, Any]]]) -> Pa
         for f in facs
     ]
     path = out_dir / "factors.csv"
-    pd.DataFrame(rows, columns=columns).to_csv(path, index=False)
+    write_csv(pd.DataFrame(rows, columns=columns), path, index=False)
     return path

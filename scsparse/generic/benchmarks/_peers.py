@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scsparse._io import write_text
+
 from ._common import check_positive_int, chosen_names, quiet_training_logs
 from ._fits import ModelStore
 from ._peers_multistudy import MULTISTUDY_METHODS, fit_multistudy_peer
@@ -126,7 +128,7 @@ def _save_programmes(
     }
     path = _programmes_file(out_dir, name)
     path.parent.mkdir(exist_ok=True)
-    path.write_text(json.dumps(data))
+    write_text(path, json.dumps(data))
 
 
 def _earlier_results(out_dir: Path) -> pd.DataFrame:

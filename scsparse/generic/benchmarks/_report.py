@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from scsparse import _io
 from scsparse._provenance import DEFAULT_PACKAGES as PROVENANCE_PACKAGES
 from scsparse._provenance import package_versions
 
@@ -95,7 +96,7 @@ def write_results(df: pd.DataFrame, out_dir: Path, columns: Sequence[str], name:
     if missing:
         raise ValueError(f"results lack the columns {missing}")
     path = out_dir / name
-    df.loc[:, list(columns)].to_csv(path, index=False)
+    _io.write_csv(df.loc[:, list(columns)], path, index=False)
     return path
 
 
@@ -308,7 +309,7 @@ def write_summary(out_dir: Path, lines: Sequence[str], name: str = "summary.md")
     """Write ``lines`` to ``out_dir / name``, one per line, ending with a newline; return the path."""
     text = "\n".join(lines)
     path = out_dir / name
-    path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    _io.write_text(path, text if text.endswith("\n") else text + "\n")
     return path
 
 
@@ -323,9 +324,8 @@ def new_figure(figsize: tuple[float, float], *, layout: str | None = "constraine
 
 
 def save_figure(fig: Figure, path: Path, dpi: int = 110) -> Path:
-    """Save ``fig`` (from :func:`new_figure`) as ``path`` at ``dpi``; return the path."""
-    fig.savefig(path, dpi=dpi)
-    return path
+    """Save ``fig`` (from :func:`new_figure`) as ``path`` at ``dpi``, whole or not at all; return the path."""
+    return _io.save_figure(fig, path, dpi=dpi)
 
 
 def wrote_line(

@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 from lightning.pytorch import Callback
 
+from scsparse._io import atomic_path, write_text
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_agreement
 
 from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
@@ -259,12 +260,14 @@ class _SavedFit:
 
 def _save_fit(path: Path, fit: _SavedFit) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path.with_suffix(".npy"), fit.loadings)
+    with atomic_path(path.with_suffix(".npy")) as tmp:
+        np.save(tmp, fit.loadings)
     saved = {"row": fit.row, "programmes": fit.programmes, "scopes": fit.scopes, "factor_scopes": fit.factor_scopes}
     if fit.mask is not None:
-        np.savez_compressed(path.with_suffix(".npz"), pip=fit.mask.pip, weights=fit.mask.weights)
+        with atomic_path(path.with_suffix(".npz")) as tmp:
+            np.savez_compressed(tmp, pip=fit.mask.pip, weights=fit.mask.weights)
         saved["factor_blocks"] = fit.mask.factor_blocks
-    path.with_suffix(".json").write_text(json.dumps(saved))
+    write_text(path.with_suffix(".json"), json.dumps(saved))  # last: the record of a complete fit
 
 
 def _load_fit(path: Path, wanted: dict[str, Any]) -> _SavedFit | None:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scsparse._io import write_csv
 from scsparse.generic.metrics import dci_disentanglement, estimated_support, match_factors, support_confusion
 
 from . import _report as report
@@ -384,7 +385,7 @@ def run_synthetic(
         if selections
         else pd.DataFrame(columns=["rho", "validation_seed", "beta", "dci", "heldout_nll", "chosen"])
     )
-    selection.to_csv(out_dir / "beta_selection.csv", index=False)
+    write_csv(selection, out_dir / "beta_selection.csv", index=False)
     write_summary(
         out_dir,
         df,

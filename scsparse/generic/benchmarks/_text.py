@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scsparse._io import write_csv
 from scsparse.generic.datasets import TextCorpus, eval_subset, split_rows, text_corpus
 from scsparse.generic.models import ArrayModel, ArraySparseVAE
 
@@ -469,8 +470,10 @@ def run_text(
     total = time.perf_counter() - start
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     report.write_results(df, out_dir, RESULT_COLUMNS)
-    pd.concat([words_sv.assign(method="SparseVAE"), words_nmf.assign(method="NMF")]).to_csv(
-        out_dir / "top_words.csv", index=False
+    write_csv(
+        pd.concat([words_sv.assign(method="SparseVAE"), words_nmf.assign(method="NMF")]),
+        out_dir / "top_words.csv",
+        index=False,
     )
     n_train = int(df["n_train"].iloc[0]) if len(df) else 0
     n_eval = int(df["n_test"].iloc[0]) if len(df) else 0
