@@ -415,6 +415,11 @@ def refit_consensus(
     SparseVAE
         The trained refit (of ``model_cls``).
 
+    Raises
+    ------
+    InvalidInputError
+        When no programme is kept; its ``consensus`` attribute holds the grouping.
+
     Examples
     --------
     >>> arrays = [(fit.get_inclusion_probabilities().to_numpy(), fit.get_loadings().to_numpy()) for fit in fits]
@@ -426,11 +431,13 @@ def refit_consensus(
     import torch
 
     if consensus.n_programmes == 0:
-        raise InvalidInputError(
+        error = InvalidInputError(
             "No programme reproduces in the restarts: no group of programmes has members from at least min_share of "
-            "them. Fit more restarts, lower min_share, or raise distance to group looser programmes; "
+            "them. Fit more restarts, lower min_share, or raise distance to group looser programmes; the error's "
             "consensus.table lists every group and its reproducibility."
         )
+        error.consensus = consensus  # the grouping, to read without refitting the restarts
+        raise error
     kwargs = {**model_kwargs, **model_cls._consensus_factor_kwargs(consensus), "fixed_support": True}
     kwargs.pop("mask_init", None)  # the refit's W starts at the consensus loadings, whatever the restarts' start
     model = model_cls(adata, seed=int(seed), **kwargs)

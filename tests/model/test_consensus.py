@@ -122,6 +122,20 @@ def test_a_programme_too_few_restarts_find_is_listed_but_not_kept():
     assert (selection["n_programmes"] == 1).all() and (selection["n_groups"] == 2).all()
 
 
+def test_a_refit_without_a_kept_programme_says_so_and_keeps_the_grouping(counts_adata):
+    from scsparse.model import refit_consensus
+
+    lone = [np.full((counts_adata.n_vars, 3), 0.01) for _ in range(3)]
+    for r, pip in enumerate(lone):
+        pip[5 * r : 5 * r + 5, 0] = 0.99  # each restart's programme its own: no group reaches min_share
+    grouping = consensus_programmes(lone, min_share=0.5)
+    assert grouping.n_programmes == 0
+    SparseVAE.setup_anndata(counts_adata, layer="counts")
+    with pytest.raises(InvalidInputError, match="No programme reproduces") as caught:
+        refit_consensus(SparseVAE, counts_adata, grouping, seed=0, model_kwargs={}, train_kwargs={})
+    assert caught.value.consensus is grouping
+
+
 def test_consensus_rejects_bad_input():
     _, pips, loadings = _planted_restarts()
     with pytest.raises(InvalidInputError, match="at least 2 restarts"):
