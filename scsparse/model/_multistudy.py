@@ -190,11 +190,8 @@ class MultiStudySparseVAE(SparseVAE):
     @classmethod
     def _consensus_factor_kwargs(cls, consensus: Any) -> dict[str, Any]:
         """The numbers of shared and specific factors of a consensus refit: one per kept programme of each block."""
-        specific: dict[str, int] = {}
-        for block in consensus.blocks:
-            if block != "shared":
-                specific[block] = specific.get(block, 0) + 1
-        return {"n_latent_shared": consensus.blocks.count("shared"), "n_latent_specific": specific}
+        specific = consensus.block_counts(list(dict.fromkeys(["shared", *consensus.blocks])))
+        return {"n_latent_shared": specific.pop("shared"), "n_latent_specific": specific}
 
     def _build_module(self, *, n_latent: int, latent_prior: str, **module_kwargs: Any) -> MultiStudySparseVAEModule:
         """The module with a shared block and one block per study (``n_latent`` is the single-study model's and
