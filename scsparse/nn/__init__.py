@@ -15,6 +15,7 @@ from ._masked_decoder import MaskedDecoder, default_memory_budget_mb
 from ._mlp import MLP, make_activation
 from ._numerics import flush_denormals
 from ._observation import LIKELIHOODS, ObservationModel
+from ._one_factor import one_factor_outputs
 from ._priors import calibrate_inverse_gamma
 from ._spike_slab_lasso import SpikeSlabLasso, slab_threshold, ssl_inclusion_logits
 from ._surgery import copy_into_grown_, restore_gradient_masks_, train_only_
@@ -38,6 +39,7 @@ __all__ = [
     "MaskedDecoder",
     "NoActiveFactorWarning",
     "ObservationModel",
+    "one_factor_outputs",
     "restore_gradient_masks_",
     "slab_threshold",
     "sparse_vae_objective",

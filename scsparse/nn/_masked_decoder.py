@@ -36,6 +36,7 @@ from torch.utils.checkpoint import checkpoint
 
 from ._fused_decoder import FusedMaskedLayer, FusedWorkspace, genes_last, padded_width
 from ._mlp import make_activation, one_hot_covariates
+from ._one_factor import one_factor_outputs
 from ._triton_decoder import TritonMaskedLayer, kernel_fits, triton_available
 
 #: Activation budget (MB) on the CPU, and on any device without an explicit ``memory_budget_mb`` but a GPU.
@@ -322,18 +323,14 @@ class MaskedDecoder(nn.Module):
 
     @property
     def supports_sparse_path(self) -> bool:
-        """Whether genes with at most one active factor can skip the hidden layer (see :meth:`prune_`).
+        """Whether the decoder can skip the work of the entries fixed at zero (see :meth:`prune_`).
 
-        True for one hidden layer, a positively homogeneous activation (ReLU, leaky ReLU), no covariates
-        and no dropout in the decoder. With a first-layer bias only the genes without an active factor skip
-        the network (they are constants); genes with one factor have no closed form and run the network.
+        True for one hidden layer without dropout. Genes without an active factor then skip the per-gene network
+        (one hidden state per cell serves them all); genes with one active factor have a closed form without
+        covariates, with a positively homogeneous activation (no first-layer bias) or ReLU (with it); the other
+        genes run the network on the factors active in them.
         """
-        return (
-            not self.hidden
-            and self.covariates is None
-            and isinstance(self.activation, nn.ReLU | nn.LeakyReLU)
-            and isinstance(self.dropout, nn.Identity)
-        )
+        return not self.hidden and isinstance(self.dropout, nn.Identity)
 
     @property
     def supports_fused_path(self) -> bool:
@@ -376,12 +373,16 @@ class MaskedDecoder(nn.Module):
     def prune_(self, keep: torch.Tensor) -> int:
         """Fix the entries of ``W`` outside ``keep`` at exactly zero from now on (in place).
 
-        Pruned entries are set to zero, get no gradient and stay pruned (the mask only shrinks). The
-        decoder then computes each gene from its active factors: a gene with no active factor is a
-        constant, a gene with one active factor ``k`` is exact in closed form, because a positively
-        homogeneous activation gives ``act(c * a) = max(c, 0) act(a) + max(-c, 0) act(-a)`` for the scalar
-        ``c = z_k w_jk`` — no ``(cells, hidden)`` work at all; genes with several active factors run the full
-        network. With the Spike-and-Slab Lasso prior, ``keep = p* > 0.5`` after the warm-up prunes the spike.
+        Pruned entries are set to zero, get no gradient and stay pruned until :meth:`readmit_` lets them train
+        again. The decoder then computes each gene from its active factors: a gene with no active factor needs no
+        per-gene network (without covariates it is a constant); a gene with one active factor ``k`` is exact in
+        closed form without covariates — without a first-layer bias because a positively homogeneous activation
+        gives ``act(c * a) = max(c, 0) act(a) + max(-c, 0) act(-a)`` for the scalar ``c = z_k w_jk``, with the
+        bias and ReLU through the kink tables of :func:`~scsparse.nn.one_factor_outputs` — so no ``(cells,
+        hidden)`` work at all; genes with several active factors run the network on their active factors. With
+        the Spike-and-Slab Lasso prior, ``keep = p* > 0.5`` after the warm-up prunes the spike; training with
+        exact zeros (:class:`~scsparse.train.SparseVAETrainingPlan`'s ``w_step="proximal"``) keeps the nonzero
+        entries.
 
         Parameters
         ----------
@@ -413,6 +414,41 @@ class MaskedDecoder(nn.Module):
             self.W.grad.mul_(self.prune_mask)
         self._invalidate_groups()
         return before - int(self.prune_mask.sum())
+
+    @torch.no_grad()
+    def readmit_(self, entries: torch.Tensor) -> int:
+        """Let pruned entries of ``W`` train again, from zero (in place); the counterpart of :meth:`prune_`.
+
+        Parameters
+        ----------
+        entries
+            Boolean ``(G, K)`` tensor: entries to readmit (entries not pruned are left as they are).
+
+        Returns
+        -------
+        int
+            Number of entries readmitted.
+
+        Examples
+        --------
+        >>> import torch
+        >>> dec = MaskedDecoder(n_latent=2, n_output=2, n_hidden=8)
+        >>> dec.prune_(torch.tensor([[1, 0], [0, 0]], dtype=torch.bool))
+        3
+        >>> dec.readmit_(torch.tensor([[0, 1], [0, 0]], dtype=torch.bool))
+        1
+        >>> dec.W.detach()[0, 1].item()
+        0.0
+        """
+        entries = entries.to(device=self.prune_mask.device, dtype=torch.bool)
+        if entries.shape != self.prune_mask.shape:
+            raise ValueError(f"entries must have shape {tuple(self.prune_mask.shape)}, got {tuple(entries.shape)}.")
+        new = entries & ~self.prune_mask
+        n_new = int(new.sum())
+        if n_new:
+            self.prune_mask |= new
+            self._invalidate_groups()
+        return n_new
 
     @torch.no_grad()
     def flip_(self, signs: torch.Tensor) -> None:
@@ -450,8 +486,21 @@ class MaskedDecoder(nn.Module):
         return self._groups_cache
 
     def _group_genes(self) -> dict[str, torch.Tensor]:
+        """Genes by the work their outputs need: none (constants), one factor in closed form, the network.
+
+        ``idx1`` are the genes with one active factor that have a closed form: without a first-layer bias the
+        homogeneous activation's, with it and ReLU the kink tables of :func:`one_factor_outputs` (neither with
+        covariates, whose term moves the kinks cell by cell). ``idx2`` run the network on ``cols2``, the factors
+        active in any of them.
+        """
         n_active = self.prune_mask.sum(dim=1)
-        single = n_active == 1 if self.first_bias is None else torch.zeros_like(n_active, dtype=torch.bool)
+        if self.covariates is not None:
+            closed_form = False
+        elif self.first_bias is None:
+            closed_form = isinstance(self.activation, nn.ReLU | nn.LeakyReLU)
+        else:
+            closed_form = type(self.activation) is nn.ReLU
+        single = (n_active == 1) if closed_form else torch.zeros_like(n_active, dtype=torch.bool)
         idx0 = torch.nonzero(n_active == 0).flatten()
         idx1 = torch.nonzero(single).flatten()
         idx2 = torch.nonzero((n_active >= 1) & ~single).flatten()
@@ -460,6 +509,7 @@ class MaskedDecoder(nn.Module):
             "idx1": idx1,
             "k1": self.prune_mask[idx1].float().argmax(dim=1),
             "idx2": idx2,
+            "cols2": torch.nonzero(self.prune_mask[idx2].any(dim=0)).flatten(),
             "inverse": torch.argsort(torch.cat([idx0, idx1, idx2])),
         }
 
@@ -572,28 +622,50 @@ class MaskedDecoder(nn.Module):
         first, hidden, head = self.network_weights()
         return self._decode_genes(z, cov_inputs, self.masked_W(), head, self.head_bias, first, hidden)
 
-    def _decode_sparse(self, z: torch.Tensor, groups: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Pruned decoder: constants, closed-form single-factor genes, full network for the rest."""
+    def _decode_sparse(
+        self, z: torch.Tensor, cov_inputs: torch.Tensor | None, groups: dict[str, torch.Tensor]
+    ) -> torch.Tensor:
+        """Decoder with entries fixed at zero: constants, closed-form one-factor genes, the network for the rest.
+
+        The network runs on the factors active in its genes only (``cols2``), so its first layer sums over them.
+        """
         first, hidden, head = self.network_weights()
         w = self.masked_W()
-        const = self.head_bias[:, groups["idx0"]]  # act(0) = 0 without a first-layer bias
-        if self.first_bias is not None:  # act(b): the same hidden state for every such gene
-            const = const + (head[:, groups["idx0"]] * self.activation(self.first_bias)).sum(-1)
-        parts = [const[:, None, :].expand(-1, z.shape[0], -1)]
-        idx1, k1 = groups["idx1"], groups["k1"]
+        idx0, idx1, k1, idx2 = groups["idx0"], groups["idx1"], groups["k1"], groups["idx2"]
+        parts = [self._constant_genes(z, cov_inputs, idx0, head)]
         if idx1.numel():
-            a = first[:, k1].t()  # (G1, H): the first-layer column of each gene's factor
-            v = head[:, idx1]  # (n_heads, G1, H)
-            pos = (v * self.activation(a)).sum(-1)  # (n_heads, G1)
-            neg = (v * self.activation(-a)).sum(-1)
-            c = z[:, k1] * w[idx1, k1]  # (B, G1)
-            parts.append(
-                torch.relu(c) * pos[:, None, :] + torch.relu(-c) * neg[:, None, :] + self.head_bias[:, None, idx1]
-            )
-        idx2 = groups["idx2"]
+            t = z[:, k1] * w[idx1, k1]  # (B, G1)
+            if self.first_bias is None:  # act(c a) = max(c, 0) act(a) + max(-c, 0) act(-a) for the scalar c
+                a = first[:, k1].t()  # (G1, H): the first-layer column of each gene's factor
+                v = head[:, idx1]  # (n_heads, G1, H)
+                pos = (v * self.activation(a)).sum(-1)  # (n_heads, G1)
+                neg = (v * self.activation(-a)).sum(-1)
+                out1 = torch.relu(t) * pos[:, None, :] + torch.relu(-t) * neg[:, None, :]
+            else:
+                out1 = one_factor_outputs(t, k1, first, self.first_bias, head[:, idx1])
+            parts.append(out1 + self.head_bias[:, None, idx1])
         if idx2.numel():
-            parts.append(self._decode_genes(z, None, w[idx2], head[:, idx2], self.head_bias[:, idx2], first, hidden))
+            cols = groups["cols2"]
+            w2 = w[idx2][:, cols]
+            parts.append(
+                self._decode_genes(
+                    z[:, cols], cov_inputs, w2, head[:, idx2], self.head_bias[:, idx2], first[:, cols], hidden
+                )
+            )
         return torch.cat(parts, dim=-1).index_select(-1, groups["inverse"])
+
+    def _constant_genes(
+        self, z: torch.Tensor, cov_inputs: torch.Tensor | None, idx0: torch.Tensor, head: torch.Tensor
+    ) -> torch.Tensor:
+        """Genes without an active factor, ``(n_heads, B, G0)``: the network of the covariates (or a constant)."""
+        bias = self.head_bias[:, idx0]
+        cov_term = self._covariate_term_of(cov_inputs)
+        base = self.first_bias if self.first_bias is not None else head.new_zeros(self.n_hidden)
+        if cov_term is None:  # act(b): the same hidden state for every such gene and cell
+            const = bias + (head[:, idx0] * self.activation(base)).sum(-1)
+            return const[:, None, :].expand(-1, z.shape[0], -1)
+        hidden = self.activation(cov_term + base)  # (B, H): one hidden state per cell, shared by these genes
+        return torch.einsum("bh,ngh->nbg", hidden, head[:, idx0]) + bias[:, None, :]
 
     def forward(
         self, z: torch.Tensor, *cat_list: torch.Tensor | None, continuous: torch.Tensor | None = None
@@ -603,10 +675,11 @@ class MaskedDecoder(nn.Module):
         ``cat_list`` holds one ``(B,)`` or ``(B, 1)`` index tensor per categorical covariate (``n_cat_list``),
         ``continuous`` the ``(B, n_continuous)`` continuous covariates.
         """
+        cov_inputs = self.covariate_inputs(cat_list, continuous, z.dtype)
         groups = self._gene_groups()
         if groups is not None:
-            return self._decode_sparse(z, groups)
-        return self._decode_dense(z, self.covariate_inputs(cat_list, continuous, z.dtype))
+            return self._decode_sparse(z, cov_inputs, groups)
+        return self._decode_dense(z, cov_inputs)
 
     def covariate_term(
         self, cat_list: Sequence[torch.Tensor | None], continuous: torch.Tensor | None, dtype: torch.dtype

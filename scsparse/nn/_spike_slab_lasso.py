@@ -163,8 +163,11 @@ class SpikeSlabLasso(nn.Module):
 
         This is the part of ``-E_gamma[log p(W | gamma)]`` that depends on ``W``; ``p*`` is held fixed.
         """
-        lam = self.lambda1 * self.p_star + self.lambda0 * (1.0 - self.p_star)
-        return (lam * w.abs()).sum()
+        return (self.rates() * w.abs()).sum()
+
+    def rates(self) -> torch.Tensor:
+        """The Laplace rate of each entry in the M-step, ``lambda1 p*_jk + lambda0 (1 - p*_jk)`` (``(G, K)``)."""
+        return self.lambda1 * self.p_star + self.lambda0 * (1.0 - self.p_star)
 
     def negative_log_prior(self, w: torch.Tensor) -> torch.Tensor:
         """Full ``-E_{gamma | W, eta}[log p(W | gamma) p(gamma | eta) p(eta)]`` (the paper's Eq. 56, negated).

@@ -127,31 +127,59 @@ def test_auto_chunk_size_respects_budget():
 @pytest.mark.parametrize("activation", ["relu", "leaky_relu"])
 @pytest.mark.parametrize("n_heads", [1, 2])
 @pytest.mark.parametrize("first_bias", [False, True])
-def test_pruned_sparse_path_equals_dense_masked_network(activation, n_heads, first_bias):
+@pytest.mark.parametrize("covariates", [False, True])
+def test_pruned_sparse_path_equals_dense_masked_network(activation, n_heads, first_bias, covariates):
     torch.manual_seed(4)
     kw = {"n_latent": 4, "n_output": 12, "n_hidden": 7, "n_heads": n_heads, "activation": activation}
-    dec = MaskedDecoder(**kw, chunk_size=2, first_bias=first_bias)
-    dense = MaskedDecoder(**kw, first_bias=first_bias)
+    if covariates:
+        kw |= {"n_cat_list": [3], "n_continuous": 2}
+    dec = MaskedDecoder(**kw, chunk_size=2, first_bias=first_bias).double()
+    dense = MaskedDecoder(**kw, first_bias=first_bias).double()
     keep = torch.rand(12, 4) < 0.35
     keep[0] = False  # a gene with no active factor
     keep[1] = torch.tensor([False, True, False, False])  # one active factor
+    keep[3] = torch.tensor([False, False, False, True])
     keep[2] = True  # all active
+    keep[:, 2] = keep[:, 2] & (torch.arange(12) == 2)  # a factor active in gene 2 only
     assert dec.prune_(keep) == int((~keep).sum())
-    assert dec.is_pruned and dec.supports_sparse_path and dec._gene_groups() is not None
+    assert dec.is_pruned and dec.supports_sparse_path
+    groups = dec._gene_groups()
+    closed_form = not covariates and (activation == "relu" or not first_bias)
+    assert 0 in groups["idx0"].tolist()  # no per-gene network
+    assert (1 in groups["idx1"].tolist()) == closed_form  # one factor: in closed form, else the network
+    assert groups["cols2"].tolist() == sorted(set(torch.nonzero(keep[groups["idx2"]])[:, 1].tolist()))
     assert (dec.W[~keep] == 0).all()
     dense.load_state_dict(dec.state_dict())
-    z = torch.randn(6, 4)
-    out_sparse = dec(z)
-    out_dense = dense._decode_dense(z, None)
-    torch.testing.assert_close(out_sparse, out_dense, rtol=1e-5, atol=1e-6)
+    z = torch.randn(6, 4, dtype=torch.float64)
+    cats = (torch.randint(0, 3, (6,)),) if covariates else ()
+    cont = torch.randn(6, 2, dtype=torch.float64) if covariates else None
+    out_sparse = dec(z, *cats, continuous=cont)
+    out_dense = dense._decode_dense(z, dense.covariate_inputs(cats, cont, z.dtype))
+    torch.testing.assert_close(out_sparse, out_dense, rtol=1e-10, atol=1e-12)
     out_sparse.square().sum().backward()
     out_dense.square().sum().backward()
     for (name, p_s), p_d in zip(dec.named_parameters(), dense.parameters(), strict=True):
-        torch.testing.assert_close(p_s.grad, p_d.grad, rtol=1e-4, atol=1e-6, msg=name)
+        torch.testing.assert_close(p_s.grad, p_d.grad, rtol=1e-9, atol=1e-11, msg=name)
     assert (dec.W.grad[~keep] == 0).all()  # pruned entries get no gradient
     z2 = z.clone()
     z2[:, 0] += 3.0  # gene 0 sees nothing, gene 1 only factor 1
-    torch.testing.assert_close(dec(z2)[..., :2], out_sparse[..., :2].detach())
+    torch.testing.assert_close(dec(z2, *cats, continuous=cont)[..., :2], out_sparse[..., :2].detach())
+
+
+def test_readmitted_entries_train_from_zero():
+    torch.manual_seed(0)
+    dec = MaskedDecoder(n_latent=3, n_output=4, n_hidden=8)
+    dec.prune_(torch.zeros(4, 3, dtype=torch.bool))
+    z = torch.randn(5, 3)
+    assert torch.allclose(dec(z), dec(torch.randn(5, 3)))  # every gene a constant
+    back = torch.zeros(4, 3, dtype=torch.bool)
+    back[1, 2] = True
+    assert dec.readmit_(back) == 1 and dec.readmit_(back) == 0
+    assert dec.W[1, 2] == 0 and dec.prune_mask.sum() == 1
+    dec(z).sum().backward()
+    assert dec.W.grad[1, 2] != 0 and (dec.W.grad.flatten().count_nonzero() == 1)
+    with pytest.raises(ValueError, match="shape"):
+        dec.readmit_(torch.ones(2, 2, dtype=torch.bool))
 
 
 @pytest.mark.parametrize("first_bias", [False, True])
