@@ -422,6 +422,10 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         w = self.decoder.masked_W()
         return sparse_vae_penalty(self.prior, w, log_var, self.sigma_prior_nu, self.sigma_prior_xi)
 
+    def prior_cells(self, n_obs: int) -> int:
+        """The number of cells the prior on ``W`` is weighed against: ``min(n_obs, max_prior_cells)``."""
+        return n_obs if self.max_prior_cells is None else min(n_obs, self.max_prior_cells)
+
     def loss(
         self,
         tensors: dict[str, torch.Tensor],
@@ -442,9 +446,91 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         qz, mask = inference_outputs["qz"], inference_outputs.get("latent_mask")
         kl_z = gaussian_kl(qz, mask) if self.latent_prior is None else self.latent_prior.kl(qz)
         penalty = self.global_penalty()
-        n_prior = n_obs if self.max_prior_cells is None else min(n_obs, self.max_prior_cells)
-        loss = sparse_vae_objective(rec, kl_z, penalty, n_prior, kl_weight)
+        loss = sparse_vae_objective(rec, kl_z, penalty, self.prior_cells(n_obs), kl_weight)
         return LossOutput(loss=loss, reconstruction_loss=rec, kl_local=kl_z, kl_global=penalty)
+
+    # ------------------------------------------------------------------ exact zeros
+    @property
+    def trains_w_freely(self) -> bool:
+        """Whether every entry of ``W`` trains and may leave or enter the support (not a query, not a fixed
+        support): what exact zeros and the active set of ``W`` need.
+        """
+        return not (self.n_batch_frozen or self.fixed_support or getattr(self, "n_latent_frozen", 0))
+
+    @torch.no_grad()
+    def zero_rule_gradient_(self, n_obs: int) -> torch.Tensor:
+        """Before an optimiser step with exact zeros: the zero entries of ``W`` get the lasso's least subgradient.
+
+        At ``w_jk = 0`` the prior's subgradient can cancel any data gradient up to the entry's rate over the cells
+        (:meth:`entries_to_readmit`), so the gradient of a zero entry becomes ``sign(g) max(|g| - rate, 0)``: zero
+        while the data do not call the entry back (as orthant-wise L1 methods, OWL-QN, take it). Call
+        :meth:`zero_rule_step_` with the result after the step.
+
+        Parameters
+        ----------
+        n_obs
+            Number of training cells.
+
+        Returns
+        -------
+        torch.Tensor
+            The state :meth:`zero_rule_step_` needs: ``W`` before the step, ``(2, G, K)`` with the sign of the new
+            gradient.
+        """
+        w, grad = self.decoder.W, self.decoder.W.grad
+        if grad is None:
+            grad = torch.zeros_like(w)
+        zero = w == 0
+        rates = self.prior.rates() / self.prior_cells(n_obs)
+        least = torch.sign(grad) * (grad.abs() - rates).clamp_min(0.0)
+        if w.grad is not None:
+            w.grad.copy_(torch.where(zero, least, grad))
+        return torch.stack([w.detach().clone(), torch.sign(torch.where(zero, least, grad))])
+
+    @torch.no_grad()
+    def zero_rule_step_(self, before: torch.Tensor) -> None:
+        """After an optimiser step with exact zeros: an entry whose step crossed zero stops at zero, in place.
+
+        An entry that was nonzero and changed sign, or was zero and moved against its least subgradient (momentum
+        of earlier steps), is set to exactly zero; entries fixed at zero (:meth:`~scsparse.nn.MaskedDecoder.prune_`)
+        stay zero.
+
+        Parameters
+        ----------
+        before
+            What :meth:`zero_rule_gradient_` returned before the step.
+        """
+        w = self.decoder.W
+        w_before, grad_sign = before[0], before[1]
+        sign = torch.sign(w)
+        crossed = (w_before != 0) & (sign != torch.sign(w_before))
+        wrong_way = (w_before == 0) & (sign != -grad_sign)
+        w.masked_fill_(crossed | wrong_way, 0.0)
+        if self.decoder.is_pruned:
+            w.mul_(self.decoder.prune_mask)
+
+    @torch.no_grad()
+    def entries_to_readmit(self, w_grad: torch.Tensor, n_obs: int) -> torch.Tensor:
+        """Zero entries of ``W`` that the data call back: ``|d data / d w_jk|`` above their rate over the cells.
+
+        At ``w_jk = 0`` the loss is at a minimum in ``w_jk`` exactly when the gradient of the rest of the loss is
+        at most the entry's Laplace rate ``lambda1 p*_jk + lambda0 (1 - p*_jk)`` over :meth:`prior_cells` (the
+        lasso's optimality condition); a zero entry that breaks it belongs in the active set of ``W``.
+
+        Parameters
+        ----------
+        w_grad
+            Gradient of the loss without the prior on ``W`` (``(G, K)``).
+        n_obs
+            Number of training cells.
+
+        Returns
+        -------
+        torch.Tensor
+            Boolean ``(G, K)``.
+        """
+        rates = self.prior.rates() / self.prior_cells(n_obs)
+        return (self.decoder.W == 0) & (w_grad.abs() > rates)
 
     # ------------------------------------------------------------------ EM
     @torch.no_grad()

@@ -22,6 +22,24 @@ __all__ = ["DIVERGENCE_FACTOR", "SparseVAETrainingPlan"]
 DIVERGENCE_FACTOR = 100.0
 
 
+def check_exact_zeros(module: Any, exact_zeros: bool, active_set_every: int | None) -> None:
+    """Refuse ``exact_zeros`` and ``active_set_every`` values the module cannot train with."""
+    if not isinstance(exact_zeros, bool):
+        raise InvalidInputError(f"exact_zeros must be True or False, got {exact_zeros!r}.")
+    if active_set_every is not None:
+        if isinstance(active_set_every, bool) or int(active_set_every) != active_set_every or active_set_every < 1:
+            raise InvalidInputError(f"active_set_every must be a positive integer or None, got {active_set_every!r}.")
+        if not exact_zeros:
+            raise InvalidInputError(
+                "active_set_every needs exact_zeros=True: without exact zeros no entry of W leaves the active set."
+            )
+    if exact_zeros and not module.trains_w_freely:
+        raise InvalidInputError(
+            "exact_zeros lets every entry of W leave or enter the support, and this module keeps part of W fixed (a "
+            "query model or a consensus refit with a fixed support). Train it with exact_zeros=False (the default)."
+        )
+
+
 class SparseVAETrainingPlan(TrainingPlan):
     """:class:`scvi.train.TrainingPlan` with the Spike-and-Slab Lasso EM update after optimiser steps.
 
@@ -51,6 +69,20 @@ class SparseVAETrainingPlan(TrainingPlan):
     n_obs_training
         Number of training cells, which scales the prior on ``W`` against the data (scvi-tools sets it from the
         data splitter; give it for a datamodule that has no ``n_train``).
+    exact_zeros
+        Give ``W`` the Spike-and-Slab Lasso's exact zeros: Adam steps on the subgradient as before, but an entry
+        whose step crosses zero stops at zero, and an entry at zero moves only once its data gradient exceeds its
+        Laplace rate over the cells (the lasso's least subgradient, as orthant-wise L1 methods such as OWL-QN take
+        it; :meth:`~scsparse.module.SparseVAEModule.zero_rule_gradient_`). Needs a module whose ``W`` trains freely
+        (not a query or a consensus refit with a fixed support).
+    active_set_every
+        With ``exact_zeros``: the decoder works only on the active entries of ``W``, and every this many optimiser
+        steps checks which entries belong there, as glmnet's strong rules and KKT checks do — the check step runs
+        the whole mask and keeps the nonzero entries and the zero entries whose data gradient breaks the lasso's
+        optimality condition (:meth:`~scsparse.module.SparseVAEModule.entries_to_readmit`); between checks the
+        other entries are fixed at zero (:meth:`~scsparse.nn.MaskedDecoder.prune_`) and cost nothing. ``None``:
+        every entry is computed at every step. The active set is saved with the model (the decoder's
+        ``prune_mask``).
     **kwargs
         Passed to :class:`scvi.train.TrainingPlan` (``lr``, ``weight_decay``, ``n_epochs_kl_warmup`` ...).
     """
@@ -61,12 +93,20 @@ class SparseVAETrainingPlan(TrainingPlan):
         *,
         em_every: Literal["step", "epoch"] = "step",
         n_obs_training: int | None = None,
+        exact_zeros: bool = False,
+        active_set_every: int | None = None,
         **kwargs: Any,
     ) -> None:
         if em_every not in ("step", "epoch"):
             raise ValueError(f"em_every must be 'step' or 'epoch', got {em_every!r}.")
+        check_exact_zeros(module, exact_zeros, active_set_every)
         super().__init__(module, **kwargs)
         self.em_every = em_every
+        self.exact_zeros = bool(exact_zeros)
+        self.active_set_every = None if active_set_every is None else int(active_set_every)
+        self._mask_before_check: torch.Tensor | None = None
+        self._before_step: torch.Tensor | None = None
+        self._readmitted = 0  # entries the active-set checks of the epoch brought in
         if n_obs_training is not None:  # a datamodule that does not say how many cells it trains on
             self.n_obs_training = int(n_obs_training)
 
@@ -198,8 +238,34 @@ class SparseVAETrainingPlan(TrainingPlan):
             if state[1] is not None:
                 torch.cuda.set_rng_state_all(state[1])
 
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
+        """On an active-set check step, compute every entry of ``W`` (see ``active_set_every``)."""
+        every = self.active_set_every
+        if every is not None and self.global_step % every == 0:
+            decoder = self.module.decoder
+            self._mask_before_check = decoder.prune_mask.clone()
+            decoder.readmit_(torch.ones_like(decoder.prune_mask))
+
+    def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        """Before the step: a check step's active set (the nonzero entries and the violators), the zero rule."""
+        if not self.exact_zeros:
+            return
+        before, self._mask_before_check = self._mask_before_check, None
+        decoder = self.module.decoder
+        if before is not None:
+            grad = decoder.W.grad if decoder.W.grad is not None else torch.zeros_like(decoder.W)
+            keep = (decoder.W != 0) | self.module.entries_to_readmit(grad, self.n_obs_training)
+            decoder.prune_(keep)
+            self._readmitted += int((keep & ~before).sum())
+        self._before_step = self.module.zero_rule_gradient_(self.n_obs_training)
+
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
-        """Run the EM update after each optimiser step when ``em_every == "step"``; keep the random state."""
+        """After the optimiser step: the zero rule (``exact_zeros``), and the EM update when ``em_every == "step"``;
+        keep the random state.
+        """
+        if self._before_step is not None:
+            self.module.zero_rule_step_(self._before_step)
+            self._before_step = None
         if self.em_every == "step":
             with torch.no_grad():
                 self.module.em_update()
@@ -218,4 +284,14 @@ class SparseVAETrainingPlan(TrainingPlan):
         changes = (slab != self._previous_slab).sum().float()
         self.log("mask_changes", changes, on_step=False, on_epoch=True, sync_dist=self.use_sync_dist)
         self._previous_slab = slab
+        if self.exact_zeros:
+            w = self.module.decoder.W.detach()
+            self.log("w_nonzero", (w != 0).float().mean(), on_step=False, on_epoch=True, sync_dist=self.use_sync_dist)
+        if self.active_set_every is not None:
+            active = self.module.decoder.prune_mask.float().mean()
+            self.log("w_active", active, on_step=False, on_epoch=True, sync_dist=self.use_sync_dist)
+            self.log(
+                "w_readmitted", float(self._readmitted), on_step=False, on_epoch=True, sync_dist=self.use_sync_dist
+            )
+            self._readmitted = 0
         super().on_train_epoch_end()

@@ -1,0 +1,105 @@
+"""Exact zeros in W (the lasso's zero rule on Adam's steps) and the decoder's active set with its KKT checks."""
+
+import numpy as np
+import pytest
+import torch
+
+from scsparse.model import InvalidInputError, SparseVAE
+from scsparse.module import SparseVAEModule
+from scsparse.train import SparseVAETrainingPlan
+
+
+def _module() -> SparseVAEModule:
+    torch.manual_seed(0)
+    module = SparseVAEModule(n_input=3, n_latent=2, n_hidden=4)
+    with torch.no_grad():
+        module.decoder.W.copy_(torch.tensor([[0.5, 0.0], [0.02, 0.0], [-1.0, 0.0]]))
+    module.em_update()
+    return module
+
+
+def test_zero_entries_get_the_least_subgradient_and_steps_stop_at_zero():
+    module = _module()
+    w = module.decoder.W
+    rates = module.prior.rates() / module.prior_cells(100)
+    g = torch.zeros(3, 2)
+    g[:, 1] = torch.tensor([0.5, -0.5, 2.0]) * rates[:, 1]  # below, below, above the rate
+    g[0, 0], g[1, 0], g[2, 0] = 1.0, 1.0, -1.0
+    w.grad = g.clone()
+    before = module.zero_rule_gradient_(100)
+    # nonzero entries keep their gradient; zero entries keep only what exceeds their rate
+    torch.testing.assert_close(w.grad[:, 0], g[:, 0])
+    assert w.grad[0, 1] == 0 and w.grad[1, 1] == 0
+    torch.testing.assert_close(w.grad[2, 1], g[2, 1] - rates[2, 1])
+    with torch.no_grad():  # a step: entry (1, 0) crosses zero, (0, 1) moves against its least subgradient (momentum)
+        w.copy_(torch.tensor([[0.4, 0.3], [-0.01, 0.0], [-0.9, -0.2]]))
+    module.zero_rule_step_(before)
+    expected = torch.tensor([[0.4, 0.0], [0.0, 0.0], [-0.9, -0.2]])
+    torch.testing.assert_close(w.detach(), expected)  # (2, 1) left zero the way its gradient asks
+
+
+def test_zero_entries_the_data_call_back_are_the_lasso_violators():
+    module = _module()
+    rates = module.prior.rates() / module.prior_cells(100)
+    grad = torch.zeros(3, 2)
+    grad[:, 1] = rates[:, 1] * torch.tensor([0.9, 1.1, -2.0])
+    grad[0, 0] = 100.0  # a nonzero entry is never "readmitted"
+    assert module.entries_to_readmit(grad, 100).tolist() == [[False, False], [False, True], [False, True]]
+
+
+def _train(adata, **plan):
+    model = SparseVAE(adata, n_latent=4, n_hidden=16, seed=0)
+    model.train(max_epochs=150, batch_size=64, plan_kwargs=plan, enable_progress_bar=False)
+    return model
+
+
+@pytest.fixture(scope="module")
+def planted(counts_factory):
+    adata = counts_factory(n_obs=400, n_vars=30, n_latent=3)
+    SparseVAE.setup_anndata(adata, layer="counts")
+    return adata
+
+
+def test_exact_zeros_give_zeros_and_the_planted_programmes(planted):
+    model = _train(planted, exact_zeros=True)
+    w = model.module.decoder.W.detach()
+    # exact zeros, not small numbers (on these 30 strongly expressed genes minibatch noise keeps many spike entries
+    # off zero for a while; real data have more zeros)
+    assert (w == 0).float().mean() > 0.15
+    pip = model.get_inclusion_probabilities().to_numpy()
+    assert not ((pip > 0.5) & (w.numpy() == 0)).any()  # a zero entry is in the spike
+    owner = planted.var["owner"].to_numpy()
+    slab = pip > 0.5
+    for k in range(3):  # each planted programme is one factor's genes
+        cols = slab[owner == k].mean(0)
+        assert cols.max() > 0.8
+    assert model.history["w_nonzero"].iloc[-1, 0] == pytest.approx(float((w != 0).float().mean()))
+
+
+def test_active_set_fixes_the_rest_at_zero_and_readmits_what_the_data_call_back(planted):
+    model = _train(planted, exact_zeros=True, active_set_every=5)
+    decoder = model.module.decoder
+    assert decoder.is_pruned and (decoder.W[~decoder.prune_mask] == 0).all()
+    assert model.history["w_active"].iloc[-1, 0] < 0.8
+    # take out the strongest entry, which the data need: the first check step brings it back
+    g, k = np.unravel_index(int(decoder.W.detach().abs().argmax()), tuple(decoder.W.shape))
+    drop = torch.ones_like(decoder.prune_mask)
+    drop[g, k] = False
+    decoder.prune_(drop)
+    model.train(max_epochs=2, batch_size=64, stop_when_settled=False, plan_kwargs={"exact_zeros": True,
+                "active_set_every": 5}, enable_progress_bar=False)  # fmt: skip
+    assert decoder.prune_mask[g, k] and decoder.W[g, k] != 0
+    assert model.history["w_readmitted"].iloc[-2, 0] >= 1  # the second fit's first epoch
+
+
+def test_exact_zeros_options_are_checked(planted):
+    module = SparseVAEModule(n_input=30, n_latent=2)
+    with pytest.raises(InvalidInputError, match="needs exact_zeros=True"):
+        SparseVAETrainingPlan(module, active_set_every=5)
+    with pytest.raises(InvalidInputError, match="positive integer"):
+        SparseVAETrainingPlan(module, exact_zeros=True, active_set_every=0)
+    with pytest.raises(InvalidInputError, match="True or False"):
+        SparseVAETrainingPlan(module, exact_zeros="yes")
+    fixed = SparseVAEModule(n_input=30, n_latent=2, fixed_support=True)
+    with pytest.raises(InvalidInputError, match="keeps part of W fixed"):
+        SparseVAETrainingPlan(fixed, exact_zeros=True)
