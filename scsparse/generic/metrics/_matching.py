@@ -6,6 +6,8 @@ from typing import Literal
 
 import numpy as np
 
+from scsparse.results import matched_partners
+
 __all__ = ["assign_by_correlation", "factor_correlation", "match_factors"]
 
 _Method = Literal["correlation", "pearson", "spearman"]
@@ -167,8 +169,6 @@ def assign_by_correlation(corr: np.ndarray, among: np.ndarray | None = None) -> 
     >>> assign_by_correlation(corr, among=np.array([False, True, True]))
     array([1, 2])
     """
-    from scipy.optimize import linear_sum_assignment
-
     corr = np.asarray(corr, dtype=np.float64)
     k_est, k_true = corr.shape
     if k_est < k_true:
@@ -181,7 +181,4 @@ def assign_by_correlation(corr: np.ndarray, among: np.ndarray | None = None) -> 
             )
         # an ineligible code loses more than any sum of correlations can make up
         corr = np.where(eligible[:, None], corr, corr - (k_true + 1))
-    rows, cols = linear_sum_assignment(corr, maximize=True)
-    match = np.empty(k_true, dtype=np.int64)
-    match[cols] = rows
-    return match
+    return matched_partners(corr, of="columns")[0]  # every true factor has a code: k_est >= k_true
