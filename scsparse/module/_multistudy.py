@@ -229,12 +229,13 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         study_index: torch.Tensor,
         n_samples: int = 1,
     ) -> dict[str, Any]:
-        """``q(z | x)`` from the posterior a minified AnnData stores (its means are zero outside a cell's blocks
-        already); draws are zeroed there too, as in :meth:`_regular_inference`.
+        """``q(z | x)`` from the posterior a minified AnnData stores, with the means and draws zero outside a cell's
+        blocks (``latent_mask``), as in :meth:`_regular_inference`.
         """
         out = super()._cached_inference(qzm, qzv, observed_lib_size, n_samples=n_samples)
         mask = self.block_mask[study_index.reshape(-1).long()]
-        return {**out, "z": out["z"] * mask, "latent_mask": mask}
+        qz = Normal(out["qz"].loc * mask, out["qz"].scale)
+        return {**out, "qz": qz, "z": out["z"] * mask, "latent_mask": mask}
 
     @auto_move_data
     def _regular_inference(
