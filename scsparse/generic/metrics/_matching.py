@@ -118,7 +118,7 @@ def match_factors(
     -----
     Computes ``A = factor_correlation(estimated, truth, method=method)`` (``K_est x K_true``, constant
     columns have correlation 0) and solves the linear assignment problem maximising ``sum_j A[m(j), j]``
-    over injective maps ``m`` with :func:`scipy.optimize.linear_sum_assignment`. Signs are ignored: a code
+    over injective maps ``m`` with :func:`scsparse.results.match_pairs`. Signs are ignored: a code
     equal to minus a factor is a perfect match. With ``among``, ineligible rows of ``A`` are lowered by
     ``K_true + 1`` (more than any sum of correlations can make up), so the assignment first uses as many
     eligible codes as it can and, among those assignments, maximises the summed correlation.

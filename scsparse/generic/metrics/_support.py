@@ -144,7 +144,7 @@ def support_confusion(
     4. Automatic matching (``column_match=None``): since ``2 tp + fp + fn = |S| + |T|`` does not depend on
        the assignment, the F-score is maximised by maximising ``tp``, i.e. the summed overlap
        ``|S[:, k] & truth[:, j]|`` of matched pairs; this linear assignment problem is solved exactly with
-       :func:`scipy.optimize.linear_sum_assignment`.
+       :func:`scsparse.results.match_pairs`.
 
     Examples
     --------
