@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -462,6 +462,20 @@ class SparseFactorMixin:
         """
         return result_keys(self._result_key(key_added))
 
+    def _result_blocks(
+        self, adata: AnnData, pip_threshold: float, batch_size: int | None
+    ) -> tuple[Callable[..., None], dict[str, np.ndarray], dict[str, Any]]:
+        """What :meth:`write_results` writes beyond the ``uns`` entries every model has: the writer of the model's key
+        layout (:mod:`scsparse.results`), the factors, masks and ``p*`` of its blocks as that writer takes them, and
+        the model's own ``uns`` entries. One block here; a model with factor blocks overrides it.
+        """
+        arrays = {
+            "Z": self.get_latent_representation(adata, batch_size=batch_size),
+            "W": self.get_loadings().to_numpy(),
+            "pip": self.get_inclusion_probabilities().to_numpy(),
+        }
+        return write_sparse_vae_results, arrays, {}
+
     @unsupported_if_adata_minified
     def write_results(
         self,
@@ -473,20 +487,31 @@ class SparseFactorMixin:
     ) -> None:
         """Write factors, loadings and run metadata into ``adata`` (h5ad-writable).
 
-        Writes, with ``key = key_added``:
+        Writes, with ``key = key_added`` (the keys :meth:`result_keys` lists), for a
+        :class:`~scsparse.model.SparseVAE`:
 
         - ``adata.obsm[f"X_{key}"]``: posterior mean factors, cells x K (all K columns; see
           ``uns[key]["active"]`` for the ones the prior kept);
         - ``adata.varm[f"{key}_W"]``: the mask ``W``, genes x K;
         - ``adata.varm[f"{key}_pip"]``: inclusion probabilities ``p*``, genes x K;
-        - ``adata.uns[key]``: ``factor_names``, ``active`` (bool per factor), ``active_factors``, ``eta``,
-          ``latent_correlation`` (with ``latent_prior="correlated"``),
-          ``anchor_genes`` (dict of arrays), ``top_genes``, ``factors_oriented`` (whether the factors' signs were
-          fixed by :meth:`orient_factors`), hyper-parameters, seed, package versions and a
-          hash of the training data; for a consensus fit (:meth:`SparseVAE.consensus`) also ``consensus`` (one row
-          per group of the restarts' programmes: its factor, reproducibility, agreement, genes, anchor genes,
-          identifiable, kept), ``consensus_members``, ``consensus_selection``, ``consensus_restarts`` and
-          ``consensus_params``.
+
+        for a :class:`~scsparse.model.MultiStudySparseVAE`, one pair of keys per block instead:
+
+        - ``obsm[f"X_{key}_shared"]``: shared factors (cells x K_S);
+        - ``obsm[f"X_{key}_specific"]``: specific factors (cells x sum K_m), each cell's own study's block
+          filled and zeros in the other studies' blocks (column names in ``uns[key]["specific_factors"]``);
+        - ``varm[f"{key}_W_shared"]``, ``varm[f"{key}_pip_shared"]``: shared mask and its ``p*``;
+        - ``varm[f"{key}_W_<study>"]``, ``varm[f"{key}_pip_<study>"]``: each study's specific mask and ``p*``;
+
+        and for both ``adata.uns[key]``: ``factor_names``, ``active`` (bool per factor), ``active_factors``, ``eta``,
+        ``latent_correlation`` (with ``latent_prior="correlated"``),
+        ``anchor_genes`` (dict of arrays), ``top_genes``, ``factors_oriented`` (whether the factors' signs were
+        fixed by :meth:`orient_factors`; a multi-study model orients specific factors within their study's cells),
+        hyper-parameters, seed, package versions and a hash of the training data; for a multi-study model also
+        ``studies``, ``shared_factors``, ``specific_factors`` and the ``factor_table``; for a consensus fit
+        (:meth:`SparseVAE.consensus`) also ``consensus`` (one row per group of the restarts' programmes: its factor,
+        reproducibility, agreement, genes, anchor genes, identifiable, kept), ``consensus_members``,
+        ``consensus_selection``, ``consensus_restarts`` and ``consensus_params``.
 
         Existing keys are not overwritten unless ``overwrite=True``; nothing is written if any key is taken.
 
@@ -495,13 +520,19 @@ class SparseFactorMixin:
         adata
             Target AnnData (default: the one the model was set up with). It must have the model's genes.
         key_added
-            Prefix of the keys (default ``"sparsevae"``).
+            Prefix of the keys (default: the model's, ``"sparsevae"`` or ``"mssvae"``).
         overwrite
             Replace existing keys.
         pip_threshold
             Inclusion threshold used for ``active``, ``anchor_genes`` and ``top_genes``.
         batch_size
             Minibatch size for the factors.
+
+        Raises
+        ------
+        InvalidInputError
+            A model built from a registry without ``adata``, genes that differ from the model's, or a key that is
+            taken (without ``overwrite``).
 
         Examples
         --------
@@ -517,7 +548,7 @@ class SparseFactorMixin:
             )
         self._check_same_genes(adata)
         check_keys_free(adata, self.result_keys(key), overwrite)
-        latent = self.get_latent_representation(adata, batch_size=batch_size)
+        write, arrays, own = self._result_blocks(adata, pip_threshold, batch_size)
         active = self.active_factors(pip_threshold)
         uns = {
             "factor_names": np.asarray(self.factor_names, dtype=object),
@@ -527,17 +558,10 @@ class SparseFactorMixin:
             "pip_threshold": float(pip_threshold),
             "anchor_genes": {f: np.asarray(g, dtype=object) for f, g in self.get_anchor_genes(pip_threshold).items()},
             "top_genes": {f: np.asarray(g, dtype=object) for f, g in self.get_top_genes(10, pip_threshold).items()},
+            **own,
             **self._provenance(),
         }
         if self.module.latent_prior is not None:  # learned prior correlation of the factors
             uns["latent_correlation"] = self.get_latent_correlation().to_numpy()
         uns.update(self._consensus_results())
-        write_sparse_vae_results(
-            adata,
-            key,
-            Z=latent,
-            W=self.get_loadings().to_numpy(),
-            pip=self.get_inclusion_probabilities().to_numpy(),
-            uns=uns,
-            overwrite=overwrite,
-        )
+        write(adata, key, **arrays, uns=uns, overwrite=overwrite)

@@ -2,28 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from anndata import AnnData
 from scvi import REGISTRY_KEYS
-from scvi.data import AnnDataManager
-from scvi.data.fields import CategoricalObsField, LayerField
-from scvi.utils import unsupported_if_adata_minified
+from scvi.data.fields import CategoricalObsField
 
-from scsparse._checks import InvalidInputError, check_integer
+from scsparse._checks import InvalidInputError, accepted_keywords, check_integer, check_keywords
 from scsparse._options import DEFAULT_MAX_PRIOR_CELLS, GeneLikelihood
 from scsparse.module import STUDY_KEY, MultiStudySparseVAEModule
-from scsparse.results import check_keys_free, result_keys, write_multistudy_results
+from scsparse.results import result_keys, write_multistudy_results
 
-from ._sparsevae import SparseVAE, covariate_fields
+from ._sparsevae import SparseVAE
 from ._validation import (
-    SETUP_SCANS,
     check_anndata,
-    check_batch_key,
-    check_covariates,
     check_query_genes,
     check_study_key,
     check_study_names,
@@ -172,12 +167,13 @@ class MultiStudySparseVAE(SparseVAE):
         **module_kwargs: Any,
     ) -> None:
         check_integer("n_latent_shared", n_latent_shared, minimum=0, fix="The number of shared factors (e.g. 10).")
-        self._check_module_kwargs(module_kwargs)  # before the parent sees them: its own options are not ours
-        self._factor_request = (n_latent_shared, n_latent_specific)  # sized per study by _build_module
+        self._refuse_single_study_arguments(module_kwargs)
+        # the factor request goes to _build_module with the module's options, sized per study there
         super().__init__(
             adata, n_hidden=n_hidden, n_layers=n_layers, gene_likelihood=gene_likelihood, lambda0=lambda0,
             lambda1=lambda1, a=a, b=b, max_prior_cells=max_prior_cells, dropout_rate=dropout_rate, seed=seed,
-            registry=registry, **module_kwargs,
+            registry=registry, n_latent_shared=n_latent_shared, n_latent_specific=n_latent_specific,
+            **module_kwargs,
         )  # fmt: skip
         studies, per_study = self.studies, list(self.module.n_latent_specific)
         self._model_summary_string = (
@@ -193,11 +189,29 @@ class MultiStudySparseVAE(SparseVAE):
         specific = consensus.block_counts(list(dict.fromkeys(["shared", *consensus.blocks])))
         return {"n_latent_shared": specific.pop("shared"), "n_latent_specific": specific}
 
-    def _build_module(self, *, n_latent: int, latent_prior: str, **module_kwargs: Any) -> MultiStudySparseVAEModule:
-        """The module with a shared block and one block per study (``n_latent`` is the single-study model's and
-        does not apply; the module refuses ``latent_prior="correlated"`` with the reason).
+    def _refuse_single_study_arguments(self, module_kwargs: dict[str, Any]) -> None:
+        """Refuse the single-study model's own arguments that this model does not take (``n_latent``,
+        ``mask_init``): passed on to :class:`SparseVAE`'s constructor they would take its parameters of the same
+        name unseen. Its other options, misspelt ones included, the parent's ``_check_module_kwargs`` checks.
         """
-        n_latent_shared, n_latent_specific = self._factor_request
+        options = accepted_keywords(type(self), follow_var_keyword=False) | accepted_keywords(self._module_cls)
+        options -= self._managed_module_kwargs
+        taken = accepted_keywords(SparseVAE, follow_var_keyword=False) - options
+        check_keywords(f"{type(self).__name__}()", [k for k in module_kwargs if k in taken], options)
+
+    def _build_module(
+        self,
+        *,
+        n_latent: int,
+        latent_prior: str,
+        n_latent_shared: int,
+        n_latent_specific: int | Mapping[str, int],
+        **module_kwargs: Any,
+    ) -> MultiStudySparseVAEModule:
+        """The module with a shared block of ``n_latent_shared`` factors and one block per study
+        (``n_latent_specific``); ``n_latent`` is the single-study model's and does not apply, and the module refuses
+        ``latent_prior="correlated"`` with the reason.
+        """
         studies = self.studies
         if isinstance(n_latent_specific, Mapping):
             unknown = sorted(set(map(str, n_latent_specific)) - set(studies))
@@ -268,41 +282,18 @@ class MultiStudySparseVAE(SparseVAE):
         >>> scsparse.model.MultiStudySparseVAE.setup_anndata(adata, study_key="condition", layer="counts")
         """
         setup_method_args = cls._get_setup_method_args(**locals())
-        # a query (load_query_data) registers against its reference's studies and genes: one new study is enough,
-        # and reference genes it did not measure are zero
-        query = kwargs.get("source_registry") is not None
-        scan = check_anndata(adata, layer, allow_zero_genes=query)
-        min_studies = 1 if query else 2
-        check_study_key(adata, study_key, min_cells=min_cells_per_study, min_studies=min_studies)
-        check_batch_key(adata, batch_key)
-        check_covariates(
-            adata, categorical_covariate_keys, continuous_covariate_keys, size_factor_key, labels_key,
-            reserved=[batch_key, study_key],
-        )  # fmt: skip
-        fields = [
-            LayerField(REGISTRY_KEYS.X_KEY, layer, is_count_data=False),
-            CategoricalObsField(STUDY_KEY, study_key),
-            CategoricalObsField(REGISTRY_KEYS.BATCH_KEY, batch_key),
-            *covariate_fields(labels_key, size_factor_key, categorical_covariate_keys, continuous_covariate_keys),
-        ]
-        adata_manager = AnnDataManager(fields=fields, setup_method_args=setup_method_args)
-        adata_manager.register_fields(adata, **kwargs)
-        if scan is not None:  # the one pass over the matrix serves the count checks and the data hash
-            SETUP_SCANS.remember(adata_manager.id, adata, scan)
-        cls.register_manager(adata_manager)
 
-    def minify_adata(
-        self,
-        minified_data_type: str = "latent_posterior_parameters",
-        use_latent_qzm_key: str = "X_latent_qzm",
-        use_latent_qzv_key: str = "X_latent_qzv",
-    ) -> None:
-        """Not available for the multi-study model: its codes depend on each cell's study block (use SparseVAE's)."""
-        raise NotImplementedError(
-            "MultiStudySparseVAE cannot minify its AnnData yet: each cell's factors are masked by its study's "
-            "blocks, which the stored posterior does not carry. Keep the counts, or write the results "
-            "(model.write_results) and keep the factors from obsm."
-        )
+        def check_studies(query: bool) -> None:
+            # a query (load_query_data) registers against its reference's studies and genes: one new study is enough
+            check_study_key(adata, study_key, min_cells=min_cells_per_study, min_studies=1 if query else 2)
+
+        cls._register_anndata(
+            adata, setup_method_args, layer=layer, batch_key=batch_key, labels_key=labels_key,
+            size_factor_key=size_factor_key, categorical_covariate_keys=categorical_covariate_keys,
+            continuous_covariate_keys=continuous_covariate_keys,
+            block_fields=[CategoricalObsField(STUDY_KEY, study_key)], check_blocks=check_studies, reserved=[study_key],
+            **kwargs,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ names and blocks
     @property
@@ -567,63 +558,24 @@ class MultiStudySparseVAE(SparseVAE):
         """
         return result_keys(self._result_key(key_added), self.studies)
 
-    @unsupported_if_adata_minified
-    def write_results(
-        self,
-        adata: AnnData | None = None,
-        key_added: str | None = None,
-        overwrite: bool = False,
-        pip_threshold: float = 0.5,
-        batch_size: int | None = None,
-    ) -> None:
-        """Write shared and specific factors, masks and run metadata into ``adata`` (h5ad-writable).
-
-        With ``key = key_added`` (default ``"mssvae"``):
-
-        - ``obsm[f"X_{key}_shared"]``: shared factors (cells x K_S);
-        - ``obsm[f"X_{key}_specific"]``: specific factors (cells x sum K_m), each cell's own study's block
-          filled and zeros in the other studies' blocks (column names in ``uns[key]["specific_factors"]``);
-        - ``varm[f"{key}_W_shared"]``, ``varm[f"{key}_pip_shared"]``: shared mask and its ``p*``;
-        - ``varm[f"{key}_W_<study>"]``, ``varm[f"{key}_pip_<study>"]``: each study's specific mask and ``p*``;
-        - ``uns[key]``: the factor table (``factor_table``, a DataFrame), studies, active factors, ``eta``,
-          top and anchor genes, ``factors_oriented`` (:meth:`orient_factors`; specific factors within their
-          study's cells), hyper-parameters, seed, package versions and a hash of the training data; for a consensus
-          fit (:meth:`consensus`) also ``consensus``, ``consensus_members``, ``consensus_selection``,
-          ``consensus_restarts`` and ``consensus_params``.
-
-        Nothing is written if any key exists, unless ``overwrite=True``.
-        """
-        key = self._result_key(key_added)
-        adata = self.adata if adata is None else adata
-        self._check_same_genes(adata)
-        check_keys_free(adata, self.result_keys(key), overwrite)
+    def _result_blocks(
+        self, adata: AnnData, pip_threshold: float, batch_size: int | None
+    ) -> tuple[Callable[..., None], dict[str, Any], dict[str, Any]]:
+        """The shared block and each study's block, and the studies, the blocks' factors and the factor table."""
         z = self.get_latent_representation(adata, kind="all", batch_size=batch_size)
         k_s = self.module.n_latent_shared
-        active = self.active_factors(pip_threshold)
-        uns = {
+        arrays = {
+            "Z_shared": z[:, :k_s],
+            "Z_specific": z[:, k_s:],
+            "W_shared": self.get_loadings("shared").to_numpy(),
+            "pip_shared": self.get_inclusion_probabilities("shared").to_numpy(),
+            "W_studies": {s: self.get_loadings(s).to_numpy() for s in self.studies},
+            "pip_studies": {s: self.get_inclusion_probabilities(s).to_numpy() for s in self.studies},
+        }
+        own = {
             "studies": np.asarray(self.studies, dtype=object),
-            "factor_names": np.asarray(self.factor_names, dtype=object),
             "shared_factors": np.asarray(self.factor_names[:k_s], dtype=object),
             "specific_factors": np.asarray(self.factor_names[k_s:], dtype=object),
-            "active": np.asarray([f in active for f in self.factor_names]),
-            "active_factors": np.asarray(active, dtype=object),
-            "eta": self.get_factor_weights().to_numpy(),
-            "pip_threshold": float(pip_threshold),
             "factor_table": self.factor_table(pip_threshold=pip_threshold),
-            "top_genes": {f: np.asarray(g, dtype=object) for f, g in self.get_top_genes(10, pip_threshold).items()},
-            "anchor_genes": {f: np.asarray(g, dtype=object) for f, g in self.get_anchor_genes(pip_threshold).items()},
-            **self._provenance(),
-            **self._consensus_results(),
         }
-        write_multistudy_results(
-            adata,
-            key,
-            Z_shared=z[:, :k_s],
-            Z_specific=z[:, k_s:],
-            W_shared=self.get_loadings("shared").to_numpy(),
-            pip_shared=self.get_inclusion_probabilities("shared").to_numpy(),
-            W_studies={s: self.get_loadings(s).to_numpy() for s in self.studies},
-            pip_studies={s: self.get_inclusion_probabilities(s).to_numpy() for s in self.studies},
-            uns=uns,
-            overwrite=overwrite,
-        )
+        return write_multistudy_results, arrays, own

@@ -6,7 +6,7 @@ import logging
 import os
 import pickle
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -377,16 +377,50 @@ class SparseVAE(
         ... )
         """
         setup_method_args = cls._get_setup_method_args(**locals())
+        cls._register_anndata(
+            adata, setup_method_args, layer=layer, batch_key=batch_key, labels_key=labels_key,
+            size_factor_key=size_factor_key, categorical_covariate_keys=categorical_covariate_keys,
+            continuous_covariate_keys=continuous_covariate_keys, **kwargs,
+        )  # fmt: skip
+
+    @classmethod
+    def _register_anndata(
+        cls,
+        adata: AnnData,
+        setup_method_args: dict[str, Any],
+        *,
+        layer: str | None,
+        batch_key: str | None,
+        labels_key: str | None,
+        size_factor_key: str | None,
+        categorical_covariate_keys: list[str] | None,
+        continuous_covariate_keys: list[str] | None,
+        block_fields: Sequence[Any] = (),
+        check_blocks: Callable[[bool], None] | None = None,
+        reserved: Sequence[str] = (),
+        **kwargs: Any,
+    ) -> None:
+        """Check ``adata`` and register it with the model: the body of every model's :meth:`setup_anndata`.
+
+        A model with factor blocks (:class:`~scsparse.model.MultiStudySparseVAE`) passes the registry fields of its
+        blocks' column (``block_fields``, registered after the data's), the check of that column
+        (``check_blocks(query)``, run after the data's checks; ``query`` says whether ``adata`` is registered against
+        a reference's registry) and the columns the covariates may not reuse (``reserved``). ``kwargs`` go to
+        scvi-tools' ``register_fields``.
+        """
         minified = _get_adata_minify_type(adata)
         query = kwargs.get("source_registry") is not None  # a query keeps every reference gene, measured or not
         scan = check_anndata(adata, layer, allow_zero_genes=query) if minified is None else None  # no counts: minified
+        if check_blocks is not None:
+            check_blocks(query)
         check_batch_key(adata, batch_key)
         check_covariates(
             adata, categorical_covariate_keys, continuous_covariate_keys, size_factor_key, labels_key,
-            reserved=[batch_key],
+            reserved=[batch_key, *reserved],
         )  # fmt: skip
         fields = [
             LayerField(REGISTRY_KEYS.X_KEY, layer, is_count_data=False),
+            *block_fields,
             CategoricalObsField(REGISTRY_KEYS.BATCH_KEY, batch_key),
             *covariate_fields(labels_key, size_factor_key, categorical_covariate_keys, continuous_covariate_keys),
         ]

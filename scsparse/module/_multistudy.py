@@ -221,7 +221,24 @@ class MultiStudySparseVAEModule(SparseVAEModule):
         return out
 
     @auto_move_data
-    def inference(
+    def _cached_inference(
+        self,
+        qzm: torch.Tensor,
+        qzv: torch.Tensor,
+        observed_lib_size: torch.Tensor,
+        study_index: torch.Tensor,
+        n_samples: int = 1,
+    ) -> dict[str, Any]:
+        """``q(z | x)`` from the posterior a minified AnnData stores, with the means and draws zero outside a cell's
+        blocks (``latent_mask``), as in :meth:`_regular_inference`.
+        """
+        out = super()._cached_inference(qzm, qzv, observed_lib_size, n_samples=n_samples)
+        mask = self.block_mask[study_index.reshape(-1).long()]
+        qz = Normal(out["qz"].loc * mask, out["qz"].scale)
+        return {**out, "qz": qz, "z": out["z"] * mask, "latent_mask": mask}
+
+    @auto_move_data
+    def _regular_inference(
         self,
         x: torch.Tensor,
         study_index: torch.Tensor,

@@ -9,8 +9,10 @@
   ``model.get_factor_response()``);
 - :func:`training_history` — ELBO and number of active factors over the epochs;
 - :func:`multistudy_overview` — shared vs study-specific factors of a multi-study fit;
-- :func:`stability` — reproducibility of each factor across seeds (from :func:`scsparse.tl.stability`);
-  :func:`reproducibility` — how many restarts of a consensus fit contribute to each programme;
+- :func:`stability` — how much each factor's loadings agree across seeds (``loadings_corr``, from
+  :func:`scsparse.tl.stability`);
+  :func:`reproducibility` — the share of a consensus fit's restarts that hold each programme (its
+  ``reproducibility``);
   :func:`consensus_selection` — how the consensus chose its programmes (the cut, the groups' restarts).
 
 All take ``show=``, ``save=`` (a path; dpi 150) and ``ax=``, those reading a fit take ``key=`` (its

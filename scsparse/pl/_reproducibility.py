@@ -33,12 +33,13 @@ def reproducibility(
     """Reproducibility of each programme of a consensus fit (:meth:`SparseVAE.consensus
     <scsparse.model.SparseVAE.consensus>`).
 
-    One horizontal bar per group of the restarts' programmes, most reproducible first: the bar is the share of
-    the restarts with a programme in the group, a black dot the group's agreement (mean Jaccard index of its
-    members' genes with the consensus genes). Groups below the consensus's ``min_share`` (dashed line) were not
-    kept and are drawn pale and hatched; a ring marks the kept programmes that are identifiable (two anchor genes
-    or more). Labels give the refit's factor (or the group, when not kept), its numbers of genes and anchor genes,
-    and its strongest genes.
+    One horizontal bar per group of the restarts' programmes, most reproducible first: the bar is the group's
+    ``reproducibility``, the share of the restarts with a programme in the group (the agreement of the loadings
+    across seeds, ``loadings_corr``, is :func:`scsparse.pl.stability`'s), a black dot the group's agreement (mean
+    Jaccard index of its members' genes with the consensus genes). Groups below the consensus's ``min_share``
+    (dashed line) were not kept and are drawn pale and hatched; a ring marks the kept programmes that are
+    identifiable (two anchor genes or more). Labels give the refit's factor (or the group, when not kept), its
+    numbers of genes and anchor genes, and its strongest genes.
 
     Parameters
     ----------

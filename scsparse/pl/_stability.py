@@ -1,4 +1,4 @@
-"""Per-factor reproducibility across seeds (the table of :func:`scsparse.tl.stability`) as a bar chart."""
+"""Per-factor agreement of the loadings across seeds (the table of :func:`scsparse.tl.stability`) as a bar chart."""
 
 from __future__ import annotations
 
@@ -39,7 +39,15 @@ def _stability_table(data: AnnData | pd.DataFrame, key: str, key_added: str | No
         table = table if isinstance(table, pd.DataFrame) else pd.DataFrame(table)
     else:
         raise TypeError(f"Expected an AnnData or the DataFrame of scsparse.tl.stability, got {type(data).__name__}.")
-    needed = {"factor", "reproducibility", "min_corr", "active"}
+    if "reproducibility" in table.columns and "loadings_corr" not in table.columns:
+        raise ValueError(
+            "The stability table names its mean |correlation| of the aligned loadings 'reproducibility', as earlier "
+            "versions of scsparse.tl.stability did; it is 'loadings_corr' now ('reproducibility' is the share of "
+            "restarts of a consensus fit that hold a programme, drawn by scsparse.pl.reproducibility). Rename the "
+            "column, `table = table.rename(columns={'reproducibility': 'loadings_corr'})`, or run "
+            "scsparse.tl.stability again."
+        )
+    needed = {"factor", "loadings_corr", "min_corr", "active"}
     if not needed <= set(table.columns):
         raise ValueError(
             f"The stability table lacks columns {sorted(needed - set(table.columns))}: pass the table returned by "
@@ -69,10 +77,10 @@ def stability(
     save: str | PathLike[str] | None = None,
     ax: Axes | None = None,
 ) -> Axes | None:
-    """Reproducibility of each factor across seeds, from :func:`scsparse.tl.stability`.
+    """How much each factor's loadings agree across seeds, from :func:`scsparse.tl.stability`.
 
-    One horizontal bar per factor of the reference run (the first seed), in the order of the table (most
-    reproducible first): the bar is ``reproducibility`` (mean absolute correlation of the aligned loadings over
+    One horizontal bar per factor of the reference run (the first seed), in the order of the table (highest
+    ``loadings_corr`` first): the bar is ``loadings_corr`` (mean absolute correlation of the aligned loadings over
     all pairs of seeds), a black tick marks ``min_corr`` (the worst pair), and one dot per other seed shows the
     correlation of its matched factor with the reference. Factors inactive in the reference run are pale and
     hatched. Labels name the factor and its first top genes.
@@ -94,7 +102,7 @@ def stability(
     label_max_chars
         Longest label (truncated with an ellipsis).
     reference_line
-        Draw a dashed guide at this reproducibility (``None``: none).
+        Draw a dashed guide at this ``loadings_corr`` (``None``: none).
     figsize
         Figure size in inches when ``ax`` is ``None`` (default: grows with the number of factors).
     show, save, ax
@@ -111,7 +119,8 @@ def stability(
     scsparse.pl.MissingResultsError
         No stability table in ``adata.uns``.
     ValueError
-        A table without the columns of :func:`scsparse.tl.stability`, or no factor left to show.
+        A table without the columns of :func:`scsparse.tl.stability` (one that still names ``loadings_corr``
+        ``reproducibility`` is told how to rename it), or no factor left to show.
 
     Examples
     --------
@@ -140,12 +149,12 @@ def stability(
         fig, ax = plt.subplots(figsize=figsize)
     fig = ax.figure
     y = np.arange(n)
-    repro = table["reproducibility"].to_numpy(dtype=float)
+    corr = table["loadings_corr"].to_numpy(dtype=float)
     active = table["active"].to_numpy()
     colour = "#3b75af"
-    ax.barh(y[active], repro[active], height=0.7, color=colour, edgecolor=colour, linewidth=0.4, zorder=2)
+    ax.barh(y[active], corr[active], height=0.7, color=colour, edgecolor=colour, linewidth=0.4, zorder=2)
     ax.barh(
-        y[~active], repro[~active], height=0.7, color=colour, alpha=0.3, hatch="///", edgecolor="0.3",
+        y[~active], corr[~active], height=0.7, color=colour, alpha=0.3, hatch="///", edgecolor="0.3",
         linewidth=0.4, zorder=2,
     )  # fmt: skip
     ax.scatter(table["min_corr"].to_numpy(dtype=float), y, marker="|", s=90, c="black", linewidths=1.2, zorder=4)
@@ -173,9 +182,9 @@ def stability(
         match_cols = [c for c in table.columns if str(c).startswith("match_seed")]
         others = ", ".join(s for _, s in seeds)
         ref_seed = f" (reference run vs seed{'s' if len(seeds) > 1 else ''} {others})" if match_cols else ""
-    n_stable = int((repro >= reference_line).sum()) if reference_line is not None else None
+    n_stable = int((corr >= reference_line).sum()) if reference_line is not None else None
     summary = f"; {n_stable}/{n} factors ≥ {reference_line:g}" if n_stable is not None else ""
-    ax.set_title(f"{key}: reproducibility per factor{ref_seed}{summary}", fontsize=9)
+    ax.set_title(f"{key}: loadings' |correlation| per factor{ref_seed}{summary}", fontsize=9)
     handles: list = [
         Patch(facecolor=colour, label="mean over seed pairs"),
         Patch(facecolor=colour, alpha=0.3, hatch="///", edgecolor="0.3", label="inactive in reference"),

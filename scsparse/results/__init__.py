@@ -24,6 +24,7 @@ besides the fields above.
 - :func:`resolve_factors` — factors by name or position, as every ``factors=`` argument takes them;
 - :func:`rank_genes` — a programme's genes by decreasing ``|w|``; :func:`jaccard_matrix` — overlap of programmes;
   :func:`rank_biased_overlap` — agreement of two programmes' rankings;
+  :func:`match_pairs`, :func:`matched_partners` — the one-to-one pairing of two fits' factors on a score;
   :func:`expression_factor_correlation` — the direction of a gene in a programme, from the data (its running sums,
   :class:`CorrelationSums`, for activities computed block by block);
 - :class:`FactorResponse` — decoded expression along a factor's traversal (``model.get_factor_response()``).
@@ -32,6 +33,7 @@ besides the fields above.
 from ._direction import CorrelationSums, expression_factor_correlation
 from ._factors import resolve_factors
 from ._keys import factors_key, loadings_key, pip_key, result_keys, study_key_name
+from ._matching import match_pairs, matched_partners
 from ._programmes import OVERLAP_FRACTION, jaccard_matrix, rank_biased_overlap, rank_genes
 from ._read import FitResults, MissingResultsError, is_multistudy, read_results, study_cells
 from ._response import FactorResponse
@@ -59,6 +61,8 @@ __all__ = [
     "is_multistudy",
     "jaccard_matrix",
     "loadings_key",
+    "match_pairs",
+    "matched_partners",
     "pip_key",
     "rank_biased_overlap",
     "rank_genes",

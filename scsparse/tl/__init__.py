@@ -21,7 +21,7 @@
   diagnostics in words.
 - :func:`factor_diagnostics` — programme size relative to the genes, best gene set, and flags for broad factors
   without any enriched gene set and for factors that overlap another one.
-- :func:`stability` — reproducibility of each factor across seeds.
+- :func:`stability` — how much each factor's loadings agree across seeds (``loadings_corr``).
 
 **What a tool returns** (scanpy's convention). A tool that fits a model (:func:`sparse_vae`,
 :func:`multistudy_sparse_vae`) writes its results into the AnnData and returns the model. A tool that computes a table

@@ -1,4 +1,4 @@
-"""Seed stability of the programmes: fit several seeds, match factors across seeds, score reproducibility."""
+"""Seed stability of the programmes: fit several seeds, match factors across seeds, correlate their loadings."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from anndata import AnnData
 
 from scsparse._checks import InvalidInputError, check_integer
 from scsparse._options import GeneLikelihood
+from scsparse.results import matched_partners
 
 from ._store import check_table_key, store_table
 
@@ -67,7 +68,7 @@ def stability(
     overwrite: bool = False,
     copy: bool = False,
 ) -> pd.DataFrame | AnnData | None:
-    """Reproducibility of each programme across random seeds.
+    """How much each programme's loadings agree across random seeds (``loadings_corr``).
 
     As every tool of :mod:`scsparse.tl` that keeps a table, the table goes to the AnnData given (the first
     argument, or ``adata=`` with a factory), under ``uns[f"{key}_stability"]`` (or ``key_added``), and the call
@@ -75,10 +76,11 @@ def stability(
 
     Fits one model per seed (a :class:`~scsparse.model.SparseVAE` on ``adata``, or ``factory(seed)``), then aligns
     every run to the first one by the Hungarian algorithm on the absolute correlation between loading columns
-    (``W[:, k]`` across genes; absolute because a factor and its loadings can flip sign together). For each
-    factor of the first run (the reference), ``reproducibility`` is the mean, over all pairs of seeds, of the
-    absolute correlation between the loadings of its aligned factors: 1 means the same programme in every run,
-    values near 0 a programme that one seed made up.
+    (``W[:, k]`` across genes; absolute because a factor and its loadings can flip sign together;
+    :func:`scsparse.results.match_pairs`). For each factor of the first run (the reference), ``loadings_corr`` is
+    the mean, over all pairs of seeds, of the absolute correlation between the loadings of its aligned factors: 1
+    means the same programme in every run, values near 0 a programme that one seed made up. (The share of restarts
+    that hold a programme, its ``reproducibility``, is a consensus fit's: :meth:`scsparse.model.SparseVAE.consensus`.)
 
     Parameters
     ----------
@@ -112,7 +114,7 @@ def stability(
     None, AnnData or pandas.DataFrame
         ``None`` (the table is in ``uns[key_added]`` of the AnnData), the copy with it when ``copy=True``, or the
         table itself with a factory and no AnnData. The table has one row per factor of the reference run,
-        sorted by decreasing ``reproducibility``: ``factor``, ``reproducibility`` (in ``[0, 1]``), ``min_corr``
+        sorted by decreasing ``loadings_corr``: ``factor``, ``loadings_corr`` (in ``[0, 1]``), ``min_corr``
         (the worst seed pair), ``active`` (in the reference), ``active_fraction`` (fraction of runs in which the
         aligned factor is active), ``top_genes``, and per other seed ``s``: ``match_seed{s}`` (its aligned factor)
         and ``corr_seed{s}`` (its correlation with the reference).
@@ -125,7 +127,7 @@ def stability(
     Examples
     --------
     >>> scsparse.tl.stability(adata, seeds=(0, 1, 2), layer="counts", n_latent=10, max_epochs=50)
-    >>> adata.uns["sparsevae_stability"][["factor", "reproducibility", "top_genes"]].head()
+    >>> adata.uns["sparsevae_stability"][["factor", "loadings_corr", "top_genes"]].head()
 
     With any model:
 
@@ -173,19 +175,14 @@ def stability(
     for s, (W, _) in zip(seeds[1:], runs[1:], strict=True):
         if W.shape[0] != ref_W.shape[0] or not W.index.equals(ref_W.index):
             raise ValueError(f"The run of seed {s} has different genes than the run of seed {seeds[0]}.")
-    from scipy.optimize import linear_sum_assignment
-
     K = ref_W.shape[1]
     # aligned[r][k] = column index in run r matched to reference factor k (-1 when run r has fewer factors)
     aligned = [np.arange(K)]
     corr_to_ref = [np.ones(K)]
     for W, _ in runs[1:]:
-        C = _abs_corr(ref_W.to_numpy(), W.to_numpy())
-        rows, cols = linear_sum_assignment(-C)
-        match = np.full(K, -1)
-        match[rows] = cols
+        match, corr = matched_partners(_abs_corr(ref_W.to_numpy(), W.to_numpy()))  # 0 where unmatched
         aligned.append(match)
-        corr_to_ref.append(np.where(match >= 0, C[np.arange(K), np.maximum(match, 0)], 0.0))
+        corr_to_ref.append(corr)
     pair_corr = np.zeros((K, 0))
     for a, b in combinations(range(len(runs)), 2):
         Wa, Wb = runs[a][0].to_numpy(), runs[b][0].to_numpy()
@@ -200,7 +197,7 @@ def stability(
         top = genes[np.argsort(-np.abs(ref_W.iloc[:, k].to_numpy()), kind="stable")[:n_top_genes]]
         row = {
             "factor": str(f),
-            "reproducibility": float(pair_corr[k].mean()),
+            "loadings_corr": float(pair_corr[k].mean()),
             "min_corr": float(pair_corr[k].min()),
             "active": bool(f in ref_active),
             "active_fraction": float(np.mean(active_runs)),
@@ -212,7 +209,7 @@ def stability(
         rows_out.append(row)
     table = (
         pd.DataFrame(rows_out)
-        .sort_values(["reproducibility", "factor"], ascending=[False, True], kind="stable")
+        .sort_values(["loadings_corr", "factor"], ascending=[False, True], kind="stable")
         .reset_index(drop=True)
     )
     if store is None:

@@ -257,3 +257,74 @@ def test_built_by_the_parent_constructor_and_from_a_registry_as_sparsevae(studie
         assert torch.equal(a, b), name
     with pytest.raises(TypeError, match="mask_init"):
         MultiStudySparseVAE(adata, n_latent_shared=2, mask_init="nmf")  # the single-study model's option
+
+
+def test_a_model_from_a_registry_asks_for_the_cells_to_write_into_as_sparsevae(studies_adata):
+    """write_results is the parent's: a model built from a registry has no AnnData, and both models say so."""
+    from scsparse.model import SparseVAE
+
+    adata = studies_adata()
+    MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
+    registry = MultiStudySparseVAE(adata, n_latent_shared=2, n_latent_specific=1, n_hidden=8).adata_manager.registry
+    multi = MultiStudySparseVAE(registry=registry, n_latent_shared=2, n_latent_specific=1, n_hidden=8)
+    single_adata = studies_adata()
+    SparseVAE.setup_anndata(single_adata, layer="counts")
+    single = SparseVAE(registry=SparseVAE(single_adata, n_latent=2, n_hidden=8).adata_manager.registry, n_hidden=8)
+    messages = []
+    for model in (single, multi):
+        with pytest.raises(InvalidInputError, match="built from a registry and has no AnnData") as error:
+            model.write_results()
+        messages.append(str(error.value))
+    assert messages[0] == messages[1]
+
+
+def test_module_options_are_checked_once_and_the_factor_request_goes_to_the_hook(studies_adata, monkeypatch):
+    adata = studies_adata()
+    MultiStudySparseVAE.setup_anndata(adata, study_key="study", layer="counts")
+    checks, requests = [], []
+    check, build = MultiStudySparseVAE._check_module_kwargs, MultiStudySparseVAE._build_module
+
+    def counted_check(self, module_kwargs):
+        checks.append(dict(module_kwargs))
+        return check(self, module_kwargs)
+
+    def recorded_build(self, **kwargs):
+        requests.append((kwargs["n_latent_shared"], kwargs["n_latent_specific"]))
+        return build(self, **kwargs)
+
+    monkeypatch.setattr(MultiStudySparseVAE, "_check_module_kwargs", counted_check)
+    monkeypatch.setattr(MultiStudySparseVAE, "_build_module", recorded_build)
+    model = MultiStudySparseVAE(adata, n_latent_shared=2, n_latent_specific={"s1": 1}, n_hidden=8, encode_study=True)
+    assert len(checks) == 1 and checks[0]["encode_study"] is True
+    assert requests == [(2, {"s1": 1})] and not hasattr(model, "_factor_request")
+    assert list(model.module.n_latent_specific) == [1, 0, 0] and model.module.encode_study
+    with pytest.raises(TypeError, match=r"'encode_studies' \(did you mean 'encode_study'\?\)"):
+        MultiStudySparseVAE(adata, encode_studies=True)  # the one check still names a misspelt option
+    assert len(checks) == 2
+
+
+def test_minified_model_reads_the_stored_posterior_by_block(studies_adata, tmp_path):
+    adata = studies_adata()
+    model = fit(adata)
+    z = model.get_latent_representation()
+    specific = model.get_latent_representation(kind="specific")
+    expr = model.get_normalized_expression(return_numpy=True)
+    model.minify_adata()
+    assert model.minified_data_type == "latent_posterior_parameters" and model.adata.X.nnz == 0
+    np.testing.assert_allclose(model.get_latent_representation(), z, rtol=1e-6)
+    np.testing.assert_allclose(model.get_latent_representation(kind="specific"), specific, rtol=1e-6)
+    np.testing.assert_allclose(model.get_normalized_expression(return_numpy=True), expr, rtol=1e-5, atol=1e-8)
+    assert model.posterior_predictive_sample().shape == (240, 30)
+    # a draw from the stored posterior is zero outside a cell's own study's block, as from the encoder
+    tensors = next(iter(model._make_data_loader(adata=model.adata, batch_size=240)))
+    module = model.module
+    draws = module.inference(**module._get_inference_input(tensors), n_samples=3)["z"][:, :, 3:]
+    study = tensors["study"].reshape(-1).long()
+    assert torch.all(draws[:, study != 0, :2] == 0) and torch.any(draws[:, study == 0, :2] != 0)
+    for needs_counts in (lambda: model.train(max_epochs=1), model.write_results):
+        with pytest.raises(ValueError, match="does not support minified data"):
+            needs_counts()
+    model.save(tmp_path / "mini", save_anndata=True)
+    back = MultiStudySparseVAE.load(tmp_path / "mini")
+    assert back.minified_data_type == "latent_posterior_parameters" and back.studies == model.studies
+    np.testing.assert_allclose(back.get_latent_representation(), z, rtol=1e-6)

@@ -1,4 +1,4 @@
-"""pl.stability draws the per-factor reproducibility table of tl.stability readably."""
+"""pl.stability draws the per-factor loadings agreement (loadings_corr) of tl.stability readably."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def _overlaps(labels) -> bool:
 
 def test_plot_reads_uns_and_is_readable(stability_table, tmp_path):
     adata, table = stability_table
-    assert (table["reproducibility"].head(10) > 0.95).all()  # the planted programmes lead the table
+    assert (table["loadings_corr"].head(10) > 0.95).all()  # the planted programmes lead the table
     ax = scsparse.pl.stability(adata, show=False, save=tmp_path / "stab.png")
     assert (tmp_path / "stab.png").stat().st_size > 0
     fig = ax.figure
@@ -55,9 +55,9 @@ def test_plot_reads_uns_and_is_readable(stability_table, tmp_path):
     assert not _overlaps(labels)
     assert all(t.get_fontsize() >= 5 for t in labels)
     assert "10/20 factors ≥ 0.8" in ax.get_title()
-    # bars: the reproducibility of each factor, in the table's order
+    # bars: the loadings_corr of each factor, in the table's order
     widths = [p.get_width() for p in ax.patches[:20]]
-    assert sorted(widths, reverse=True) == pytest.approx(sorted(table["reproducibility"], reverse=True))
+    assert sorted(widths, reverse=True) == pytest.approx(sorted(table["loadings_corr"], reverse=True))
     # nothing outside the figure: tight bounding box contains the labels and the legend
     renderer = fig.canvas.get_renderer()
     assert ax.get_legend().get_window_extent(renderer).x0 > ax.get_window_extent(renderer).x1
@@ -73,5 +73,13 @@ def test_plot_options_and_errors(stability_table):
         scsparse.pl.stability(adata, key="other", show=False)
     with pytest.raises(ValueError, match="lacks columns"):
         scsparse.pl.stability(table.drop(columns="min_corr"), show=False)
+    # a table stored under the measure's earlier name: told what it is now and how to rename it
+    old = table.rename(columns={"loadings_corr": "reproducibility"})
+    with pytest.raises(
+        ValueError, match=r"'loadings_corr' now.*rename\(columns=\{'reproducibility': 'loadings_corr'\}\)"
+    ):
+        scsparse.pl.stability(old, show=False)
+    renamed = old.rename(columns={"reproducibility": "loadings_corr"})
+    plt.close(scsparse.pl.stability(renamed, show=False).figure)
     with pytest.raises(ValueError, match="not in the stability table"):
         scsparse.pl.stability(table, factors=["factor_99"], show=False)

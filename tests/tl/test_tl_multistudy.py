@@ -259,4 +259,4 @@ def test_stability_of_a_multistudy_model_covers_specific_factors(trained_mssvae)
 
     table = scsparse.tl.stability(factory, seeds=(0, 1))
     assert set(table.factor) == set(model.factor_names)  # shared and every study's specific factors
-    assert (table["match_seed1"] == table["factor"]).all() and (table["reproducibility"] > 0.9).all()
+    assert (table["match_seed1"] == table["factor"]).all() and (table["loadings_corr"] > 0.9).all()

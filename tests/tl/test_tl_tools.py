@@ -133,16 +133,17 @@ def test_stability_matches_permuted_factors():
 
     table = scsparse.tl.stability(factory, seeds=(3, 4, 5))
     assert len(table) == 4 and set(table.factor) == {f"factor_{k}" for k in range(4)}
-    assert (table["reproducibility"] > 0.99).all() and (table["reproducibility"] <= 1.0).all()
+    assert (table["loadings_corr"] > 0.99).all() and (table["loadings_corr"] <= 1.0).all()
     ref, other = factory(3), factory(4)
     for _, row in table.iterrows():
         matched = other[row["match_seed4"]]
         assert abs(np.corrcoef(ref[row["factor"]], matched)[0, 1]) > 0.99
     assert {"match_seed4", "corr_seed4", "match_seed5", "corr_seed5", "active_fraction", "top_genes"} <= set(table)
+    assert "reproducibility" not in table  # that name is the consensus's share of restarts
 
-    # unrelated runs: low reproducibility
+    # unrelated runs: low loadings_corr
     random = scsparse.tl.stability(lambda s: np.random.default_rng(s).normal(size=(50, 4)), seeds=(0, 1))
-    assert (random["reproducibility"] < 0.6).all()
+    assert (random["loadings_corr"] < 0.6).all()
     with pytest.raises(ValueError, match="at least two seeds"):
         scsparse.tl.stability(factory, seeds=(1,))
 
@@ -161,7 +162,7 @@ def test_stability_fits_tiny_models(counts_factory):
     scsparse.tl.stability(factory, seeds=(0, 1), adata=adata, key="svae")
     table = adata.uns["svae_stability"]
     assert len(table) == 3
-    assert table["reproducibility"].between(0.0, 1.0).all()
+    assert table["loadings_corr"].between(0.0, 1.0).all()
     assert table["active_fraction"].between(0.0, 1.0).all()
     assert "svae_stability" in adata.uns
 
@@ -172,5 +173,5 @@ def test_stability_fits_tiny_models(counts_factory):
     )  # fmt: skip
     table2 = adata.uns["sparsevae_stability"]
     assert len(table2) == 3 and "sparsevae_stability" in adata.uns
-    assert table2["reproducibility"].between(0.0, 1.0).all()
+    assert table2["loadings_corr"].between(0.0, 1.0).all()
     assert not any(k.startswith("_scvi") for k in adata.uns)

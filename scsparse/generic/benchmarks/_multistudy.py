@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from scsparse.data import MultiStudyData, simulate_multistudy
+from scsparse.results import match_pairs
 
 from . import _report as report
 from ._common import (
@@ -453,12 +454,10 @@ def _write_summary(
 
 def _support_panel(data: MultiStudyData, fit: MultiStudyFit) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """True support and the matched estimated ``|W| * [p* >= 0.5]`` of the multi-study model, side by side."""
-    from scipy.optimize import linear_sum_assignment
-
     truth_cols, est_cols, labels = [], [], []
     for block in fit.blocks:
         C = block_correlation(data, block)
-        rows, cols = linear_sum_assignment(C, maximize=True)
+        rows, cols = match_pairs(C)
         order = np.argsort(cols)
         sel = np.abs(block.W) * (block.pip >= 0.5)
         for r, c in zip(rows[order], cols[order], strict=True):

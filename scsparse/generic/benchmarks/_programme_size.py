@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from scsparse._options import DEFAULT_MAX_PRIOR_CELLS
+from scsparse.results import match_pairs
 
 from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
 from ._fits import fit_sparsevae, measured
@@ -178,8 +179,6 @@ def paired_programmes(pip: np.ndarray, truth: np.ndarray) -> pd.DataFrame:
     >>> paired_programmes(pip, truth).round(2).to_dict("list")
     {'factor': [1.0, nan], 'jaccard': [0.75, 0.0], 'recall': [1.0, 0.0], 'precision': [0.75, nan]}
     """
-    from scipy.optimize import linear_sum_assignment
-
     slab = np.asarray(pip) > 0.5
     truth = np.asarray(truth, dtype=bool)
     pairs = pd.DataFrame(
@@ -191,7 +190,7 @@ def paired_programmes(pip: np.ndarray, truth: np.ndarray) -> pd.DataFrame:
     sizes = slab[:, active].sum(0)
     inter = truth.T.astype(float) @ slab[:, active].astype(float)  # planted x active
     jaccard = inter / np.maximum(truth.sum(0)[:, None] + sizes[None, :] - inter, 1)
-    rows, cols = linear_sum_assignment(jaccard, maximize=True)
+    rows, cols = match_pairs(jaccard)
     pairs.loc[rows, "factor"] = active[cols].astype(float)
     pairs.loc[rows, "jaccard"] = jaccard[rows, cols]
     pairs.loc[rows, "recall"] = inter[rows, cols] / truth[:, rows].sum(0)

@@ -33,6 +33,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from scsparse.results import match_pairs
+
 __all__ = [
     "DISENTANGLEMENT_AGGREGATIONS",
     "DISENTANGLEMENT_SIMILARITIES",
@@ -240,12 +242,10 @@ def latent_matching_score(similarity: np.ndarray | pd.DataFrame) -> float:
     >>> round(latent_matching_score([[0.9, 0.8], [0.1, 0.2]]), 3)  # the second process gets the weak dimension
     0.55
     """
-    from scipy.optimize import linear_sum_assignment
-
     m = _matrix(similarity)
     if m.shape[0] == 0:
         return 0.0
-    rows, cols = linear_sum_assignment(m, maximize=True)
+    rows, cols = match_pairs(m)
     return float(m[rows, cols].sum() / m.shape[1])
 
 

@@ -6,6 +6,8 @@ from typing import Literal
 
 import numpy as np
 
+from scsparse.results import matched_partners
+
 __all__ = ["assign_by_correlation", "factor_correlation", "match_factors"]
 
 _Method = Literal["correlation", "pearson", "spearman"]
@@ -116,7 +118,7 @@ def match_factors(
     -----
     Computes ``A = factor_correlation(estimated, truth, method=method)`` (``K_est x K_true``, constant
     columns have correlation 0) and solves the linear assignment problem maximising ``sum_j A[m(j), j]``
-    over injective maps ``m`` with :func:`scipy.optimize.linear_sum_assignment`. Signs are ignored: a code
+    over injective maps ``m`` with :func:`scsparse.results.match_pairs`. Signs are ignored: a code
     equal to minus a factor is a perfect match. With ``among``, ineligible rows of ``A`` are lowered by
     ``K_true + 1`` (more than any sum of correlations can make up), so the assignment first uses as many
     eligible codes as it can and, among those assignments, maximises the summed correlation.
@@ -167,8 +169,6 @@ def assign_by_correlation(corr: np.ndarray, among: np.ndarray | None = None) -> 
     >>> assign_by_correlation(corr, among=np.array([False, True, True]))
     array([1, 2])
     """
-    from scipy.optimize import linear_sum_assignment
-
     corr = np.asarray(corr, dtype=np.float64)
     k_est, k_true = corr.shape
     if k_est < k_true:
@@ -181,7 +181,4 @@ def assign_by_correlation(corr: np.ndarray, among: np.ndarray | None = None) -> 
             )
         # an ineligible code loses more than any sum of correlations can make up
         corr = np.where(eligible[:, None], corr, corr - (k_true + 1))
-    rows, cols = linear_sum_assignment(corr, maximize=True)
-    match = np.empty(k_true, dtype=np.int64)
-    match[cols] = rows
-    return match
+    return matched_partners(corr, of="columns")[0]  # every true factor has a code: k_est >= k_true

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from scsparse.results import jaccard_matrix
+from scsparse.results import jaccard_matrix, match_pairs
 
 __all__ = ["batch_association", "matched_programme_agreement", "programme_redundancy"]
 
@@ -86,15 +86,13 @@ def matched_programme_agreement(
     >>> matched_programme_agreement([[0, 1], [2, 3]], [[0, 1]], n_genes=4)
     0.5
     """
-    from scipy.optimize import linear_sum_assignment
-
     n = max(len(programmes_a), len(programmes_b))
     if n == 0:
         return float("nan")
     if min(len(programmes_a), len(programmes_b)) == 0:
         return 0.0
     jac = jaccard_between(programme_indicator(programmes_a, n_genes), programme_indicator(programmes_b, n_genes))
-    rows, cols = linear_sum_assignment(-jac)
+    rows, cols = match_pairs(jac)
     return float(jac[rows, cols].sum() / n)
 
 

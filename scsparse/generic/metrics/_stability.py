@@ -16,7 +16,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from scsparse.results import rank_biased_overlap
+from scsparse.results import match_pairs, rank_biased_overlap
 
 from ._matching import factor_correlation
 from ._programmes import jaccard_between, programme_indicator
@@ -159,12 +159,6 @@ def block_jaccard(a: ProgrammeSet, b: ProgrammeSet, n_genes: int) -> np.ndarray:
     return jac * same
 
 
-def _match(score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    from scipy.optimize import linear_sum_assignment
-
-    return linear_sum_assignment(score, maximize=True)
-
-
 def programme_agreement(
     a: ProgrammeSet, b: ProgrammeSet, n_genes: int, *, n_top: int = 10, p: float = 0.9
 ) -> dict[str, float]:
@@ -232,13 +226,13 @@ def programme_agreement(
         out.update(jaccard=0.0, top_overlap=0.0, rbo=0.0)
     else:
         jac = block_jaccard(a, b, n_genes)
-        rows, cols = _match(jac)
+        rows, cols = match_pairs(jac)
         out["jaccard"] = float(jac[rows, cols].sum() / n_prog)
         # cores are paired on their rankings: a long tail shared with another programme does not steal the pair
         ranked_a = [list(x) for x in a.programmes]
         ranked_b = [list(x) for x in b.programmes]
         rbo = np.array([[rank_biased_overlap(x, y, p) for y in ranked_b] for x in ranked_a]) * same
-        rows, cols = _match(np.nan_to_num(rbo))
+        rows, cols = match_pairs(np.nan_to_num(rbo))
         same_pair = np.broadcast_to(same, rbo.shape)  # a forced pair across blocks counts 0
         tops = [top_overlap(ranked_a[i], ranked_b[j], n_top) * same_pair[i, j] for i, j in zip(rows, cols, strict=True)]
         out["top_overlap"] = float(np.nansum(tops) / n_prog)
@@ -254,7 +248,7 @@ def programme_agreement(
         else:
             corr = factor_correlation(a.loadings, b.loadings)
             corr = corr * _same_block(a.factor_scopes, b.factor_scopes, "factor blocks (factor_scopes)")
-            rows, cols = _match(corr)
+            rows, cols = match_pairs(corr)
             out["loadings_corr"] = float(corr[rows, cols].sum() / n_fac)
     return out
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scsparse.results import matched_partners
+
 __all__ = ["SupportConfusion", "estimated_support", "support_confusion", "support_fscore"]
 
 
@@ -142,7 +144,7 @@ def support_confusion(
     4. Automatic matching (``column_match=None``): since ``2 tp + fp + fn = |S| + |T|`` does not depend on
        the assignment, the F-score is maximised by maximising ``tp``, i.e. the summed overlap
        ``|S[:, k] & truth[:, j]|`` of matched pairs; this linear assignment problem is solved exactly with
-       :func:`scipy.optimize.linear_sum_assignment`.
+       :func:`scsparse.results.match_pairs`.
 
     Examples
     --------
@@ -169,12 +171,8 @@ def support_confusion(
         raise ValueError(f"need K_est >= K_true, got K_est={k_est} < K_true={k_true}")
 
     if column_match is None:
-        from scipy.optimize import linear_sum_assignment
-
         overlap = S.astype(np.int64).T @ truth.astype(np.int64)  # (K_est, K_true)
-        rows, cols = linear_sum_assignment(overlap, maximize=True)
-        match = np.empty(k_true, dtype=np.int64)
-        match[cols] = rows
+        match = matched_partners(overlap, of="columns")[0]  # every true factor has a code: K_est >= K_true
     else:
         match = np.asarray(column_match, dtype=np.int64).ravel()
         if match.shape != (k_true,):
