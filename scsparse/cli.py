@@ -359,6 +359,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         "n_threads": args.n_threads,
         "datasets": args.datasets,
         "methods": args.methods,
+        "sections": args.sections,
         "cells": _cell_counts(args.cells),
         "max_prior_cells": args.max_prior_cells,
         "resume": True if args.resume else None,
@@ -705,6 +706,13 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         metavar="A,B",
         help="methods (peers), variants (stability) or scenarios (programme_size) to run, comma-separated "
         "(default: all; for peers all but 'SparseVAE (restarts)')",
+    )
+    bench.add_argument(
+        "--sections",
+        default=None,
+        metavar="A,B",
+        help="sections to run, comma-separated, for benchmarks that have them (speed: epoch, flops, sparsity, "
+        "settled, scale, time_to_fit; default: all)",
     )
     bench.add_argument(
         "--cells",
