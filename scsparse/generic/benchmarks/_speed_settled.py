@@ -20,6 +20,8 @@ from typing import Any
 
 import pandas as pd
 
+from scsparse.train import ACTIVE_SET_EVERY
+
 from ._speed_timing import EpochTimer, timed_train_kwargs
 
 __all__ = ["EXACT_ZEROS", "SETTLED_LATENTS", "settled_rows", "settled_targets"]
@@ -27,7 +29,7 @@ __all__ = ["EXACT_ZEROS", "SETTLED_LATENTS", "settled_rows", "settled_targets"]
 #: Numbers of factors of the section.
 SETTLED_LATENTS: tuple[int, ...] = (10, 20, 40)
 #: The training-plan settings of exact zeros with the decoder on its active set.
-EXACT_ZEROS: dict[str, Any] = {"exact_zeros": True, "active_set_every": 10}
+EXACT_ZEROS: dict[str, Any] = {"exact_zeros": True, "active_set_every": ACTIVE_SET_EVERY}
 #: Target of the settled active-set epoch against SCVI's, at K = 20.
 SETTLED_TARGET = 1.5
 

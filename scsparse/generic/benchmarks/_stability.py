@@ -56,6 +56,7 @@ from lightning.pytorch import Callback
 
 from scsparse._io import atomic_path, write_text
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_agreement
+from scsparse.train import ACTIVE_SET_EVERY
 
 from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
 from ._fits import fit_sparsevae, measured, user_model
@@ -207,9 +208,8 @@ VARIANTS: dict[str, StabilityVariant] = {
         ),
         StabilityVariant(
             "exact_zeros",
-            "exact zeros in W and the decoder on its active set, checked every 10 steps "
-            "(plan_kwargs={'exact_zeros': True, 'active_set_every': 10})",
-            plan_kwargs={"exact_zeros": True, "active_set_every": 10},
+            "exact zeros in W and the decoder on its active set (train(exact_zeros=True))",
+            plan_kwargs={"exact_zeros": True, "active_set_every": ACTIVE_SET_EVERY},
             multi_study=False,
             same_seed=True,
         ),
