@@ -848,8 +848,8 @@ def _where_the_time_goes(df: pd.DataFrame, opts: dict[str, Any]) -> list[str]:
         "faster than with the dense W "
         "on the same weights and batch. Pruning a trained model drops spike entries that are small but not zero: "
         f"the decoder's outputs moved by up to {change:.3g} (logits). Training with exact zeros "
-        "(`plan_kwargs={'exact_zeros': True, 'active_set_every': 10}`) gives the zeros during training and "
-        "computes only the active entries, rechecking the others every 10 steps (the settled section below).",
+        "(`train(exact_zeros=True)`) gives the zeros during training and computes only the active entries, "
+        "rechecking the others every few steps (the settled section below).",
     ]
 
 

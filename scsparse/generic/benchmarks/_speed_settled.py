@@ -2,7 +2,7 @@
 
 A fresh model's epochs (the epoch section) are those before the mask settles, when every entry of ``W`` is still
 nonzero. Here, for each number of factors, a model is first trained with exact zeros and the decoder on its active
-set (``plan_kwargs={"exact_zeros": True, "active_set_every": 10}``) until its mask has settled, on a subset of the
+set (``train(exact_zeros=True)``) until its mask has settled, on a subset of the
 cells; its weights are then loaded into models of all the cells, and three things train in turn for a few epochs,
 in rounds, so that a slow spell of a shared machine falls on every side of a ratio:
 
@@ -20,16 +20,12 @@ from typing import Any
 
 import pandas as pd
 
-from scsparse.train import ACTIVE_SET_EVERY
-
 from ._speed_timing import EpochTimer, timed_train_kwargs
 
-__all__ = ["EXACT_ZEROS", "SETTLED_LATENTS", "settled_rows", "settled_targets"]
+__all__ = ["SETTLED_LATENTS", "settled_rows", "settled_targets"]
 
 #: Numbers of factors of the section.
 SETTLED_LATENTS: tuple[int, ...] = (10, 20, 40)
-#: The training-plan settings of exact zeros with the decoder on its active set.
-EXACT_ZEROS: dict[str, Any] = {"exact_zeros": True, "active_set_every": ACTIVE_SET_EVERY}
 #: Target of the settled active-set epoch against SCVI's, at K = 20.
 SETTLED_TARGET = 1.5
 
@@ -42,7 +38,7 @@ def _settled_state(adata, k: int, *, n_cells: int, epochs: int, n_hidden: int, b
     SparseVAE.setup_anndata(sub, layer="counts")
     model = SparseVAE(sub, n_latent=k, n_hidden=n_hidden, seed=seed)
     kwargs = timed_train_kwargs(device, batch_size, EpochTimer(device))
-    model.train(max_epochs=epochs, seed=seed, plan_kwargs=dict(EXACT_ZEROS), **kwargs)
+    model.train(max_epochs=epochs, seed=seed, exact_zeros=True, **kwargs)
     return model.module.state_dict(), model.module.decoder.prune_mask.float().mean().item()
 
 
@@ -97,8 +93,8 @@ def settled_rows(
             if not active_set:
                 model.module.decoder.readmit_(torch.ones_like(model.module.decoder.prune_mask))
             timer = EpochTimer(device)
-            plan = dict(EXACT_ZEROS) if active_set else {}
-            model.train(max_epochs=epochs, seed=seed, plan_kwargs=plan, **timed_train_kwargs(device, batch_size, timer))
+            kwargs = timed_train_kwargs(device, batch_size, timer)
+            model.train(max_epochs=epochs, seed=seed, exact_zeros=active_set, **kwargs)
             return timer.per_epoch()
 
         def theirs(k: int = k) -> float:

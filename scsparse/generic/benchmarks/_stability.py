@@ -56,7 +56,6 @@ from lightning.pytorch import Callback
 
 from scsparse._io import atomic_path, write_text
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_agreement
-from scsparse.train import ACTIVE_SET_EVERY
 
 from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
 from ._fits import fit_sparsevae, measured, user_model
@@ -149,8 +148,8 @@ class StabilityVariant:
         - 1``, so two runs share no seed.
     multi_study
         Whether the variant applies to :class:`~scsparse.model.MultiStudySparseVAE` (the data sets with studies).
-    plan_kwargs
-        Training-plan settings beyond the defaults (:class:`~scsparse.train.SparseVAETrainingPlan`).
+    train_kwargs
+        Arguments of :meth:`~scsparse.model.SparseVAE.train` beyond the defaults.
     same_seed
         Compare each seed's fit with the default fit of the same seed (:mod:`._stability_same_seed`): for variants
         that change how a fit computes, not what it fits.
@@ -164,7 +163,7 @@ class StabilityVariant:
     restarts: int = 1
     callbacks: Callable[[], list[Callback]] | None = None
     multi_study: bool = True
-    plan_kwargs: dict[str, Any] = field(default_factory=dict)
+    train_kwargs: dict[str, Any] = field(default_factory=dict)
     same_seed: bool = False
 
     def seeds(self, seed: int) -> tuple[int, int]:
@@ -209,7 +208,7 @@ VARIANTS: dict[str, StabilityVariant] = {
         StabilityVariant(
             "exact_zeros",
             "exact zeros in W and the decoder on its active set (train(exact_zeros=True))",
-            plan_kwargs={"exact_zeros": True, "active_set_every": ACTIVE_SET_EVERY},
+            train_kwargs={"exact_zeros": True},
             multi_study=False,
             same_seed=True,
         ),
@@ -332,8 +331,7 @@ def _fit(
             model = _consensus_model(adata.copy(), budget, init_seed, spec, variant)
         else:
             train_kwargs = {"callbacks": variant.callbacks()} if variant.callbacks is not None else {}
-            if variant.plan_kwargs:
-                train_kwargs["plan_kwargs"] = dict(variant.plan_kwargs)
+            train_kwargs.update(variant.train_kwargs)
             model = fit_sparsevae(
                 adata.copy(), budget.n_factors, budget.max_epochs, training_seed, spec.batch_key,
                 init_seed=init_seed, train_kwargs=train_kwargs, study_key=spec.study_key, **variant.model_kwargs,
