@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from scsparse.data._zeisel_prep import TEST_FRACTION, ZeiselData, prepare_zeisel, split_cells
-from scsparse.generic.metrics import predict_labels
+from scsparse.tl import predict_labels
 
 from . import _report as report
 from ._common import (
