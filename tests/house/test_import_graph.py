@@ -22,6 +22,7 @@ FLOORS: list[tuple[str, ...]] = [
         "scsparse._provenance",
         "scsparse._text",
         "scsparse._threads",
+        "scsparse.utils",
     ),
     ("scsparse.nn", "scsparse.results", "scsparse.data", "scsparse.generic.datasets", "scsparse.generic.nn"),
     ("scsparse.module", "scsparse.train", "scsparse.generic.models", "scsparse.generic.metrics"),

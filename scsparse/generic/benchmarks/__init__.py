@@ -66,8 +66,8 @@ from typing import Any
 
 import pandas as pd
 
-from scsparse._io import write_csv
 from scsparse.data import DataNotAvailableError
+from scsparse.utils import write_csv
 
 from ._report import make_output_dir, write_summary
 

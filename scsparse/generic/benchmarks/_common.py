@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from scsparse._text import markdown_rows
-from scsparse._threads import torch_threads
 from scsparse.nn import NoActiveFactorWarning, slab_threshold
+from scsparse.utils import markdown_rows, torch_threads
 
 if TYPE_CHECKING:
     from anndata import AnnData

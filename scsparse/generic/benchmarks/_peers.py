@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse._io import write_text
+from scsparse.utils import write_text
 
 from ._common import check_positive_int, chosen_names, quiet_training_logs
 from ._fits import ModelStore
@@ -324,7 +324,7 @@ def run_peers(
     """
     from threadpoolctl import threadpool_limits
 
-    from scsparse._threads import torch_threads
+    from scsparse.utils import torch_threads
 
     seeds = (1 if quick else 3) if seeds is None else seeds
     check_positive_int("seeds", seeds)

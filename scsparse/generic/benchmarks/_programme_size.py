@@ -572,7 +572,7 @@ def run_programme_size(
     """
     from threadpoolctl import threadpool_limits
 
-    from scsparse._threads import torch_threads
+    from scsparse.utils import torch_threads
 
     seeds = (1 if quick else 2) if seeds is None else seeds
     check_positive_int("seeds", seeds)

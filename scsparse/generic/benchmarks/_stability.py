@@ -54,8 +54,8 @@ import numpy as np
 import pandas as pd
 from lightning.pytorch import Callback
 
-from scsparse._io import atomic_path, write_text
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_agreement
+from scsparse.utils import atomic_path, write_text
 
 from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
 from ._fits import fit_sparsevae, measured, user_model
@@ -554,7 +554,7 @@ def run_stability(
     """
     from threadpoolctl import threadpool_limits
 
-    from scsparse._threads import torch_threads
+    from scsparse.utils import torch_threads
 
     seeds = (2 if quick else 5) if seeds is None else seeds
     check_positive_int("seeds", seeds)
