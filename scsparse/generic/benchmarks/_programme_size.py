@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse._options import DEFAULT_MAX_PRIOR_CELLS
+from scsparse.model import DEFAULT_MAX_PRIOR_CELLS
 
 from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
 from ._fits import fit_sparsevae, measured
