@@ -54,10 +54,10 @@ import numpy as np
 import pandas as pd
 from lightning.pytorch import Callback
 
-from scsparse._io import atomic_path, write_text
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_agreement
+from scsparse.utils import atomic_path, write_text
 
-from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
+from ._common import check_positive_int, chosen_names, cpu_threads, markdown_table, quiet_training_logs
 from ._fits import fit_sparsevae, measured, user_model
 from ._programme_fit import FitBudget, read_sparsevae
 from ._programme_scores import score_fit
@@ -572,10 +572,6 @@ def run_stability(
         An unknown data set or variant, a variant named for a multi-study data set it does not apply to, fewer than
         two seeds, or (``resume``) fits made with other settings.
     """
-    from threadpoolctl import threadpool_limits
-
-    from scsparse._threads import torch_threads
-
     seeds = (2 if quick else 5) if seeds is None else seeds
     check_positive_int("seeds", seeds)
     if seeds < 2:
@@ -609,7 +605,7 @@ def run_stability(
     rows: list[dict[str, Any]] = []
     pairs: list[dict[str, Any]] = []
     consensus, consensus_programmes, resampled, same_seed = [], [], [], []
-    with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
+    with cpu_threads(n_threads), quiet_training_logs():
         prov = provenance("stability", options)
         for name in chosen_data:
             adata = load_real_dataset(name, quick=quick)

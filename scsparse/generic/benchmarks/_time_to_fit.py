@@ -154,7 +154,7 @@ def time_to_fit_rows(
 
 def time_to_fit_summary(df) -> list[str]:
     """Markdown lines of the time-to-fit section: one table per data set and the Kang targets."""
-    from scsparse._text import markdown_rows
+    from scsparse.utils import markdown_rows
 
     sel = df[df["section"] == "time_to_fit"]
     if not len(sel):
