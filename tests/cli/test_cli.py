@@ -293,6 +293,7 @@ def test_bench_dispatch(monkeypatch, tmp_path, capsys):
         "max_prior_cells": None,
         "resume": None,
         "halves": None,
+        "sections": None,
     }
     assert "2 result row(s)" in capsys.readouterr().out
     assert main(["bench", "programme_size", "--cells", "2000,10000", "--out", str(tmp_path)]) == 0
@@ -380,6 +381,7 @@ def test_bench_all_dispatch(monkeypatch, tmp_path, capsys):
             "max_prior_cells": None,
             "resume": None,
             "halves": None,
+            "sections": None,
         },
     )
     assert "2 benchmark(s)" in capsys.readouterr().out
