@@ -704,8 +704,8 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         "--datasets",
         default=None,
         metavar="A,B",
-        help="data sets to run, comma-separated, for benchmarks that take them (peers, stability; default: all, "
-        "for stability the single-study ones)",
+        help="data sets to run, comma-separated, for benchmarks that take them (peers, stability, speed's time to "
+        "fit; default: all, for stability the single-study ones)",
     )
     bench.add_argument(
         "--methods",

@@ -33,7 +33,7 @@ from ._common import check_positive_int, chosen_names, quiet_training_logs, torc
 from ._pergene import per_gene_loop_copy
 from ._speed_settled import SETTLED_LATENTS, settled_rows, settled_targets
 from ._speed_timing import EpochTimer, sync_device, timed_train_kwargs
-from ._time_to_fit import time_to_fit_rows, time_to_fit_summary, time_to_fit_targets
+from ._time_to_fit import TIME_TO_FIT_DATASETS, time_to_fit_rows, time_to_fit_summary, time_to_fit_targets
 
 __all__ = ["RESULT_COLUMNS", "SECTIONS", "decoder_step_flops", "run_speed", "simulate_counts"]
 
@@ -551,6 +551,7 @@ def run_speed(
     sparsity_epochs: int | None = None,
     time_to_fit: bool | None = None,
     sections: str | Sequence[str] | None = None,
+    datasets: str | Sequence[str] | None = None,
     n_threads: int | None = 1,
     verbose: bool = True,
 ) -> pd.DataFrame:
@@ -588,6 +589,8 @@ def run_speed(
         Sections to run, comma-separated or a list, from :data:`SECTIONS` (default: all; ``scale`` and
         ``time_to_fit`` as ``scale`` and ``time_to_fit`` say). ``settled``: epochs once the mask has settled, every
         entry against the active set against SCVI, at K = 10, 20 and 40 (:mod:`._speed_settled`).
+    datasets
+        Data sets of the time-to-fit section, comma-separated or a list (default: Kang and PBMC 3k; quick: Kang).
     n_threads
         Torch threads (default 1; ``None`` leaves torch's setting).
     verbose
@@ -621,6 +624,8 @@ def run_speed(
     sparsity_cells = sparsity_cells or (n_cells if quick else 3_000)
     sparsity_epochs = sparsity_epochs or (2 if quick else 40)
     chosen = set(chosen_names(sections, SECTIONS, "section(s)"))
+    default_data = ["kang"] if quick else list(TIME_TO_FIT_DATASETS)
+    fit_data = default_data if datasets is None else chosen_names(datasets, list(TIME_TO_FIT_DATASETS), "data set(s)")
     scale, time_to_fit = scale and "scale" in chosen, time_to_fit and "time_to_fit" in chosen
     out_dir = report.make_output_dir(out)
     options = {
@@ -640,6 +645,7 @@ def run_speed(
         "sparsity_epochs": sparsity_epochs,
         "time_to_fit": time_to_fit,
         "sections": [name for name in SECTIONS if name in chosen],
+        "datasets": fit_data if time_to_fit else [],
     }
     rows: list[dict[str, Any]] = []
     with torch_threads(n_threads), quiet_training_logs():
@@ -656,8 +662,7 @@ def run_speed(
         if scale:
             rows += _scale_rows(device=device, batch_size=batch_size, quick=quick, verbose=verbose)
         if time_to_fit:
-            datasets = ("kang",) if quick else ("kang", "pbmc3k")
-            rows += [{**r, "seed": 0} for r in time_to_fit_rows(datasets=datasets, quick=quick, verbose=verbose)]
+            rows += [{**r, "seed": 0} for r in time_to_fit_rows(datasets=fit_data, quick=quick, verbose=verbose)]
     df = pd.DataFrame(rows)
     df["device"] = device
     if "dataset" not in df:  # only the time-to-fit section runs on named data sets
