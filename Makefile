@@ -46,7 +46,7 @@ $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c $(LOCK) "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -q -c $(LOCK) -e ".[test,docs,peers]"
+	$(BIN)/python -m pip install -q -c $(LOCK) -e ".[test,docs,peers,bench]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -74,7 +74,7 @@ test-latest:
 	$(PY) -m venv $(LATEST_VENV)
 	$(LATEST_VENV)/bin/python -m pip install -q --upgrade pip
 	$(LATEST_VENV)/bin/python -m pip install -q "$(TORCH_SPEC)"
-	$(LATEST_VENV)/bin/python -m pip install -q -e ".[test,docs,peers]"
+	$(LATEST_VENV)/bin/python -m pip install -q -e ".[test,docs,peers,bench]"
 	$(LATEST_VENV)/bin/python -m pip freeze --exclude-editable > $(LATEST_VENV)/installed.txt
 	$(call run_checks,$(LATEST_VENV)/bin)
 
@@ -83,7 +83,7 @@ test-latest:
 lock: $(STAMP)
 	$(BIN)/python -m pip install -q "uv>=0.5"
 	for v in $(LOCKED_PYTHONS); do \
-	  echo "$(TORCH_SPEC)" | $(BIN)/uv pip compile pyproject.toml - --extra test --extra docs --extra peers --python-version $$v \
+	  echo "$(TORCH_SPEC)" | $(BIN)/uv pip compile pyproject.toml - --extra test --extra docs --extra peers --extra bench --python-version $$v \
 	    --python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" --quiet \
 	    --no-emit-package torch --no-emit-package triton -o requirements-py$$v.txt || exit 1; \
 	  awk '/^[^ #]/ { drop = /^(nvidia-|cuda-)/ } !drop' requirements-py$$v.txt > requirements-py$$v.tmp && \

@@ -76,6 +76,7 @@ API_PACKAGES = (
     "scsparse.module",
     "scsparse.train",
     "scsparse.nn",
+    "scsparse.utils",
     "scsparse.generic",
     "scsparse.generic.models",
     "scsparse.generic.nn",

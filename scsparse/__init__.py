@@ -7,7 +7,8 @@ The subpackages follow the scverse layout:
 - :mod:`scsparse.results` — a fit as it lives in AnnData: key layout, writer, reader (torch-free);
 - :mod:`scsparse.tl`, :mod:`scsparse.pl` — scanpy-style tools and plots on AnnData;
 - :mod:`scsparse.data` — dataset registry, loaders, simulators and the embedded demo dataset;
-- :mod:`scsparse.generic` — baselines, metrics and benchmarks on plain arrays.
+- :mod:`scsparse.utils` — helpers the package is built on (files written whole, torch's threads, versions);
+- :mod:`scsparse.generic` — baselines, metrics and benchmarks on plain arrays, built on the public API above.
 
 Subpackages are imported lazily so that ``import scsparse`` stays fast.
 """
@@ -22,7 +23,7 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
     __version__ = "0.0.0"
 
-_SUBMODULES = ("nn", "module", "train", "model", "results", "tl", "pl", "data", "generic")
+_SUBMODULES = ("nn", "module", "train", "model", "results", "tl", "pl", "data", "utils", "generic")
 
 __all__ = list(_SUBMODULES) + ["__version__"]
 

@@ -148,7 +148,6 @@ def run_demo(
     import scanpy as sc
 
     from scsparse import data, pl, tl
-    from scsparse.generic.metrics import label_accuracy
     from scsparse.results import factors_key, read_results
 
     out = Path(out_dir)
@@ -187,8 +186,8 @@ def run_demo(
     n_heldout = len(model.validation_indices) if model.validation_indices is not None else 0
     nll = model.get_heldout_nll(n_mc_samples=20)
     labels = adata.obs["cell_type"].to_numpy()
-    acc = label_accuracy(adata.obsm[active_key], labels, seed=seed)
-    acc_all = label_accuracy(res.Z, labels, seed=seed)
+    acc = tl.label_accuracy(adata.obsm[active_key], labels, seed=seed)
+    acc_all = tl.label_accuracy(res.Z, labels, seed=seed)
 
     _say("neighbours and UMAP on the active factors; figures", verbose)
     sc.pp.neighbors(adata, use_rep=active_key, random_state=seed)

@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 __all__ = ["build_parser", "main"]
 
@@ -323,12 +324,21 @@ def _fit_options(args: argparse.Namespace) -> tuple[dict, dict]:
     return model_kwargs, train_kwargs
 
 
-def _benchmark_names() -> list[str] | None:
+def _benchmarks() -> ModuleType:
+    """:mod:`scsparse.generic.benchmarks`, loaded when ``scsparse bench`` runs, never on importing the command line."""
     try:
-        from scsparse.generic.benchmarks import BENCHMARKS
-    except ImportError:
+        from scsparse.generic import benchmarks
+    except ImportError as exc:
+        raise CLIError(f"benchmarks are not available in this installation ({exc}).") from exc
+    return benchmarks
+
+
+def _benchmark_names() -> list[str] | None:
+    """The benchmarks ``scsparse bench`` offers; ``None`` when they cannot be loaded (the command then says why)."""
+    try:
+        return sorted(_benchmarks().BENCHMARKS)
+    except CLIError:
         return None
-    return sorted(BENCHMARKS)
 
 
 def _cell_counts(text: str | None) -> list[int] | None:
@@ -345,10 +355,7 @@ def _cell_counts(text: str | None) -> list[int] | None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    try:
-        from scsparse.generic import benchmarks
-    except ImportError as exc:
-        raise CLIError(f"benchmarks are not available in this installation ({exc}).") from exc
+    benchmarks = _benchmarks()
     names = sorted(getattr(benchmarks, "BENCHMARKS", {}))
     if args.name != "all" and args.name not in names:
         raise CLIError(f"unknown benchmark {args.name!r}; available: all, {', '.join(names) or 'none'}.")
@@ -359,6 +366,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         "n_threads": args.n_threads,
         "datasets": args.datasets,
         "methods": args.methods,
+        "sections": args.sections,
         "cells": _cell_counts(args.cells),
         "max_prior_cells": args.max_prior_cells,
         "resume": True if args.resume else None,
@@ -705,6 +713,13 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         metavar="A,B",
         help="methods (peers), variants (stability) or scenarios (programme_size) to run, comma-separated "
         "(default: all; for peers all but 'SparseVAE (restarts)')",
+    )
+    bench.add_argument(
+        "--sections",
+        default=None,
+        metavar="A,B",
+        help="sections to run, comma-separated, for benchmarks that have them (speed: epoch, flops, sparsity, "
+        "settled, scale, time_to_fit; default: all)",
     )
     bench.add_argument(
         "--cells",

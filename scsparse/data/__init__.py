@@ -3,6 +3,7 @@
 - :func:`kang_pbmc` — embedded counts subset of Kang et al. (2018), no download needed;
 - :func:`load` / :func:`kang2018`, :func:`zeisel_subset`, :func:`zeisel_full`, :func:`pbmc3k`,
   :func:`cellbench`, :func:`pbmc_3batch` — AnnData with raw integer counts in ``.layers["counts"]``;
+- :func:`simulate_eq9` (:data:`EQ9_FEATURE_NAMES`), :func:`simulate_multistudy` — simulated data with known factors;
 - :func:`fetch`, :func:`registry`, :func:`list_datasets`, :func:`data_dir` — the file registry and local cache
   (``SCSPARSE_DATA_DIR``; ``SCSPARSE_OFFLINE=1`` disables downloads).
 """
@@ -18,10 +19,11 @@ from ._registry import (
     list_datasets,
     registry,
 )
-from ._simulate import SyntheticData, simulate_eq9
+from ._simulate import EQ9_FEATURE_NAMES, SyntheticData, simulate_eq9
 from ._simulate_multistudy import MultiStudyData, simulate_multistudy
 
 __all__ = [
+    "EQ9_FEATURE_NAMES",
     "DataChecksumError",
     "DataNotAvailableError",
     "MultiStudyData",

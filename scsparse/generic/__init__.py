@@ -6,7 +6,9 @@
 - :mod:`scsparse.generic.metrics` — DCI, support recovery, ranking metrics, statistics of codes;
 - :mod:`scsparse.generic.benchmarks` — the papers' benchmarks, one function each.
 
-The subpackages are imported on first access (no scvi-tools import here).
+Built on the public API of the rest of scsparse only, as a user's code is; nothing outside this subpackage imports
+it. The benchmarks need the ``bench`` extra (``pip install 'scsparse[bench]'``). The subpackages are imported on
+first access (no scvi-tools import here).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """User-facing scvi-tools models."""
 
 from scsparse._checks import InvalidInputError
+from scsparse._options import DEFAULT_MAX_PRIOR_CELLS
 from scsparse.nn import NoActiveFactorWarning
 from scsparse.results import FactorResponse
 
@@ -11,6 +12,7 @@ from ._sparsevae import SparseVAE
 from ._validation import ZeroGenesWarning
 
 __all__ = [
+    "DEFAULT_MAX_PRIOR_CELLS",
     "Consensus",
     "FactorResponse",
     "InvalidInputError",

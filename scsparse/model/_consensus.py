@@ -393,7 +393,8 @@ def refit_consensus(
     The model has one factor per kept programme (per block, for a multi-study model); its mask ``W`` starts at the
     programmes' mean loadings and is zero, and stays zero, outside their genes; ``p*`` is the consensus's and is
     not updated. The weights on the programmes' genes, the decoder's network and the encoder are trained as in
-    any fit (:meth:`SparseVAE.train <scsparse.model.SparseVAE.train>` with ``train_kwargs``).
+    any fit (:meth:`SparseVAE.train <scsparse.model.SparseVAE.train>` with ``train_kwargs``, less ``exact_zeros``:
+    the decoder of a fixed support computes that support only).
 
     Parameters
     ----------
@@ -444,7 +445,7 @@ def refit_consensus(
     model.module.fix_support_(
         torch.as_tensor(consensus.pip, dtype=torch.float32), torch.as_tensor(consensus.loadings, dtype=torch.float32)
     )
-    model.train(**train_kwargs)
+    model.train(**{k: v for k, v in train_kwargs.items() if k != "exact_zeros"})
     return model
 
 

@@ -54,7 +54,13 @@ from scsparse._options import (
 from scsparse.module import SparseVAEModule
 from scsparse.nn import MaskedDecoder, calibrate_inverse_gamma, flush_denormals
 from scsparse.results import FactorResponse
-from scsparse.train import SettledStopping, SparseVAETrainingPlan, clean_training_output, without_log_lines
+from scsparse.train import (
+    ACTIVE_SET_EVERY,
+    SettledStopping,
+    SparseVAETrainingPlan,
+    clean_training_output,
+    without_log_lines,
+)
 
 from ._base import SparseFactorMixin, unseen_categories
 from ._batch_query import BatchQueryMixin
@@ -496,6 +502,7 @@ class SparseVAE(
         em_every: Literal["step", "epoch"] = "step",
         kl_warmup_fraction: float = 0.25,
         orient: bool = True,
+        exact_zeros: bool = False,
         plan_kwargs: dict | None = None,
         accelerator: str = "auto",
         devices: int | list[int] | str = "auto",
@@ -550,6 +557,14 @@ class SparseVAE(
         orient
             Fix each factor's sign after training so that its top genes go up with it (:meth:`orient_factors`
             with its defaults; one pass over the data). A factor's sign is otherwise arbitrary.
+        exact_zeros
+            Give ``W`` the Spike-and-Slab Lasso's exact zeros and compute the decoder on its nonzero entries only:
+            an entry whose step crosses zero stops there and stays until its data gradient outweighs its prior
+            rate; every 10 steps a check step computes the whole mask and readmits the zero entries the data call
+            back (``plan_kwargs`` ``exact_zeros`` and ``active_set_every`` of
+            :class:`~scsparse.train.SparseVAETrainingPlan`). The same programmes as the default steps, in less time
+            once the mask is sparse (:doc:`/benchmarks/speed`). Not for a query model or a consensus refit, whose
+            masks are held fixed.
         plan_kwargs
             Passed to :class:`~scsparse.train.SparseVAETrainingPlan` (``lr``, ``weight_decay``,
             ``n_epochs_kl_warmup``, ``reduce_lr_on_plateau`` ...).
@@ -598,6 +613,8 @@ class SparseVAE(
             max_epochs = get_max_epochs_heuristic(n_cells)
         warmup = max(1, round(kl_warmup_fraction * max_epochs)) if kl_warmup_fraction > 0 else None
         plan = {"lr": lr, "n_epochs_kl_warmup": warmup, "em_every": em_every}
+        if exact_zeros:
+            plan |= {"exact_zeros": True, "active_set_every": ACTIVE_SET_EVERY}
         if datamodule is not None and not hasattr(datamodule, "n_train"):
             plan["n_obs_training"] = n_cells
         plan.update(plan_kwargs or {})

@@ -22,6 +22,8 @@
 - :func:`factor_diagnostics` — programme size relative to the genes, best gene set, and flags for broad factors
   without any enriched gene set and for factors that overlap another one.
 - :func:`stability` — how much each factor's loadings agree across seeds (``loadings_corr``).
+- :func:`label_accuracy`, :func:`predict_labels` — how well factors (e.g. ``adata.obsm["X_sparsevae"]``) predict
+  labels such as cell types: a logistic regression on held-out cells.
 
 **What a tool returns** (scanpy's convention). A tool that fits a model (:func:`sparse_vae`,
 :func:`multistudy_sparse_vae`) writes its results into the AnnData and returns the model. A tool that computes a table
@@ -48,6 +50,7 @@ from ._genesets import (
     read_panglaodb,
     short_term,
 )
+from ._labels import label_accuracy, predict_labels
 from ._report import diagnostics_report, fit_report
 from ._sparse_vae import multistudy_sparse_vae, sparse_vae
 from ._stability import stability
@@ -70,8 +73,10 @@ __all__ = [
     "factor_gene_correlation",
     "factor_report",
     "fit_report",
+    "label_accuracy",
     "load_gene_sets",
     "multistudy_sparse_vae",
+    "predict_labels",
     "programme_genes",
     "read_cellmarker",
     "read_gmt",

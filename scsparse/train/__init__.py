@@ -3,9 +3,10 @@
 from ._output import clean_training_output, without_log_lines
 from ._pruning import SpikePruning
 from ._stopping import FitNotSettledWarning, SettledStopping
-from ._trainingplan import SparseVAETrainingPlan
+from ._trainingplan import ACTIVE_SET_EVERY, SparseVAETrainingPlan
 
 __all__ = [
+    "ACTIVE_SET_EVERY",
     "FitNotSettledWarning",
     "SettledStopping",
     "SparseVAETrainingPlan",

@@ -14,12 +14,15 @@ from scvi.train import TrainingPlan
 
 from scsparse._checks import InvalidInputError
 
-__all__ = ["DIVERGENCE_FACTOR", "SparseVAETrainingPlan"]
+__all__ = ["ACTIVE_SET_EVERY", "DIVERGENCE_FACTOR", "SparseVAETrainingPlan"]
 
 #: An epoch whose mean training loss per cell exceeds the first step's by this many times the first step's size
 #: has diverged (a sound fit lowers the loss from its random start; a too-large learning rate sends it up by orders
 #: of magnitude, or to NaN).
 DIVERGENCE_FACTOR = 100.0
+#: Optimiser steps between the active set's checks when a model trains with exact zeros
+#: (:meth:`scsparse.model.SparseVAE.train`'s ``exact_zeros``): a check step costs a step of the whole mask.
+ACTIVE_SET_EVERY = 10
 
 
 def check_exact_zeros(module: Any, exact_zeros: bool, active_set_every: int | None) -> None:

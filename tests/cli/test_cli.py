@@ -4,6 +4,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
 import anndata as ad  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -323,6 +326,29 @@ def test_bench_dispatch(monkeypatch, tmp_path, capsys):
     assert info.value.code == 2
     assert main(["bench", "multistudy", "--rho", "0.2"]) == 2
     assert "does not take --rho" in capsys.readouterr().err
+
+
+_WITHOUT_BENCH_EXTRA = "import sys; sys.modules['threadpoolctl'] = None; "  # as if the 'bench' extra were missing
+
+
+def test_bench_without_the_bench_extra_says_how_to_install_it(tmp_path):
+    """Without the 'bench' extra the benchmarks refuse to load with the command that installs it, and ``scsparse
+    bench`` exits with it as a usage error before writing anything."""
+    code = _WITHOUT_BENCH_EXTRA + "import scsparse.generic.benchmarks"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1
+    assert "ImportError: scsparse's benchmarks need threadpoolctl" in run.stderr
+    assert "pip install 'scsparse[bench]'" in run.stderr
+    out = tmp_path / "bench_out"
+    code = (
+        _WITHOUT_BENCH_EXTRA
+        + f"from scsparse.cli import main; sys.exit(main(['bench', 'synthetic', '--out', {str(out)!r}]))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2
+    assert "scsparse: error: benchmarks are not available in this installation" in run.stderr
+    assert "pip install 'scsparse[bench]'" in run.stderr
+    assert not out.exists()
 
 
 def test_bench_all_dispatch(monkeypatch, tmp_path, capsys):

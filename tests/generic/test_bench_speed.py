@@ -74,6 +74,7 @@ def test_run_speed_tiny(tmp_path):
         n_latent=4,
         scale=False,
         time_to_fit=False,
+        sections="epoch,flops,sparsity",
         verbose=False,
     )
     assert list(df.columns) == RESULT_COLUMNS
@@ -104,6 +105,30 @@ def test_run_speed_tiny(tmp_path):
     assert "`FusedMaskedLayer`" in summary and "against float64" in summary
     with pytest.raises(ValueError, match="device must be"):
         run_speed(tmp_path, device="tpu")
+    with pytest.raises(ValueError, match="Unknown section"):
+        run_speed(tmp_path, sections="epoch,warp")
+
+
+def test_settled_section_times_every_entry_the_active_set_and_scvi_in_turn(tmp_path):
+    from scsparse.generic.benchmarks._speed import simulate_counts
+    from scsparse.generic.benchmarks._speed_settled import settled_rows, settled_targets
+
+    adata = simulate_counts(96, 24, n_programmes=3, seed=0)
+    rows = settled_rows(
+        adata, latents=(3, 20), settle_cells=96, settle_epochs=6, epochs=2, rounds=2, batch_size=32, n_hidden=8,
+        device="cpu", seed=0, verbose=False,
+    )  # fmt: skip
+    df = pd.DataFrame(rows)
+    values = df.set_index(["method", "metric"])["value"]
+    for k in (3, 20):
+        assert 0 < values[(f"SparseVAE, settled mask, K = {k}", "active_entries_fraction")] <= 1
+        for method in ("every entry", "active set"):
+            assert values[(f"SparseVAE, settled mask, {method}, K = {k}", "seconds_per_epoch")] > 0
+        ratio = values[(f"active set / SCVI, K = {k}", "ratio")]
+        assert values[(f"active set / SCVI, K = {k}", "ratio_lowest")] <= ratio
+        assert ratio <= values[(f"active set / SCVI, K = {k}", "ratio_highest")]
+    ((ok, text),) = settled_targets(df)
+    assert text.startswith("settled mask, active set: SparseVAE epoch <= 1.5x SCVI's at K = 20")
 
 
 def test_time_to_fit_section_reports_fits_side_by_side(tmp_path):
@@ -112,6 +137,7 @@ def test_time_to_fit_section_reports_fits_side_by_side(tmp_path):
     df = pd.DataFrame(time_to_fit_rows(datasets=("kang",), quick=True, verbose=False))
     assert set(df["method"]) == {
         "SparseVAE (defaults, stops when settled)",
+        "SparseVAE (exact zeros and active set, stops when settled)",
         "SparseVAE (fixed epochs, no stopping)",
         "scvi-tools SCVI (defaults)",
     }
@@ -125,3 +151,4 @@ def test_time_to_fit_section_reports_fits_side_by_side(tmp_path):
     assert any(line.startswith("### kang (300 cells x 200 genes)") for line in lines)
     targets = dict((text.split(":")[0], ok) for ok, text in time_to_fit_targets(df))
     assert targets["Kang with defaults settles in under 5 minutes"] is False  # 20 epochs cannot settle
+    assert "Kang with exact zeros and the active set faster than SCVI's default fit" in targets

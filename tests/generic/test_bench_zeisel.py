@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scsparse.data._zeisel_prep import prepare_zeisel, quantile_normalise, select_variable_genes, split_cells
 from scsparse.generic.benchmarks import BENCHMARKS, run
 from scsparse.generic.benchmarks import _zeisel as zb
 from scsparse.generic.benchmarks._zeisel import (
@@ -19,6 +18,12 @@ from scsparse.generic.benchmarks._zeisel import (
     RESULT_COLUMNS,
     classify_cell_types,
     run_zeisel,
+)
+from scsparse.generic.benchmarks._zeisel_prep import (
+    prepare_zeisel,
+    quantile_normalise,
+    select_variable_genes,
+    split_cells,
 )
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"

@@ -6,7 +6,7 @@ import torch
 
 from scsparse.model import InvalidInputError, SparseVAE
 from scsparse.module import SparseVAEModule
-from scsparse.train import SparseVAETrainingPlan
+from scsparse.train import ACTIVE_SET_EVERY, SparseVAETrainingPlan
 
 
 def _module() -> SparseVAEModule:
@@ -103,3 +103,22 @@ def test_exact_zeros_options_are_checked(planted):
     fixed = SparseVAEModule(n_input=30, n_latent=2, fixed_support=True)
     with pytest.raises(InvalidInputError, match="keeps part of W fixed"):
         SparseVAETrainingPlan(fixed, exact_zeros=True)
+
+
+def test_train_exact_zeros_saves_loads_and_serves_the_consensus(planted, tmp_path):
+    model = SparseVAE(planted, n_latent=4, n_hidden=16, seed=0)
+    model.train(max_epochs=40, batch_size=64, exact_zeros=True, enable_progress_bar=False)
+    plan = model.train_kwargs_["plan_kwargs"]
+    assert plan["exact_zeros"] is True and plan["active_set_every"] == ACTIVE_SET_EVERY
+    decoder = model.module.decoder
+    assert decoder.is_pruned and (decoder.W[~decoder.prune_mask] == 0).all()
+    model.save(tmp_path / "fit")
+    back = SparseVAE.load(tmp_path / "fit", adata=planted)
+    assert torch.equal(back.module.decoder.prune_mask, decoder.prune_mask)
+    np.testing.assert_allclose(back.get_latent_representation(), model.get_latent_representation(), atol=1e-6)
+    # restarts with exact zeros; the refit holds its support fixed and trains without them
+    fit = SparseVAE.consensus(
+        planted, 2, seed=0, n_latent=4, n_hidden=16,
+        train_kwargs={"max_epochs": 40, "batch_size": 64, "exact_zeros": True, "enable_progress_bar": False},
+    )  # fmt: skip
+    assert fit.module.fixed_support and "exact_zeros" not in fit.train_kwargs_["plan_kwargs"]

@@ -34,6 +34,9 @@ only pays for the benchmark it runs. The names:
   (Fallah & Rozell 2022, Table 1); VSC vs beta-VAE latent-attribute correlation on Smiley and held-out ELBO
   against latent size on Fashion-MNIST (Tonolini et al. 2019).
 
+The benchmarks need the ``bench`` extra (``pip install 'scsparse[bench]'``); importing this package without it
+raises an :class:`ImportError` that says so.
+
 Every benchmark function has the signature ``fn(out, *, seeds, quick, max_epochs, **options)``; the
 options it takes beyond those are discovered from its signature (e.g. ``rho`` for ``"synthetic"``,
 ``device`` for ``"speed"``).
@@ -66,10 +69,18 @@ from typing import Any
 
 import pandas as pd
 
-from scsparse._io import write_csv
 from scsparse.data import DataNotAvailableError
+from scsparse.utils import write_csv
 
 from ._report import make_output_dir, write_summary
+
+try:  # what the benchmarks need beyond scsparse's own dependencies: the 'bench' extra
+    import threadpoolctl  # noqa: F401
+except ImportError as exc:
+    raise ImportError(
+        f"scsparse's benchmarks need threadpoolctl, which comes with the 'bench' extra: pip install 'scsparse[bench]' "
+        f"({exc})."
+    ) from exc
 
 __all__ = ["BENCHMARKS", "run", "run_all"]
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from scsparse.generic.metrics import predict_labels
+from scsparse.tl import predict_labels
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
@@ -18,7 +18,7 @@ __all__ = ["interferon_enrichment", "transfer_accuracy", "transfer_predictions"]
 def transfer_predictions(z: np.ndarray, labels: np.ndarray, train: np.ndarray, test: np.ndarray) -> np.ndarray:
     """Labels of the test cells predicted by a multinomial logistic regression on standardised factors.
 
-    The classifier of :func:`transfer_accuracy`: :func:`scsparse.generic.metrics.predict_labels` (at most 2,000
+    The classifier of :func:`transfer_accuracy`: :func:`scsparse.tl.predict_labels` (at most 2,000
     solver iterations) fitted on the training cells.
 
     Examples

@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from scsparse._text import markdown_rows
-from scsparse._threads import torch_threads
 from scsparse.nn import NoActiveFactorWarning, slab_threshold
+from scsparse.utils import markdown_rows, torch_threads
 
 if TYPE_CHECKING:
     from anndata import AnnData
@@ -40,6 +39,7 @@ __all__ = [
     "check_corpus",
     "check_positive_int",
     "chosen_names",
+    "cpu_threads",
     "format_mean_sd",
     "markdown_table",
     "method_label",
@@ -357,6 +357,31 @@ def quiet_training_logs(level: int = logging.WARNING) -> Iterator[None]:
             lg.setLevel(lvl)
         if scvi is not None:
             scvi.settings.verbosity = saved_verbosity
+
+
+@contextlib.contextmanager
+def cpu_threads(n_threads: int | None) -> Iterator[None]:
+    """The CPU threads of torch and of the native pools of the other methods (BLAS, OpenMP) inside the block.
+
+    torch (and numba) through :func:`scsparse.utils.torch_threads`, the BLAS and OpenMP pools of NMF, cNMF, MOFA+
+    and PCA through ``threadpoolctl``; both are restored after the block.
+
+    Parameters
+    ----------
+    n_threads
+        Threads per pool; ``None`` leaves the libraries' defaults.
+
+    Examples
+    --------
+    >>> import torch
+    >>> with cpu_threads(1):
+    ...     torch.get_num_threads()
+    1
+    """
+    from threadpoolctl import threadpool_limits
+
+    with torch_threads(n_threads), threadpool_limits(n_threads):
+        yield
 
 
 # ---------------------------------------------------------------------------------------------- document benchmarks

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scsparse._io import write_text
+from scsparse.utils import write_text
 
 from ._common import proc_status_mb
 

@@ -21,8 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from scsparse.generic.models import VAE, VSC
-from scsparse.generic.models._oivae import init_observation_variance
+from scsparse.generic.models import VAE, VSC, init_observation_variance
 
 from . import _report as report
 from ._common import check_positive_int, markdown_table, run_settings, torch_threads

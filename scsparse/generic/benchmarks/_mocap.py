@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse._io import write_csv
+from scsparse.utils import write_csv
 
 from . import _report as report
 from ._common import check_positive_int, markdown_table, torch_threads

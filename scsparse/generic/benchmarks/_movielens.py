@@ -14,9 +14,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse.generic.datasets import MovieLensData, describe_movielens, load_movielens, split_rows, subsample_users
-from scsparse.generic.datasets._movielens import DEFAULT_N_MOVIES, MOVIELENS_DATASETS
-from scsparse.generic.datasets._splits import TEST_FRACTION
+from scsparse.generic.datasets import (
+    DEFAULT_N_MOVIES,
+    MOVIELENS_DATASETS,
+    TEST_FRACTION,
+    MovieLensData,
+    describe_movielens,
+    load_movielens,
+    split_rows,
+    subsample_users,
+)
 from scsparse.generic.metrics import fold_in_evaluate
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, ArraySparseVAE, BetaVAE
 from scsparse.nn import MaskedDecoder, slab_threshold

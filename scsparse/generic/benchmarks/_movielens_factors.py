@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse._io import write_csv
 from scsparse.generic.datasets import MovieLensData
 from scsparse.generic.models import ArraySparseVAE
+from scsparse.utils import write_csv
 
 __all__ = ["PAPER_TABLE_3A", "TOP_MOVIES", "factor_top_movies"]
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse._text import markdown_rows
+from scsparse.utils import markdown_rows
 
 from . import _report as report
 from ._common import check_positive_int, format_mean_sd, quiet_training_logs, torch_threads

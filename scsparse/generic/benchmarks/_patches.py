@@ -36,13 +36,14 @@ import torch
 from scsparse.generic.metrics import feature_collapse_rate, multi_information, posterior_collapse_rate
 from scsparse.generic.models import (
     SPARSE_CODING_THRESHOLDS,
+    SPIKE_TAU_DECAY,
+    SPIKE_TAU_MIN,
     LinearSparseCodingVAE,
     dictionary_step,
     fista,
     init_dictionary,
     sparse_coding_objective,
 )
-from scsparse.generic.models._linear_sparse_coding import SPIKE_TAU_DECAY, SPIKE_TAU_MIN
 
 from . import _report as report
 from ._common import check_positive_int, markdown_table, run_settings, torch_threads

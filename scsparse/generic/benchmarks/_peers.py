@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse._io import write_text
+from scsparse.utils import write_text
 
-from ._common import check_positive_int, chosen_names, quiet_training_logs
+from ._common import check_positive_int, chosen_names, cpu_threads, quiet_training_logs
 from ._fits import ModelStore
 from ._peers_multistudy import MULTISTUDY_METHODS, fit_multistudy_peer
 from ._peers_summary import peers_figure, peers_summary
@@ -322,10 +322,6 @@ def run_peers(
     scsparse.data.DataNotAvailableError
         When a data set is not in the local cache.
     """
-    from threadpoolctl import threadpool_limits
-
-    from scsparse._threads import torch_threads
-
     seeds = (1 if quick else 3) if seeds is None else seeds
     check_positive_int("seeds", seeds)
     check_positive_int("max_epochs", max_epochs, optional=True)
@@ -350,7 +346,7 @@ def run_peers(
     )
     figures: list[str] = []
     n_kept = 0
-    with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
+    with cpu_threads(n_threads), quiet_training_logs():
         prov = provenance("peers", options)  # inside the block: it records the threads the fits ran with
         _warm_up()
         for name in chosen_data:

@@ -115,7 +115,7 @@ def _in_short(means: pd.DataFrame, sds: pd.DataFrame) -> list[str]:
     """The data set's "in short" tables: each scsparse model against the best peer of its budget, question by
     question, in the methods' own readings and with every programme cut to the same number of genes.
     """
-    from scsparse._text import markdown_rows
+    from scsparse.utils import markdown_rows
 
     lines = []
     header = ["question", "own reading", *(f"{n} genes each" for n in EQUAL_SIZES)]
@@ -223,7 +223,7 @@ def peers_summary(
     n_kept: int = 0,
 ) -> list[str]:
     """The lines of ``summary.md``; ``n_kept``: rows a resumed run kept from an earlier run into its folder."""
-    from scsparse._text import markdown_rows
+    from scsparse.utils import markdown_rows
 
     reading = {**READING, **MULTISTUDY_READING}
     mode = "quick smoke run" if quick else "full run"

@@ -396,7 +396,7 @@ def _fit_cnmf(adata, budget, seed, batch_key, store=None) -> ProgrammeFit:
 def _fit_pca(adata, budget, seed, batch_key, store=None) -> ProgrammeFit:
     import scanpy as sc
 
-    from scsparse._threads import torch_threads
+    from scsparse.utils import torch_threads
 
     with measured() as m, torch_threads(None):
         x = AnnData(sp.csr_matrix(counts_matrix(adata)))

@@ -20,7 +20,7 @@ Parsimony
     say different things); ``factors_kept`` — factors with a programme (reported, neither better nor worse).
 Information
     ``accuracy`` — held-out accuracy of a logistic regression on every factor the method returns
-    (:func:`scsparse.generic.metrics.label_accuracy`, 30% of cells held out): how much of the cell identity the
+    (:func:`scsparse.tl.label_accuracy`, 30% of cells held out): how much of the cell identity the
     representation keeps. Rewards dense representations; a sparse, interpretable model may trade some away.
 Disentanglement (an outside standard: DRVI's scores, :func:`scsparse.generic.metrics.label_disentanglement`)
     ``lms_smi``, ``msas_smi``, ``msgs_smi``, ``lms_spn``, ``msas_spn``, ``msgs_spn`` — every factor the method
@@ -222,7 +222,8 @@ def score_fit(fit: ProgrammeFit, adata: AnnData, spec: RealDataset, seed: int) -
     seed
         Seed of the held-out split of the label classifier.
     """
-    from scsparse.generic.metrics import batch_association, label_accuracy, label_disentanglement
+    from scsparse.generic.metrics import batch_association, label_disentanglement
+    from scsparse.tl import label_accuracy
 
     sizes = [idx.size for idx in fit.programmes.values()]
     row: dict[str, float] = dict.fromkeys(METRICS, math.nan)

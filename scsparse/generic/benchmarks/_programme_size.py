@@ -39,10 +39,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse._options import DEFAULT_MAX_PRIOR_CELLS
+from scsparse.model import DEFAULT_MAX_PRIOR_CELLS
 from scsparse.results import match_pairs
 
-from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
+from ._common import check_positive_int, chosen_names, cpu_threads, markdown_table, quiet_training_logs
 from ._fits import fit_sparsevae, measured
 from ._programme_size_real import REAL_SCENARIO, fit_subsample, load_subsampled_data, score_cores, subsample_sizes
 from ._report import (
@@ -569,10 +569,6 @@ def run_programme_size(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("programme_size", out="bench_size", cells=[2000, 10000])  # doctest: +SKIP
     """
-    from threadpoolctl import threadpool_limits
-
-    from scsparse._threads import torch_threads
-
     seeds = (1 if quick else 2) if seeds is None else seeds
     check_positive_int("seeds", seeds)
     check_positive_int("max_epochs", max_epochs, optional=True)
@@ -597,7 +593,7 @@ def run_programme_size(
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     real_sets: dict[tuple[int, int], Any] = {}  # (cells, seed) -> the real fit's programmes
-    with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
+    with cpu_threads(n_threads), quiet_training_logs():
         prov = provenance("programme_size", options)
         for scenario in scenarios:
             real = scenario == REAL_SCENARIO

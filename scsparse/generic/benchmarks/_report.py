@@ -24,16 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from scsparse import _io
-from scsparse._provenance import DEFAULT_PACKAGES as PROVENANCE_PACKAGES
-from scsparse._provenance import package_versions
+from scsparse import utils
+from scsparse.utils import package_versions
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
     "NOT_ASSESSED_QUICK",
-    "PROVENANCE_PACKAGES",
     "count_verdict",
     "finish_run",
     "machine_info",
@@ -96,7 +94,7 @@ def write_results(df: pd.DataFrame, out_dir: Path, columns: Sequence[str], name:
     if missing:
         raise ValueError(f"results lack the columns {missing}")
     path = out_dir / name
-    _io.write_csv(df.loc[:, list(columns)], path, index=False)
+    utils.write_csv(df.loc[:, list(columns)], path, index=False)
     return path
 
 
@@ -309,7 +307,7 @@ def write_summary(out_dir: Path, lines: Sequence[str], name: str = "summary.md")
     """Write ``lines`` to ``out_dir / name``, one per line, ending with a newline; return the path."""
     text = "\n".join(lines)
     path = out_dir / name
-    _io.write_text(path, text if text.endswith("\n") else text + "\n")
+    utils.write_text(path, text if text.endswith("\n") else text + "\n")
     return path
 
 
@@ -325,7 +323,7 @@ def new_figure(figsize: tuple[float, float], *, layout: str | None = "constraine
 
 def save_figure(fig: Figure, path: Path, dpi: int = 110) -> Path:
     """Save ``fig`` (from :func:`new_figure`) as ``path`` at ``dpi``, whole or not at all; return the path."""
-    return _io.save_figure(fig, path, dpi=dpi)
+    return utils.save_figure(fig, path, dpi=dpi)
 
 
 def wrote_line(

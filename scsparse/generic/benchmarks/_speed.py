@@ -27,17 +27,20 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from lightning.pytorch.callbacks import Callback
 
 from . import _report as report
-from ._common import check_positive_int, quiet_training_logs, torch_threads
+from ._common import check_positive_int, chosen_names, quiet_training_logs, torch_threads
 from ._pergene import per_gene_loop_copy
+from ._speed_settled import SETTLED_LATENTS, settled_rows, settled_targets
+from ._speed_timing import EpochTimer, sync_device, timed_train_kwargs
 from ._time_to_fit import time_to_fit_rows, time_to_fit_summary, time_to_fit_targets
 
-__all__ = ["RESULT_COLUMNS", "decoder_step_flops", "run_speed", "simulate_counts"]
+__all__ = ["RESULT_COLUMNS", "SECTIONS", "decoder_step_flops", "run_speed", "simulate_counts"]
 
 #: SCVI's default number of latent factors; the epoch section also times both models at it.
 SCVI_DEFAULT_LATENT = 10
+#: The sections of the benchmark, in the order they run (``epoch`` includes the training step against the loop).
+SECTIONS: list[str] = ["epoch", "flops", "sparsity", "settled", "scale", "time_to_fit"]
 
 #: Columns of ``results.csv`` (long format: one measurement per row).
 RESULT_COLUMNS = [
@@ -115,54 +118,6 @@ def _time_call(fn: Callable[[], Any], repeats: int) -> float:
     return statistics.median(times)
 
 
-def _sync(device: str) -> None:
-    import torch
-
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-class _EpochTimer(Callback):
-    """Lightning callback recording the wall time of every training epoch."""
-
-    def __init__(self, device: str) -> None:
-        self.device = device
-        self.epochs: list[float] = []
-        self._start = 0.0
-
-    def on_train_epoch_start(self, trainer, pl_module) -> None:  # noqa: D102
-        _sync(self.device)
-        self._start = time.perf_counter()
-
-    def on_train_epoch_end(self, trainer, pl_module) -> None:  # noqa: D102
-        _sync(self.device)
-        self.epochs.append(time.perf_counter() - self._start)
-
-    def per_epoch(self) -> float:
-        """Median epoch time, leaving out the first epoch (warm-up) when there are several."""
-        if not self.epochs:
-            return math.nan
-        return statistics.median(self.epochs[1:] if len(self.epochs) > 1 else self.epochs)
-
-
-def _train_kwargs(device: str, batch_size: int, timer: _EpochTimer, scsparse_model: bool = True) -> dict[str, Any]:
-    accelerator = "gpu" if device.startswith("cuda") else "cpu"
-    kwargs: dict[str, Any] = {
-        "batch_size": batch_size,
-        "train_size": 1.0,
-        "accelerator": accelerator,
-        "enable_progress_bar": False,
-        "logger": False,
-        "enable_checkpointing": False,
-        "callbacks": [timer],
-    }
-    if scsparse_model:
-        kwargs["stop_when_settled"] = False  # timed epochs, nothing to settle
-    if ":" in device:
-        kwargs["devices"] = [int(device.split(":")[1])]
-    return kwargs
-
-
 def _epoch_rows(
     adata,
     *,
@@ -197,16 +152,18 @@ def _epoch_rows(
         model = SparseVAE(adata, n_latent=k, n_hidden=n_hidden, seed=seed)
         if loop:
             model.module.decoder = per_gene_loop_copy(model.module.decoder)
-        timer = _EpochTimer(device)
-        model.train(max_epochs=loop_epochs if loop else epochs, seed=seed, **_train_kwargs(device, batch_size, timer))
+        timer = EpochTimer(device)
+        model.train(
+            max_epochs=loop_epochs if loop else epochs, seed=seed, **timed_train_kwargs(device, batch_size, timer)
+        )
         return model, timer.per_epoch()
 
     def scvi_epoch(k: int) -> float:
         scvi.model.SCVI.setup_anndata(adata, layer="counts")
         ref = scvi.model.SCVI(adata, n_hidden=n_hidden, n_latent=k)
-        timer = _EpochTimer(device)
+        timer = EpochTimer(device)
         scvi.settings.seed = seed
-        ref.train(max_epochs=epochs, **_train_kwargs(device, batch_size, timer, scsparse_model=False))
+        ref.train(max_epochs=epochs, **timed_train_kwargs(device, batch_size, timer, scsparse_model=False))
         return timer.per_epoch()
 
     def in_turn(k: int, suffix: str = "") -> tuple[Any, float, list[dict[str, Any]]]:
@@ -295,7 +252,7 @@ def _step_rows(
             module.decoder = dec
             module.zero_grad(set_to_none=True)
             loss_of(module).backward()
-            _sync(device)
+            sync_device(device)
 
         return run
 
@@ -355,7 +312,7 @@ def _flops_rows(
     def step() -> None:
         dec.zero_grad(set_to_none=True)
         dec(z).square().sum().backward()
-        _sync(device)
+        sync_device(device)
 
     t_step = _time_call(step, repeats)
     autograd = MaskedDecoder(n_latent, n_genes, n_hidden=n_hidden, fused=False).to(device)
@@ -364,7 +321,7 @@ def _flops_rows(
     def autograd_step() -> None:
         autograd.zero_grad(set_to_none=True)
         autograd(z).square().sum().backward()
-        _sync(device)
+        sync_device(device)
 
     t_autograd = _time_call(autograd_step, repeats)
     memory = {}
@@ -383,7 +340,7 @@ def _flops_rows(
 
     def same_shape() -> None:
         torch.matmul(a, b)
-        _sync(device)
+        sync_device(device)
 
     n_sq = 2048
     x = torch.randn(n_sq, n_sq, device=device)
@@ -391,7 +348,7 @@ def _flops_rows(
 
     def square() -> None:
         torch.matmul(x, y)
-        _sync(device)
+        sync_device(device)
 
     same = 2.0 * a.shape[0] * n_latent * n_hidden / _time_call(same_shape, repeats)
     peak = 2.0 * n_sq**3 / _time_call(square, repeats)
@@ -466,7 +423,7 @@ def _sparsity_model(
     sub = adata[: min(n_cells, adata.n_obs)].copy()
     SparseVAE.setup_anndata(sub, layer="counts")
     model = SparseVAE(sub, n_latent=n_latent, n_hidden=n_hidden, seed=seed)
-    model.train(max_epochs=epochs, seed=seed, **_train_kwargs(device, batch_size, _EpochTimer(device)))
+    model.train(max_epochs=epochs, seed=seed, **timed_train_kwargs(device, batch_size, EpochTimer(device)))
     return model
 
 
@@ -492,7 +449,7 @@ def _sparsity_rows(model, *, batch_size: int, device: str, repeats: int, verbose
         def run() -> None:
             dec.zero_grad(set_to_none=True)
             dec(z).square().sum().backward()
-            _sync(device)
+            sync_device(device)
 
         return run
 
@@ -536,6 +493,47 @@ def _sparsity_rows(model, *, batch_size: int, device: str, repeats: int, verbose
     return rows
 
 
+def _simulated_rows(
+    adata,
+    chosen: set[str],
+    *,
+    rounds: int,
+    epochs: int,
+    repeats: int,
+    batch_size: int,
+    n_hidden: int,
+    n_latent: int,
+    device: str,
+    seed: int,
+    quick: bool,
+    sparsity_cells: int,
+    sparsity_epochs: int,
+    verbose: bool,
+) -> list[dict[str, Any]]:
+    """The chosen sections that run on the simulated counts of one seed."""
+    rows: list[dict[str, Any]] = []
+    common = {"batch_size": batch_size, "n_hidden": n_hidden, "device": device}
+    if "epoch" in chosen:  # the training step is timed on the epoch section's first model
+        new, model = _epoch_rows(
+            adata, epochs=epochs, loop_epochs=1, rounds=rounds, n_latent=n_latent, seed=seed, verbose=verbose, **common
+        )
+        rows += new
+        rows += _step_rows(model, adata, batch_size=batch_size, device=device, repeats=repeats, verbose=verbose)[0]
+    if "flops" in chosen:
+        rows += _flops_rows(n_genes=adata.n_vars, n_latent=n_latent, repeats=repeats, verbose=verbose, **common)
+    if "sparsity" in chosen:
+        sparse_model = _sparsity_model(
+            adata, n_cells=sparsity_cells, epochs=sparsity_epochs, n_latent=n_latent, seed=seed, **common
+        )
+        rows += _sparsity_rows(sparse_model, batch_size=batch_size, device=device, repeats=repeats, verbose=verbose)
+    if "settled" in chosen:
+        rows += settled_rows(
+            adata, latents=(5,) if quick else SETTLED_LATENTS, settle_cells=sparsity_cells,
+            settle_epochs=sparsity_epochs, epochs=epochs, rounds=rounds, seed=seed, verbose=verbose, **common,
+        )  # fmt: skip
+    return rows
+
+
 def run_speed(
     out: str | Path,
     *,
@@ -552,6 +550,7 @@ def run_speed(
     sparsity_cells: int | None = None,
     sparsity_epochs: int | None = None,
     time_to_fit: bool | None = None,
+    sections: str | Sequence[str] | None = None,
     n_threads: int | None = 1,
     verbose: bool = True,
 ) -> pd.DataFrame:
@@ -585,6 +584,10 @@ def run_speed(
         Also time default fits on real data to the point where they stop, against SCVI's default fit, with their
         quality (:mod:`._time_to_fit`; Kang and PBMC 3k, seed 0; default: on in full mode on the CPU, off
         otherwise; quick: Kang only, 300 cells).
+    sections
+        Sections to run, comma-separated or a list, from :data:`SECTIONS` (default: all; ``scale`` and
+        ``time_to_fit`` as ``scale`` and ``time_to_fit`` say). ``settled``: epochs once the mask has settled, every
+        entry against the active set against SCVI, at K = 10, 20 and 40 (:mod:`._speed_settled`).
     n_threads
         Torch threads (default 1; ``None`` leaves torch's setting).
     verbose
@@ -617,6 +620,8 @@ def run_speed(
     time_to_fit = (not quick and device == "cpu") if time_to_fit is None else time_to_fit
     sparsity_cells = sparsity_cells or (n_cells if quick else 3_000)
     sparsity_epochs = sparsity_epochs or (2 if quick else 40)
+    chosen = set(chosen_names(sections, SECTIONS, "section(s)"))
+    scale, time_to_fit = scale and "scale" in chosen, time_to_fit and "time_to_fit" in chosen
     out_dir = report.make_output_dir(out)
     options = {
         "seeds": seeds,
@@ -634,6 +639,7 @@ def run_speed(
         "sparsity_cells": sparsity_cells,
         "sparsity_epochs": sparsity_epochs,
         "time_to_fit": time_to_fit,
+        "sections": [name for name in SECTIONS if name in chosen],
     }
     rows: list[dict[str, Any]] = []
     with torch_threads(n_threads), quiet_training_logs():
@@ -642,43 +648,11 @@ def run_speed(
             if verbose:
                 print(f"speed: seed {seed}, {n_cells} cells x {n_genes} genes, device {device}", flush=True)
             adata = simulate_counts(n_cells, n_genes, seed=seed)
-            new, model = _epoch_rows(
-                adata,
-                epochs=epochs,
-                loop_epochs=1,
-                rounds=rounds,
-                batch_size=batch_size,
-                n_hidden=n_hidden,
-                n_latent=n_latent,
-                device=device,
-                seed=seed,
-                verbose=verbose,
-            )
-            rows += [{**r, "seed": seed} for r in new]
-            new, _ = _step_rows(model, adata, batch_size=batch_size, device=device, repeats=repeats, verbose=verbose)
-            rows += [{**r, "seed": seed} for r in new]
-            new = _flops_rows(
-                n_genes=n_genes,
-                batch_size=batch_size,
-                n_latent=n_latent,
-                n_hidden=n_hidden,
-                device=device,
-                repeats=repeats,
-                verbose=verbose,
-            )
-            rows += [{**r, "seed": seed} for r in new]
-            sparse_model = _sparsity_model(
-                adata,
-                n_cells=sparsity_cells,
-                epochs=sparsity_epochs,
-                batch_size=batch_size,
-                n_hidden=n_hidden,
-                n_latent=n_latent,
-                device=device,
-                seed=seed,
-            )
-            new = _sparsity_rows(sparse_model, batch_size=batch_size, device=device, repeats=repeats, verbose=verbose)
-            rows += [{**r, "seed": seed} for r in new]
+            rows += [{**r, "seed": seed} for r in _simulated_rows(
+                adata, chosen, rounds=rounds, epochs=epochs, repeats=repeats, batch_size=batch_size,
+                n_hidden=n_hidden, n_latent=n_latent, device=device, seed=seed, quick=quick,
+                sparsity_cells=sparsity_cells, sparsity_epochs=sparsity_epochs, verbose=verbose,
+            )]  # fmt: skip
         if scale:
             rows += _scale_rows(device=device, batch_size=batch_size, quick=quick, verbose=verbose)
         if time_to_fit:
@@ -767,23 +741,32 @@ def _summary(df: pd.DataFrame, prov: dict[str, Any]) -> list[str]:
                 )
             continue
         lines.append(f"| {section} | {method}{extra} | {metric} | {grp['value'].mean():.4g} | {unit} |")
-    lines += [
-        "",
-        "## Targets",
-        "",
-        _target(ratio_loop >= 20, f"SparseVAE >= 20x faster per epoch than the per-gene loop: {ratio_loop:.1f}x"),
-        _target(diff < 1e-3, f"identical losses on the same weights and batch: |difference| = {diff:.2e} nats/cell"),
-        _target(
-            ratio_scvi <= 3,
-            f"SparseVAE epoch time <= 3x SCVI's: {ratio_scvi:.2f}x at K = {opts['n_latent']}{spread}"
-            + (f", {ratio_k10:.1f}x at K = {SCVI_DEFAULT_LATENT} (SCVI's default)" if ratio_k10 == ratio_k10 else ""),
-        ),
-        _target(
-            frac_peak >= 0.25,
-            f"decoder training step >= 25% of the same-run matmul peak: {frac_peak:.0%} of a square matmul "
-            f"({frac_same:.0%} of a matmul of the decoder's own first-layer shape)",
-        ),
-    ]
+    ran = set(opts.get("sections", SECTIONS))
+    lines += ["", "## Targets", ""]
+    if "epoch" in ran:
+        lines += [
+            _target(ratio_loop >= 20, f"SparseVAE >= 20x faster per epoch than the per-gene loop: {ratio_loop:.1f}x"),
+            _target(
+                diff < 1e-3, f"identical losses on the same weights and batch: |difference| = {diff:.2e} nats/cell"
+            ),
+            _target(
+                ratio_scvi <= 3,
+                f"SparseVAE epoch time <= 3x SCVI's: {ratio_scvi:.2f}x at K = {opts['n_latent']}{spread}"
+                + (
+                    f", {ratio_k10:.1f}x at K = {SCVI_DEFAULT_LATENT} (SCVI's default)"
+                    if ratio_k10 == ratio_k10
+                    else ""
+                ),
+            ),
+        ]
+    if "flops" in ran:
+        lines.append(
+            _target(
+                frac_peak >= 0.25,
+                f"decoder training step >= 25% of the same-run matmul peak: {frac_peak:.0%} of a square matmul "
+                f"({frac_same:.0%} of a matmul of the decoder's own first-layer shape)",
+            )
+        )
     mem = df[(df["section"] == "memory_genes") & (df["metric"] == "peak_memory_mb")]
     if len(mem):
         big = mem[mem["n_genes"] == mem["n_genes"].max()]["value"].max()
@@ -811,19 +794,37 @@ def _summary(df: pd.DataFrame, prov: dict[str, Any]) -> list[str]:
                 f"  (peak RSS of a fresh process; {floor.max():.0f} MB of it is reached while importing torch and "
                 "scvi-tools, so memory below that floor is not resolved)"
             )
+    lines += [_target(ok, text) for ok, text in settled_targets(df)]
     lines += [_target(ok, text) for ok, text in time_to_fit_targets(df)]
+    if {"flops", "sparsity"} <= ran:
+        lines += _where_the_time_goes(df, opts)
+    if "settled" in ran:
+        cells = min(opts["sparsity_cells"], opts["n_cells"])
+        lines += [
+            "",
+            "## Once the mask has settled",
+            "",
+            f"Each model trained first with exact zeros and the decoder on its active set for {opts['sparsity_epochs']}"
+            f" epochs on {cells} of the cells. Its weights then trained for {opts['epochs']} epochs on all the cells "
+            "with every entry computed, with the active set (its check steps included), and SCVI fresh at the same "
+            f"K, in turn, {opts.get('rounds', 1)} round(s) (`scsparse.generic.benchmarks._speed_settled`).",
+        ]
+    return lines + time_to_fit_summary(df)
+
+
+def _where_the_time_goes(df: pd.DataFrame, opts: dict[str, Any]) -> list[str]:
+    """The summary's paragraphs on the decoder's cost and the learned sparsity (flops and sparsity sections)."""
     prune_ratio = _value(df, "sparsity", "dense / spike pruned", "ratio")
     change = _value(df, "sparsity", "spike pruned vs dense", "max_abs_output_change")
     slab = _value(df, "sparsity", "scsparse SparseVAE", "active_entries_fraction")
     multi = _value(df, "sparsity", "scsparse SparseVAE", "genes_with_2plus_active")
     biased = _value(df, "sparsity", "scsparse SparseVAE", "decoder_first_bias") == 1.0
     one_factor = (
-        "a gene with one runs the network too (with the decoder's first-layer bias, SparseVAE's default, its "
-        "response has no closed form)"
+        "a gene with one is exact in closed form through its factor's sorted kinks (`one_factor_outputs`)"
         if biased
         else "a gene with one is exact in closed form (ReLU is positively homogeneous)"
     )
-    lines += [
+    return [
         "",
         "## Where the time goes, and the route past it",
         "",
@@ -845,15 +846,11 @@ def _summary(df: pd.DataFrame, prov: dict[str, Any]) -> list[str]:
         "fixed at zero (`MaskedDecoder.prune_`, the `SpikePruning` callback), a gene with no active factor is a "
         f"constant and {one_factor}; the other genes run the network: the decoder step is {prune_ratio:.1f}x "
         "faster than with the dense W "
-        "on the same weights and batch. Pruning *during* training is opt-in and not the default: it is "
-        "irreversible, and in a development run outside this benchmark (3,000 x 1,000 simulated counts, "
-        "30 epochs) pruning at epoch 20 left 4 active "
-        "factors and a held-out NLL of 1455 against 15 factors and 1166 for dense training, because entries "
-        "still grow out of the spike late in training. Pruning a trained model (for inference, or a last "
-        "few epochs of fine-tuning) drops spike entries that are small but not zero: "
-        f"here the decoder's outputs moved by up to {change:.3g} (logits), so fine-tune after pruning.",
+        "on the same weights and batch. Pruning a trained model drops spike entries that are small but not zero: "
+        f"the decoder's outputs moved by up to {change:.3g} (logits). Training with exact zeros "
+        "(`train(exact_zeros=True)`) gives the zeros during training and computes only the active entries, "
+        "rechecking the others every few steps (the settled section below).",
     ]
-    return lines + time_to_fit_summary(df)
 
 
 def _decoder_path(device: str) -> str:

@@ -54,10 +54,10 @@ import numpy as np
 import pandas as pd
 from lightning.pytorch import Callback
 
-from scsparse._io import atomic_path, write_text
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_agreement
+from scsparse.utils import atomic_path, write_text
 
-from ._common import check_positive_int, chosen_names, markdown_table, quiet_training_logs
+from ._common import check_positive_int, chosen_names, cpu_threads, markdown_table, quiet_training_logs
 from ._fits import fit_sparsevae, measured, user_model
 from ._programme_fit import FitBudget, read_sparsevae
 from ._programme_scores import score_fit
@@ -81,6 +81,7 @@ from ._stability_consensus import (
     consensus_lines,
 )
 from ._stability_halves import HALVES_COLUMNS, HALVES_PEERS, halves_agreement, halves_lines
+from ._stability_same_seed import SAME_SEED_COLUMNS, same_seed_agreement, same_seed_lines
 
 __all__ = ["AGREEMENT_COLUMNS", "RESULT_COLUMNS", "VARIANTS", "Lambda0Ladder", "StabilityVariant", "run_stability"]
 
@@ -147,6 +148,11 @@ class StabilityVariant:
         - 1``, so two runs share no seed.
     multi_study
         Whether the variant applies to :class:`~scsparse.model.MultiStudySparseVAE` (the data sets with studies).
+    train_kwargs
+        Arguments of :meth:`~scsparse.model.SparseVAE.train` beyond the defaults.
+    same_seed
+        Compare each seed's fit with the default fit of the same seed (:mod:`._stability_same_seed`): for variants
+        that change how a fit computes, not what it fits.
     """
 
     name: str
@@ -157,6 +163,8 @@ class StabilityVariant:
     restarts: int = 1
     callbacks: Callable[[], list[Callback]] | None = None
     multi_study: bool = True
+    train_kwargs: dict[str, Any] = field(default_factory=dict)
+    same_seed: bool = False
 
     def seeds(self, seed: int) -> tuple[int, int]:
         """The seeds of the initial weights and of the training for the run of ``seed``."""
@@ -196,6 +204,13 @@ VARIANTS: dict[str, StabilityVariant] = {
             "lambda0_ladder",
             "lambda0 rises from 1.5 to 10 over the first 80 epochs (dynamic posterior exploration, Lambda0Ladder)",
             callbacks=lambda: [Lambda0Ladder(1.5, 80)],
+        ),
+        StabilityVariant(
+            "exact_zeros",
+            "exact zeros in W and the decoder on its active set (train(exact_zeros=True))",
+            train_kwargs={"exact_zeros": True},
+            multi_study=False,
+            same_seed=True,
         ),
     )
 }
@@ -315,7 +330,8 @@ def _fit(
         if variant.restarts > 1:
             model = _consensus_model(adata.copy(), budget, init_seed, spec, variant)
         else:
-            train_kwargs = {"callbacks": variant.callbacks()} if variant.callbacks is not None else None
+            train_kwargs = {"callbacks": variant.callbacks()} if variant.callbacks is not None else {}
+            train_kwargs.update(variant.train_kwargs)
             model = fit_sparsevae(
                 adata.copy(), budget.n_factors, budget.max_epochs, training_seed, spec.batch_key,
                 init_seed=init_seed, train_kwargs=train_kwargs, study_key=spec.study_key, **variant.model_kwargs,
@@ -355,7 +371,7 @@ def _halves(
     spec = REAL_DATASETS[dataset]
 
     def fit_half(half, part: str) -> dict[int, FitMask]:
-        return _run_variant(dataset, VARIANTS["default"], seeds, half, budget, out_dir, resume, verbose, part)[2]
+        return _run_variant(dataset, VARIANTS["default"], seeds, half, budget, out_dir, resume, verbose, part)[3]
 
     def fit_peer_half(method: str, half, seed: int) -> ProgrammeSet | None:
         try:
@@ -381,12 +397,12 @@ def _run_variant(
     resume: bool,
     verbose: bool,
     part: str = "",
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[int, FitMask | None]]:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[int, ProgrammeSet], dict[int, FitMask | None]]:
     """Every seed of one variant on one data set, then the agreement of every pair of seeds.
 
     ``part`` names a subset of the data set's cells (a half of the resampling reading), whose fits are stored
-    apart. Returns the rows, the pairs, and each seed's p* and ``W`` (``None`` for a consensus run, or a fit saved
-    without).
+    apart. Returns the rows, the pairs, each seed's programmes, and each seed's p* and ``W`` (``None`` for a
+    consensus run, or a fit saved without).
     """
     genes = np.asarray(adata.var_names).astype(str).tolist()
     wanted = {
@@ -426,7 +442,7 @@ def _run_variant(
     pairs = pairwise_agreement(fits, adata.n_vars)
     pairs.insert(0, "variant", variant.name)
     pairs.insert(0, "dataset", dataset)
-    return rows, pairs.to_dict("records"), masks
+    return rows, pairs.to_dict("records"), fits, masks
 
 
 def stability_summary(
@@ -439,13 +455,16 @@ def stability_summary(
     consensus: pd.DataFrame | None = None,
     consensus_programmes: pd.DataFrame | None = None,
     halves: pd.DataFrame | None = None,
+    same_seed: pd.DataFrame | None = None,
 ) -> list[str]:
     """The lines of ``summary.md``: per data set, the agreement measures and the fits' scores per variant.
 
     ``consensus`` and ``consensus_programmes``: the consensus fits read off the single fits
     (:func:`._stability_consensus.consensus_agreement`), shown under each data set; ``halves``: the resampling
-    reading (:func:`._stability_halves.halves_agreement`).
+    reading (:func:`._stability_halves.halves_agreement`); ``same_seed``: variants against the default fit of the
+    same seed (:func:`._stability_same_seed.same_seed_agreement`).
     """
+    same_seed = pd.DataFrame(columns=SAME_SEED_COLUMNS) if same_seed is None else same_seed
     halves = pd.DataFrame(columns=HALVES_COLUMNS) if halves is None else halves
     consensus = pd.DataFrame(columns=CONSENSUS_COLUMNS) if consensus is None else consensus
     if consensus_programmes is None:
@@ -478,6 +497,7 @@ def stability_summary(
             in_data, consensus_programmes[consensus_programmes["dataset"] == dataset], dict(_LABELS)
         )
         lines += halves_lines(halves, dataset)
+        lines += same_seed_lines(same_seed, agreement, dataset, dict(_LABELS))
         default = part[part["variant"] == "default"]
         if len(default):
             for measure, target in TARGETS.items():
@@ -552,10 +572,6 @@ def run_stability(
         An unknown data set or variant, a variant named for a multi-study data set it does not apply to, fewer than
         two seeds, or (``resume``) fits made with other settings.
     """
-    from threadpoolctl import threadpool_limits
-
-    from scsparse._threads import torch_threads
-
     seeds = (2 if quick else 5) if seeds is None else seeds
     check_positive_int("seeds", seeds)
     if seeds < 2:
@@ -588,21 +604,28 @@ def run_stability(
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     pairs: list[dict[str, Any]] = []
-    consensus, consensus_programmes, resampled = [], [], []
-    with torch_threads(n_threads), threadpool_limits(n_threads), quiet_training_logs():
+    consensus, consensus_programmes, resampled, same_seed = [], [], [], []
+    with cpu_threads(n_threads), quiet_training_logs():
         prov = provenance("stability", options)
         for name in chosen_data:
             adata = load_real_dataset(name, quick=quick)
             if verbose:
                 print(f"[stability] {name}: {adata.n_obs} cells x {adata.n_vars} genes", flush=True)
+            programme_sets: dict[str, dict[int, ProgrammeSet]] = {}
             for variant in chosen:
                 if name in _MULTI_STUDY and not VARIANTS[variant].multi_study:
                     continue  # not named by the user (refused above): left out where it does not apply
-                new_rows, new_pairs, masks = _run_variant(
+                new_rows, new_pairs, programme_sets[variant], masks = _run_variant(
                     name, VARIANTS[variant], seeds, adata, budget, out_dir, resume, verbose
                 )
                 rows += new_rows
                 pairs += new_pairs
+                if VARIANTS[variant].same_seed and "default" in programme_sets:
+                    same_seed += same_seed_agreement(
+                        name, variant, programme_sets[variant], programme_sets["default"], adata.n_vars
+                    )
+                    write_results(pd.DataFrame(same_seed, columns=SAME_SEED_COLUMNS), out_dir, SAME_SEED_COLUMNS,
+                                  "same_seed.csv")  # fmt: skip
                 if VARIANTS[variant].restarts == 1 and seeds >= 4:
                     if any(mask is None for mask in masks.values()):
                         print(
@@ -633,6 +656,9 @@ def run_stability(
     else:
         consensus_df = programmes_df = None
     halves_df = pd.concat(resampled, ignore_index=True) if resampled else None
+    same_seed_df = pd.DataFrame(same_seed, columns=SAME_SEED_COLUMNS) if same_seed else None
+    if same_seed_df is not None:
+        written.insert(2, "same_seed.csv")
     if halves_df is not None:
         written.insert(2, "halves.csv")
     seconds = time.perf_counter() - start
@@ -640,7 +666,7 @@ def run_stability(
         out_dir,
         stability_summary(
             df, agreement, prov, quick=quick, total_seconds=seconds, consensus=consensus_df,
-            consensus_programmes=programmes_df, halves=halves_df,
+            consensus_programmes=programmes_df, halves=halves_df, same_seed=same_seed_df,
         ),
     )  # fmt: skip
     if verbose:

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse._io import write_csv
 from scsparse.generic.metrics import dci_disentanglement, estimated_support, match_factors, support_confusion
+from scsparse.utils import write_csv
 
 from . import _report as report
 from ._common import check_positive_int, markdown_table, quiet_training_logs, torch_threads

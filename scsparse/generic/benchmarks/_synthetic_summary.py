@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse.data._simulate import EQ9_FEATURE_NAMES
+from scsparse.data import EQ9_FEATURE_NAMES
 
 from . import _report as report
 from ._common import PAPER_DEPTH_NOTE, RESTART_SEED_STEP, markdown_table

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse._io import write_csv
 from scsparse.generic.datasets import TextCorpus, eval_subset, split_rows, text_corpus
 from scsparse.generic.models import ArrayModel, ArraySparseVAE
+from scsparse.utils import write_csv
 
 from . import _report as report
 from ._common import (

@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from scsparse.data._zeisel_prep import TEST_FRACTION, ZeiselData, prepare_zeisel, split_cells
-from scsparse.generic.metrics import predict_labels
+from scsparse.tl import predict_labels
 
 from . import _report as report
 from ._common import (
@@ -38,6 +37,7 @@ from ._common import (
     quiet_training_logs,
     torch_threads,
 )
+from ._zeisel_prep import TEST_FRACTION, ZeiselData, prepare_zeisel, split_cells
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData

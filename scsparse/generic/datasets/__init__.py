@@ -10,6 +10,8 @@ from __future__ import annotations
 from ._images import fashion_mnist, olshausen_images, sample_patches, smiley
 from ._mocap import CMU07_TRIALS, AsfSkeleton, MocapData, load_cmu_mocap, parse_amc, parse_asf
 from ._movielens import (
+    DEFAULT_N_MOVIES,
+    MOVIELENS_DATASETS,
     MovieLensData,
     binarise_ratings,
     describe_movielens,
@@ -17,13 +19,15 @@ from ._movielens import (
     read_movielens,
     subsample_users,
 )
-from ._splits import eval_subset, split_rows
+from ._splits import TEST_FRACTION, eval_subset, split_rows
 from ._text import TextCorpus, read_abstracts, read_abstracts_jsonl, read_peerread_dir, text_corpus, vectorize_abstracts
 
 __all__: list[str] = []
 __all__ += ["CMU07_TRIALS", "AsfSkeleton", "MocapData", "load_cmu_mocap", "parse_amc", "parse_asf"]
 __all__ += ["fashion_mnist", "olshausen_images", "sample_patches", "smiley"]
 __all__ += [
+    "DEFAULT_N_MOVIES",
+    "MOVIELENS_DATASETS",
     "MovieLensData",
     "binarise_ratings",
     "describe_movielens",
@@ -31,7 +35,7 @@ __all__ += [
     "read_movielens",
     "subsample_users",
 ]
-__all__ += ["eval_subset", "split_rows"]
+__all__ += ["TEST_FRACTION", "eval_subset", "split_rows"]
 __all__ += [
     "TextCorpus",
     "read_abstracts",

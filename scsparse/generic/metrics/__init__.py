@@ -17,8 +17,6 @@
   :func:`absolute_spearman`; :func:`latent_matching_score`, :func:`most_similar_averaging_score`,
   :func:`most_similar_gap_score`) — DRVI's scores of one dimension per labelled process (LMS, MSAS, MSGS of SMI
   and SPN);
-- :func:`predict_labels`, :func:`label_accuracy` — labels (e.g. cell types) predicted from factors by a
-  logistic regression on held-out rows;
 - :func:`programme_redundancy`, :func:`matched_programme_agreement`, :func:`batch_association` — gene programmes
   given as gene lists: overlap within a fit, agreement between fits (seeds), activity explained by batch;
 - :func:`programme_agreement`, :func:`pairwise_agreement`, :func:`top_overlap`, :func:`rank_biased_overlap`,
@@ -48,7 +46,6 @@ from ._label_disentanglement import (
     same_process_neighbours,
     scaled_mutual_information,
 )
-from ._labels import label_accuracy, predict_labels
 from ._matching import assign_by_correlation, factor_correlation, match_factors
 from ._neighbours import neighbour_agreement, random_agreement
 from ._programmes import batch_association, matched_programme_agreement, programme_redundancy
@@ -72,10 +69,8 @@ __all__ = [
     "dci_from_importance",
     "estimated_support",
     "factor_correlation",
-    "label_accuracy",
     "match_factors",
     "neighbour_agreement",
-    "predict_labels",
     "random_agreement",
     "support_confusion",
     "support_fscore",

@@ -16,7 +16,14 @@ factors, or ``None``), ``heldout_nll(X)`` (a true negative log-likelihood per ro
 """
 
 from ._base import ArrayModel, TorchArrayModel, TrainHistory, as_loader, train_module
-from ._linear_sparse_coding import SPARSE_CODING_PRIORS, SPARSE_CODING_THRESHOLDS, LinearSparseCodingVAE
+from ._common import init_observation_variance
+from ._linear_sparse_coding import (
+    SPARSE_CODING_PRIORS,
+    SPARSE_CODING_THRESHOLDS,
+    SPIKE_TAU_DECAY,
+    SPIKE_TAU_MIN,
+    LinearSparseCodingVAE,
+)
 from ._modules import (
     ARRAY_LIKELIHOODS,
     DenseVAEModule,
@@ -37,6 +44,8 @@ __all__ = [
     "NMF_LIKELIHOODS",
     "SPARSE_CODING_PRIORS",
     "SPARSE_CODING_THRESHOLDS",
+    "SPIKE_TAU_DECAY",
+    "SPIKE_TAU_MIN",
     "ArrayModel",
     "ArraySparseVAE",
     "BetaVAE",
@@ -57,6 +66,7 @@ __all__ = [
     "feature_variances",
     "fista",
     "init_dictionary",
+    "init_observation_variance",
     "sparse_coding_objective",
     "train_module",
 ]

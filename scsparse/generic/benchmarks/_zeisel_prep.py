@@ -169,7 +169,7 @@ def prepare_zeisel(
     import scipy.sparse as sp
 
     if adata is None:
-        from ._loaders import load
+        from scsparse.data import load
 
         adata = load("zeisel_full")
     if label_key not in adata.obs.columns:

@@ -1,0 +1,61 @@
+"""Timing helpers shared by the sections of ``scsparse bench speed``: an epoch timer and the timed fits' settings."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from typing import Any
+
+from lightning.pytorch.callbacks import Callback
+
+__all__ = ["EpochTimer", "sync_device", "timed_train_kwargs"]
+
+
+def sync_device(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+class EpochTimer(Callback):
+    """Lightning callback recording the wall time of every training epoch."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.epochs: list[float] = []
+        self._start = 0.0
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:  # noqa: D102
+        sync_device(self.device)
+        self._start = time.perf_counter()
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:  # noqa: D102
+        sync_device(self.device)
+        self.epochs.append(time.perf_counter() - self._start)
+
+    def per_epoch(self) -> float:
+        """Median epoch time, leaving out the first epoch (warm-up) when there are several."""
+        if not self.epochs:
+            return math.nan
+        return statistics.median(self.epochs[1:] if len(self.epochs) > 1 else self.epochs)
+
+
+def timed_train_kwargs(device: str, batch_size: int, timer: EpochTimer, scsparse_model: bool = True) -> dict[str, Any]:
+    """`train()` arguments of a timed fit: every cell trains, no logger or checkpoints, the timer as a callback."""
+    accelerator = "gpu" if device.startswith("cuda") else "cpu"
+    kwargs: dict[str, Any] = {
+        "batch_size": batch_size,
+        "train_size": 1.0,
+        "accelerator": accelerator,
+        "enable_progress_bar": False,
+        "logger": False,
+        "enable_checkpointing": False,
+        "callbacks": [timer],
+    }
+    if scsparse_model:
+        kwargs["stop_when_settled"] = False  # timed epochs, nothing to settle
+    if ":" in device:
+        kwargs["devices"] = [int(device.split(":")[1])]
+    return kwargs
