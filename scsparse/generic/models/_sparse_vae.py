@@ -10,10 +10,10 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from scsparse.nn import calibrate_inverse_gamma, warn_no_active_factor
+from scsparse.nn import DEFAULT_LAMBDA0, DEFAULT_LAMBDA1, calibrate_inverse_gamma, warn_no_active_factor
 from scsparse.utils import column_variances
 
-from ._modules import DEFAULT_LAMBDA0, DEFAULT_LAMBDA1, SparseVAEArrayModule
+from ._modules import SparseVAEArrayModule
 from ._vae import LatentVariableArrayModel
 
 __all__ = ["ArraySparseVAE", "feature_variances"]
