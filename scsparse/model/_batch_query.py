@@ -98,7 +98,8 @@ class BatchQueryMixin:
         matched by name; the reference's genes missing from the query are added as zero counts (in ``X`` and every
         layer), the query's genes the reference does not have are left out. ``obs``, ``obsm``, ``obsp`` and
         ``uns`` are kept, ``var``'s columns too (empty for the added genes), and so are ``varm``'s arrays (NaN for
-        the added genes).
+        the added genes). Not scvi-tools' own, which drops ``uns``, makes the counts float64, takes a saved
+        reference's folder only as a ``str`` and stops at a repeated gene name with a pandas error.
 
         Parameters
         ----------

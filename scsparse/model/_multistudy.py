@@ -12,7 +12,7 @@ from scvi import REGISTRY_KEYS
 from scvi.data.fields import CategoricalObsField
 
 from scsparse._checks import InvalidInputError, accepted_keywords, check_integer, check_keywords
-from scsparse._options import DEFAULT_MAX_PRIOR_CELLS, GeneLikelihood
+from scsparse._options import DEFAULT_LAMBDA0, DEFAULT_LAMBDA1, DEFAULT_MAX_PRIOR_CELLS, GeneLikelihood
 from scsparse.module import STUDY_KEY, MultiStudySparseVAEModule
 from scsparse.results import result_keys, write_multistudy_results
 
@@ -156,8 +156,8 @@ class MultiStudySparseVAE(SparseVAE):
         n_hidden: int = 128,
         n_layers: int = 1,
         gene_likelihood: GeneLikelihood = "nb",
-        lambda0: float = 10.0,
-        lambda1: float = 1.0,
+        lambda0: float = DEFAULT_LAMBDA0,
+        lambda1: float = DEFAULT_LAMBDA1,
         a: float = 1.0,
         b: float | None = None,
         max_prior_cells: int | None = DEFAULT_MAX_PRIOR_CELLS,

@@ -30,7 +30,10 @@ def seeded(seed: int) -> Iterator[None]:
     the minibatch order, dropout and the sampled codes all follow it, so the same seed gives the same fit. After
     the block, the caller's generators (``random``, ``numpy.random``, torch's CPU generator and, when CUDA is
     initialised, the CUDA generators), ``scvi.settings.seed``, cuDNN's ``deterministic`` and ``benchmark`` flags
-    and the environment variables seeding sets are as they were before it.
+    and the environment variables seeding sets are as they were before it, also when the block raises.
+
+    Not Lightning's ``isolate_rng``: it restores the same generators, but only when the block ends without an
+    error, and not ``scvi.settings.seed``, cuDNN's flags or the environment variables.
 
     Parameters
     ----------

@@ -42,6 +42,8 @@ from scsparse._io import atomic_path, temporary_name
 from scsparse._matrix import column_variances, get_matrix, iter_row_chunks, raw_counts_hint
 from scsparse._options import (
     COUNT_LIKELIHOODS,
+    DEFAULT_LAMBDA0,
+    DEFAULT_LAMBDA1,
     DEFAULT_MAX_PRIOR_CELLS,
     LATENT_PRIORS,
     MASK_INITS,
@@ -219,8 +221,8 @@ class SparseVAE(
         n_hidden: int = 128,
         n_layers: int = 1,
         gene_likelihood: GeneLikelihood = "nb",
-        lambda0: float = 10.0,
-        lambda1: float = 1.0,
+        lambda0: float = DEFAULT_LAMBDA0,
+        lambda1: float = DEFAULT_LAMBDA1,
         a: float = 1.0,
         b: float | None = None,
         max_prior_cells: int | None = DEFAULT_MAX_PRIOR_CELLS,

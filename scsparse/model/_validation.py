@@ -15,7 +15,7 @@ from anndata import AnnData
 
 from scsparse._checks import InvalidInputError, check_choice, check_integer, check_real, did_you_mean
 from scsparse._matrix import get_matrix, iter_row_chunks
-from scsparse._options import GENE_LIKELIHOODS
+from scsparse._options import DEFAULT_LAMBDA0, DEFAULT_LAMBDA1, GENE_LIKELIHOODS
 from scsparse.results import DataHasher, study_key_name
 
 __all__ = [
@@ -322,10 +322,12 @@ def check_model_arguments(
     check_integer("n_hidden", n_hidden, fix="It is the width of the encoder's and decoder's hidden layers (e.g. 128).")
     check_integer("n_layers", n_layers, fix="It is the number of hidden layers (e.g. 1).")
     check_choice("gene_likelihood", gene_likelihood, GENE_LIKELIHOODS)
-    check_real("lambda1", lambda1, low=0, low_open=True, fix="It is the slab's Laplace rate (default 1).")
+    check_real(
+        "lambda1", lambda1, low=0, low_open=True, fix=f"It is the slab's Laplace rate (default {DEFAULT_LAMBDA1:g})."
+    )
     check_real(
         "lambda0", lambda0, low=float(lambda1), low_open=True,
-        fix=f"The spike's rate must exceed the slab's (lambda1={lambda1}); the default is 10.",
+        fix=f"The spike's rate must exceed the slab's (lambda1={lambda1}); the default is {DEFAULT_LAMBDA0:g}.",
     )  # fmt: skip
     check_real("a", a, low=0, low_open=True, fix="It is the first Beta parameter of the factors' weights (default 1).")
     if b is not None:

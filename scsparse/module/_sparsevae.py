@@ -14,7 +14,15 @@ from scvi.module.base import BaseMinifiedModeModuleClass, LossOutput, auto_move_
 from torch.distributions import Distribution, Normal
 
 from scsparse._checks import check_integer
-from scsparse._options import COUNT_LIKELIHOODS, GENE_LIKELIHOODS, LATENT_PRIORS, GeneLikelihood, LatentPrior
+from scsparse._options import (
+    COUNT_LIKELIHOODS,
+    DEFAULT_LAMBDA0,
+    DEFAULT_LAMBDA1,
+    GENE_LIKELIHOODS,
+    LATENT_PRIORS,
+    GeneLikelihood,
+    LatentPrior,
+)
 from scsparse.nn import (
     CorrelatedGaussianPrior,
     GaussianEncoder,
@@ -59,7 +67,7 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         penalty by ``min(n_obs, max_prior_cells)`` rather than by ``n_obs``. With more training cells this
         tempers the likelihood by ``max_prior_cells / n_obs``, so the evidence a gene needs to enter a factor's
         programme stops shrinking with the size of the data set. ``None``: every training cell (the objective of
-        Moran et al. 2022).
+        Moran et al. 2022), the module's default; the models pass their own, 10,000 unless told otherwise.
     sigma_prior_nu, sigma_prior_xi
         Inverse-gamma prior on the per-gene variances of the ``"normal"`` likelihood.
     dropout_rate
@@ -108,8 +116,8 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         n_hidden: int = 128,
         n_layers: int = 1,
         gene_likelihood: GeneLikelihood = "nb",
-        lambda0: float = 10.0,
-        lambda1: float = 1.0,
+        lambda0: float = DEFAULT_LAMBDA0,
+        lambda1: float = DEFAULT_LAMBDA1,
         a: float = 1.0,
         b: float | None = None,
         max_prior_cells: int | None = None,

@@ -6,6 +6,8 @@ shared by the scvi-tools models and the array models of :mod:`scsparse.generic`.
 blocks (sparse codes, group lasso) live in :mod:`scsparse.generic.nn`.
 """
 
+from scsparse._options import DEFAULT_LAMBDA0, DEFAULT_LAMBDA1  # the prior's default rates, named in _options
+
 from ._diagnostics import NoActiveFactorWarning, warn_no_active_factor
 from ._elbo import gaussian_kl, importance_sampled_log_likelihood, kl_normal, sparse_vae_objective, sparse_vae_penalty
 from ._encoder import GaussianEncoder, StackedEncoder
@@ -21,6 +23,8 @@ from ._spike_slab_lasso import SpikeSlabLasso, slab_threshold, ssl_inclusion_log
 from ._surgery import copy_into_grown_, restore_gradient_masks_, train_only_
 
 __all__ = [
+    "DEFAULT_LAMBDA0",
+    "DEFAULT_LAMBDA1",
     "LIKELIHOODS",
     "MLP",
     "calibrate_inverse_gamma",

@@ -67,6 +67,9 @@ def log_nb(x: torch.Tensor, mu: torch.Tensor, theta: torch.Tensor) -> torch.Tens
     ``log Gamma(x + theta) - log Gamma(theta) - log x! + theta log(theta / (theta + mu))
     + x log(mu / (theta + mu))``.
 
+    The values and gradients of :class:`scvi.distributions.NegativeBinomial`'s ``log_prob`` up to rounding, written
+    here because :mod:`scsparse.nn` imports no scvi-tools (the array models of :mod:`scsparse.generic` build on it).
+
     Examples
     --------
     >>> import torch
@@ -91,6 +94,9 @@ def log_zinb(x: torch.Tensor, mu: torch.Tensor, theta: torch.Tensor, zi_logits: 
 
     With ``pi = sigmoid(zi_logits)`` the probability of a structural zero:
     ``p(0) = pi + (1 - pi) NB(0)`` and ``p(x > 0) = (1 - pi) NB(x)``, evaluated stably in log space.
+
+    The values and gradients of :class:`scvi.distributions.ZeroInflatedNegativeBinomial`'s ``log_prob`` on counts
+    up to rounding, written here because :mod:`scsparse.nn` imports no scvi-tools (see :func:`log_nb`).
 
     Examples
     --------

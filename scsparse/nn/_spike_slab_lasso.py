@@ -18,6 +18,8 @@ import math
 import torch
 from torch import nn
 
+from scsparse._options import DEFAULT_LAMBDA0, DEFAULT_LAMBDA1
+
 __all__ = ["SpikeSlabLasso", "slab_threshold", "ssl_inclusion_logits"]
 
 
@@ -113,8 +115,8 @@ class SpikeSlabLasso(nn.Module):
         self,
         n_rows: int,
         n_cols: int,
-        lambda0: float = 10.0,
-        lambda1: float = 1.0,
+        lambda0: float = DEFAULT_LAMBDA0,
+        lambda1: float = DEFAULT_LAMBDA1,
         a: float = 1.0,
         b: float | None = None,
         eta_init: float = 0.5,

@@ -36,23 +36,26 @@ PRERANK_COLUMNS = [
 
 
 def bh_adjust(p: Iterable[float]) -> np.ndarray:
-    """Benjamini-Hochberg adjusted p-values (NaN entries are kept as NaN and not counted).
+    """Benjamini-Hochberg adjusted p-values over every entry that is not NaN (NaN entries stay NaN, uncounted).
+
+    :func:`scipy.stats.false_discovery_control` on the entries that are not NaN, which it refuses. Entries outside
+    ``[0, 1]`` (it refuses those too) are clipped into it first, which gives the adjusted values of the entries as
+    they are, clipped.
 
     Examples
     --------
     >>> bh_adjust([0.01, 0.04, 0.03]).round(3)
     array([0.03, 0.04, 0.04])
+    >>> bh_adjust([0.02, float("nan"), 0.01])
+    array([0.02,  nan, 0.02])
     """
+    from scipy.stats import false_discovery_control  # scipy.stats only when needed: importing scsparse.tl stays light
+
     p = np.asarray(list(p) if not isinstance(p, np.ndarray) else p, dtype=np.float64)
     out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(~np.isnan(p))
-    m = ok.size
-    if m == 0:
-        return out
-    order = ok[np.argsort(p[ok], kind="stable")]
-    ranked = p[order] * m / np.arange(1, m + 1)
-    ranked = np.minimum.accumulate(ranked[::-1])[::-1]
-    out[order] = np.clip(ranked, 0.0, 1.0)
+    ok = ~np.isnan(p)
+    if ok.any():
+        out[ok] = false_discovery_control(np.clip(p[ok], 0.0, 1.0))
     return out
 
 

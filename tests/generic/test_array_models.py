@@ -1,3 +1,4 @@
+import inspect
 import math
 import warnings
 
@@ -193,6 +194,25 @@ def test_sparse_vae_loss_decomposition_and_n_obs_scaling(sparse_normal, data):
     assert loss_at(N_TRAIN, epoch=0) == pytest.approx(rec_only, rel=1e-5)
     # the penalty is divided by the number of training rows, not by the batch size
     assert loss_at(10) - loss_at(1000) == pytest.approx((ssl + ig) * (1 / 10 - 1 / 1000), rel=1e-4)
+
+
+def test_array_sparse_vae_differs_from_the_scvi_tools_model_as_its_docstring_says(data):
+    """No first-layer bias unless asked for, and the prior weighed against every training row, also beyond the
+    10,000 cells the scvi-tools model's default max_prior_cells stops at."""
+    assert "max_prior_cells" not in inspect.signature(ArraySparseVAE).parameters
+    module = SparseVAEArrayModule(N_FEATURES, 3, n_hidden=8).double().eval()
+    assert module.decoder.first_bias is None
+    biased = SparseVAEArrayModule(N_FEATURES, 3, n_hidden=8, decoder_kwargs={"first_bias": True})
+    assert biased.decoder.first_bias is not None
+    x = torch.as_tensor(data["normal"][0][:64], dtype=torch.float64)
+
+    def loss_at(n_obs: int) -> float:
+        torch.manual_seed(3)
+        with torch.no_grad():
+            return float(module.loss(x, n_obs=n_obs))
+
+    penalty = float(module.global_penalty())
+    assert loss_at(20_000) - loss_at(40_000) == pytest.approx(penalty * (1 / 20_000 - 1 / 40_000), rel=1e-6)
 
 
 def test_sparse_vae_same_seed_same_codes(data):

@@ -127,6 +127,14 @@ def test_prepare_query_anndata_has_scvi_tools_parameters_and_semantics(counts_fa
 
     copy = SparseVAE.prepare_query_anndata(query, str(tmp_path / "reference"), inplace=False)  # a saved folder
     assert query.n_vars == 27 and list(copy.var_names) == list(ref.var_names)
+    # where scvi-tools' own differs: a pathlib.Path folder, float32 counts kept, a repeated gene name named
+    from_path = SparseVAE.prepare_query_anndata(query, tmp_path / "reference", inplace=False)
+    np.testing.assert_array_equal(from_path.layers["counts"].toarray(), copy.layers["counts"].toarray())
+    assert copy.layers["counts"].dtype == np.float32
+    repeated = query.copy()
+    repeated.var_names = [query.var_names[0], *query.var_names[:-1]]
+    with pytest.raises(InvalidInputError, match="more than once"):
+        SparseVAE.prepare_query_anndata(repeated, reference, inplace=False)
 
     assert SparseVAE.prepare_query_anndata(query, reference) is None  # in place, as scvi-tools
     assert list(query.var_names) == list(ref.var_names)

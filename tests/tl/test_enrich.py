@@ -298,3 +298,42 @@ def test_registry_libraries(name):
     if name == "go_bp_mouse":  # upper-case symbols from a zipped GMT: matched case-insensitively
         genes = {g for v in sets.values() for g in v}
         assert "AMPD3" in genes
+
+
+def _bh_by_definition(p: np.ndarray) -> np.ndarray:
+    """``min(1, min_{q >= p_i} q m / rank(q))`` over the non-NaN entries, rank(q) = how many entries are <= q."""
+    out = np.full(p.shape, np.nan)
+    ok = ~np.isnan(p)
+    values = p[ok]
+    ranks = np.array([(values <= q).sum() for q in values])
+    terms = values * values.size / ranks
+    out[ok] = [min(1.0, terms[values >= q].min()) for q in values]
+    return out
+
+
+@pytest.mark.parametrize(
+    "p",
+    [
+        [0.01, 0.04, 0.03, 0.2, 0.5],
+        [0.01, 0.01, 0.02, 0.02, 0.5, 0.5, 1.0],  # ties
+        [0.02, np.nan, 0.01, np.nan, 0.9],  # NaN kept and not counted
+        [np.nan, np.nan],
+        [0.0, 0.0, 1.0, 1.0],
+        [0.3],
+        [],
+    ],
+)
+def test_bh_adjust_is_benjamini_hochberg_with_nan_left_out(p):
+    p = np.asarray(p, dtype=float)
+    got = scsparse.tl.bh_adjust(p)
+    np.testing.assert_allclose(got, _bh_by_definition(p), rtol=1e-12, equal_nan=True)
+    assert np.array_equal(np.isnan(got), np.isnan(p))
+    assert np.array_equal(scsparse.tl.bh_adjust(list(p)), got, equal_nan=True)  # any iterable
+
+
+def test_bh_adjust_clips_values_outside_the_unit_interval_and_keeps_the_shape():
+    """Outside [0, 1] (an upper tail rounded above 1) the result is that of the values as given, clipped."""
+    p = np.array([-0.1, 1.5, 0.2, np.inf, 0.01])
+    np.testing.assert_allclose(scsparse.tl.bh_adjust(p), np.clip(_bh_by_definition(p), 0, 1), rtol=1e-12)
+    table = np.array([[0.01, 0.2], [np.nan, 0.03]])  # one family of every entry, in the input's shape
+    np.testing.assert_allclose(scsparse.tl.bh_adjust(table), [[0.03, 0.2], [np.nan, 0.045]], rtol=1e-12)

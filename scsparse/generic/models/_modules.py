@@ -15,6 +15,8 @@ from torch import nn
 from torch.distributions import Normal
 
 from scsparse.nn import (
+    DEFAULT_LAMBDA0,
+    DEFAULT_LAMBDA1,
     MLP,
     GaussianEncoder,
     MaskedDecoder,
@@ -212,7 +214,8 @@ class SparseVAEArrayModule(LatentVariableModule):
     """Sparse VAE (Moran et al. 2022): masked decoder with a Spike-and-Slab Lasso prior on ``W``.
 
     The prior, decoder, encoder and per-row objective are those of
-    :class:`scsparse.module.SparseVAEModule`: ``loss = mean_i(rec_i + KL_i) + penalty / n_obs`` with
+    :class:`scsparse.module.SparseVAEModule` with ``max_prior_cells=None`` and ``first_bias=False``:
+    ``loss = mean_i(rec_i + KL_i) + penalty / n_obs`` with
     ``penalty = sum_jk [lambda1 p*_jk + lambda0 (1 - p*_jk)] |w_jk|`` plus, for ``"normal"``, the
     inverse-gamma prior on the per-feature variances. Call :meth:`em_update` after every optimiser step.
 
@@ -246,8 +249,8 @@ class SparseVAEArrayModule(LatentVariableModule):
         n_hidden: int = 128,
         n_layers: int = 2,
         dropout_rate: float = 0.1,
-        lambda0: float = 10.0,
-        lambda1: float = 1.0,
+        lambda0: float = DEFAULT_LAMBDA0,
+        lambda1: float = DEFAULT_LAMBDA1,
         a: float = 1.0,
         b: float | None = None,
         sigma_prior_nu: float = 3.0,

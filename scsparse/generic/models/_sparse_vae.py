@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from scsparse.nn import calibrate_inverse_gamma, warn_no_active_factor
+from scsparse.nn import DEFAULT_LAMBDA0, DEFAULT_LAMBDA1, calibrate_inverse_gamma, warn_no_active_factor
 from scsparse.utils import column_variances
 
 from ._modules import SparseVAEArrayModule
@@ -40,11 +40,22 @@ def _em_after_step(module: nn.Module, optimizer: torch.optim.Optimizer) -> None:
 class ArraySparseVAE(LatentVariableArrayModel):
     """Sparse VAE (Moran et al. 2022) on a rows x features array.
 
-    The same model as :class:`scsparse.model.SparseVAE`: ``z_i ~ N(0, I_K)``,
-    ``x_ij ~ p(f_theta(w_j ⊙ z_i)_j)`` with the masked decoder :class:`~scsparse.nn.MaskedDecoder`, a
-    Spike-and-Slab Lasso prior on ``W`` (:class:`~scsparse.nn.SpikeSlabLasso`) and the encoder
-    :class:`~scsparse.nn.GaussianEncoder`. Training minimises, per minibatch of rows drawn from ``N``
-    training rows,
+    The model of :class:`scsparse.model.SparseVAE` (``z_i ~ N(0, I_K)``, ``x_ij ~ p(f_theta(w_j ⊙ z_i)_j)`` with
+    the masked decoder :class:`~scsparse.nn.MaskedDecoder`, a Spike-and-Slab Lasso prior on ``W``
+    (:class:`~scsparse.nn.SpikeSlabLasso`) and the encoder :class:`~scsparse.nn.GaussianEncoder`), but for two
+    things:
+
+    - the decoder's first layer has no bias (the paper's network), where :class:`scsparse.model.SparseVAE` has one
+      by default; ``decoder_kwargs={"first_bias": True}`` gives that network;
+    - the prior on ``W`` is weighed against every training row, as in :class:`scsparse.model.SparseVAE` with
+      ``max_prior_cells=None``: this model has no ``max_prior_cells``, whose default in the scvi-tools model
+      tempers the likelihood once there are more training cells than it.
+
+    Of the scvi-tools model's options it leaves out batches and covariates, ``latent_prior="correlated"``,
+    ``mask_init="nmf"`` and the count likelihoods other than ``"multinomial"``, and some defaults differ
+    (``n_latent=10``, ``n_layers=2``, ``likelihood="normal"``).
+
+    Training minimises, per minibatch of rows drawn from ``N`` training rows,
 
     ``mean_i[-log p(x_i | z_i) + KL(q(z_i | x_i) || N(0, I))] + penalty / N``
 
@@ -114,8 +125,8 @@ class ArraySparseVAE(LatentVariableArrayModel):
         n_hidden: int = 128,
         n_layers: int = 2,
         likelihood: str = "normal",
-        lambda0: float = 10.0,
-        lambda1: float = 1.0,
+        lambda0: float = DEFAULT_LAMBDA0,
+        lambda1: float = DEFAULT_LAMBDA1,
         a: float = 1.0,
         b: float | None = None,
         sigma_prior_nu: float = 3.0,
