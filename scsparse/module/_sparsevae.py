@@ -106,6 +106,10 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
     latent_prior
         ``"identity"``: ``z ~ N(0, I)`` (the paper's choice); ``"correlated"``: ``z ~ N(0, Sigma_z)`` with a
         learned correlation matrix (:class:`~scsparse.nn.CorrelatedGaussianPrior`), for correlated factors.
+    prior_members, member_prior
+        Guided factors: a boolean ``(G, K)`` array whose ``True`` entries have the prior inclusion ``member_prior``
+        instead of their factor's ``eta_k`` (``members`` of :class:`~scsparse.nn.SpikeSlabLasso`; a gene set's genes
+        in its factor, :class:`~scsparse.model.SparseVAE`'s ``gene_sets``). ``None``: the plain prior.
     """
 
     def __init__(
@@ -135,6 +139,8 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         n_continuous_cov: int = 0,
         n_batch_frozen: int = 0,
         fixed_support: bool = False,
+        prior_members: torch.Tensor | None = None,
+        member_prior: float = 0.5,
     ) -> None:
         super().__init__()
         if gene_likelihood not in GENE_LIKELIHOODS:
@@ -175,7 +181,10 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
             n_continuous=self.n_continuous_cov,
             **(decoder_kwargs or {}),
         )
-        self.prior = SpikeSlabLasso(n_input, n_latent, lambda0=lambda0, lambda1=lambda1, a=a, b=b)
+        self.prior = SpikeSlabLasso(
+            n_input, n_latent, lambda0=lambda0, lambda1=lambda1, a=a, b=b, members=prior_members,
+            member_prior=member_prior,
+        )  # fmt: skip
         self.observation = ObservationModel(gene_likelihood, n_input)
         self.latent_prior = CorrelatedGaussianPrior(n_latent) if latent_prior == "correlated" else None
         #: decode the posterior mean instead of a sample when one code per cell is asked for (see

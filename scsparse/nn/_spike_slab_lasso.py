@@ -9,6 +9,13 @@ Inference is EM: the E-step computes the posterior inclusion probabilities
 the M-step takes gradient steps on the data term plus :meth:`SpikeSlabLasso.penalty`. The E-step and
 the eta update run without gradients and their results live in module buffers, so they are saved with
 the model and moved across devices with it.
+
+A guided prior (gene sets, :mod:`scsparse.model`) gives some entries a prior inclusion of their own: ``members``
+marks them and ``member_prior`` is their ``P(gamma_jk = 1)``, in place of ``eta_k``. In log-odds,
+``logit theta_jk = logit eta_k + beta_jk`` with ``beta_jk = member_jk (logit member_prior - logit eta_k)``: membership
+raises the prior odds by whatever brings a member to ``member_prior``. ``eta_k`` is then the prior inclusion of
+the column's other entries, and its update the closed-form maximiser over them (the members' Bernoulli terms do not
+depend on ``eta_k``). Without ``members`` the prior is the plain Spike-and-Slab Lasso, computed as before.
 """
 
 from __future__ import annotations
@@ -97,6 +104,13 @@ class SpikeSlabLasso(nn.Module):
         Initial ``eta_k``.
     eps
         ``eta`` is clipped into ``(eps, 1 - eps)``.
+    members
+        Optional boolean ``(n_rows, n_cols)``: entries whose prior inclusion is ``member_prior`` rather than their
+        column's ``eta_k`` (saved with the module as the buffer ``members``). ``None``: none.
+    member_prior
+        The prior inclusion ``P(gamma_jk = 1)`` of the ``members``, in (0, 1). At 0.5 a member enters the slab at
+        ``|w| = slab_threshold(lambda0, lambda1, 0.5)`` and a member at ``w = 0`` has ``p* = lambda1 / (lambda0 +
+        lambda1)``: below one half whenever ``lambda0 > lambda1``, so a member the data do not support leaves.
 
     Examples
     --------
@@ -110,6 +124,7 @@ class SpikeSlabLasso(nn.Module):
 
     p_star: torch.Tensor
     eta: torch.Tensor
+    members: torch.Tensor | None
 
     def __init__(
         self,
@@ -121,6 +136,8 @@ class SpikeSlabLasso(nn.Module):
         b: float | None = None,
         eta_init: float = 0.5,
         eps: float = 1e-6,
+        members: torch.Tensor | None = None,
+        member_prior: float = 0.5,
     ) -> None:
         super().__init__()
         if not lambda0 > lambda1 > 0:
@@ -137,16 +154,49 @@ class SpikeSlabLasso(nn.Module):
         self.eps = float(eps)
         self.register_buffer("eta", torch.full((n_cols,), float(eta_init)))
         self.register_buffer("p_star", torch.full((n_rows, n_cols), float(eta_init)))
+        if not 0.0 < member_prior < 1.0:
+            raise ValueError(f"member_prior must lie strictly inside (0, 1), got {member_prior}.")
+        self.member_prior = float(member_prior)
+        if members is None:
+            self.members = None
+        else:
+            members = torch.as_tensor(members, dtype=torch.bool)
+            if tuple(members.shape) != (self.n_rows, self.n_cols):
+                raise ValueError(
+                    f"members must have the mask's shape ({self.n_rows}, {self.n_cols}), got {tuple(members.shape)}."
+                )
+            self.register_buffer("members", members.clone())
+
+    def prior_logits(self) -> torch.Tensor:
+        """``logit theta``: each entry's prior log-odds of slab membership (``(K,)`` without ``members``, else
+        ``(G, K)`` with ``logit member_prior`` at the members).
+        """
+        logit_eta = torch.logit(self.eta)
+        if self.members is None:
+            return logit_eta
+        return torch.where(self.members, math.log(self.member_prior / (1.0 - self.member_prior)), logit_eta)
 
     @torch.no_grad()
     def e_step(self, w: torch.Tensor) -> torch.Tensor:
         """Posterior inclusion probabilities ``p*`` of ``w`` under the current ``eta`` (not stored)."""
-        return torch.sigmoid(ssl_inclusion_logits(w.detach(), self.eta, self.lambda0, self.lambda1))
+        if self.members is None:
+            return torch.sigmoid(ssl_inclusion_logits(w.detach(), self.eta, self.lambda0, self.lambda1))
+        logits = self.prior_logits() + math.log(self.lambda1 / self.lambda0) - (self.lambda1 - self.lambda0) * w.abs()
+        return torch.sigmoid(logits.detach())
 
     @torch.no_grad()
     def eta_update(self, p_star: torch.Tensor) -> torch.Tensor:
-        """Closed-form ``eta_k = (sum_j p*_jk + a - 1) / (a + b + G - 2)``, clipped into (eps, 1-eps)."""
-        eta = (p_star.sum(0) + self.a - 1.0) / (self.a + self.b + self.n_rows - 2.0)
+        """Closed-form ``eta_k = (sum_j p*_jk + a - 1) / (a + b + G - 2)``, clipped into (eps, 1-eps).
+
+        With ``members`` the sums run over each column's other entries (``G`` becomes their number): the maximiser
+        of the Bernoulli and Beta terms that involve ``eta_k``.
+        """
+        if self.members is None:
+            eta = (p_star.sum(0) + self.a - 1.0) / (self.a + self.b + self.n_rows - 2.0)
+        else:
+            others = ~self.members
+            n_others = others.sum(0).to(p_star.dtype)
+            eta = ((p_star * others).sum(0) + self.a - 1.0) / (self.a + self.b + n_others - 2.0)
         return eta.clamp(self.eps, 1.0 - self.eps)
 
     @torch.no_grad()
@@ -180,7 +230,8 @@ class SpikeSlabLasso(nn.Module):
         """
         p, eta = self.p_star, self.eta
         log_laplace = p * math.log(self.lambda1 / 2) + (1 - p) * math.log(self.lambda0 / 2)
-        bernoulli = p * torch.log(eta) + (1 - p) * torch.log1p(-eta)
+        theta = eta if self.members is None else torch.sigmoid(self.prior_logits())
+        bernoulli = p * torch.log(theta) + (1 - p) * torch.log1p(-theta)
         beta = (self.a - 1) * torch.log(eta) + (self.b - 1) * torch.log1p(-eta)
         return self.penalty(w) - log_laplace.sum() - bernoulli.sum() - beta.sum()
 
@@ -188,4 +239,5 @@ class SpikeSlabLasso(nn.Module):
         return (
             f"n_rows={self.n_rows}, n_cols={self.n_cols}, lambda0={self.lambda0}, lambda1={self.lambda1}, "
             f"a={self.a}, b={self.b}"
+            + ("" if self.members is None else f", members={int(self.members.sum())}, member_prior={self.member_prior}")
         )
