@@ -35,13 +35,7 @@ All of them read multi-study results too (:class:`~scsparse.model.MultiStudySpar
 factors under their factor-table names, specific factors analysed within their own study's cells.
 """
 
-from scsparse.results import OVERLAP_FRACTION, result_keys
-
-from ._association import factor_association
-from ._describe import describe_factors, factor_report
-from ._diagnostics import BROAD_FRACTION, STUDY_SHIFT, factor_diagnostics
-from ._enrich import DEFAULT_N_TOP, bh_adjust, enrich, enrich_gene_lists, programme_genes
-from ._genesets import (
+from scsparse.data._genesets import (
     GENE_SET_LIBRARIES,
     GeneSetError,
     load_gene_sets,
@@ -50,6 +44,12 @@ from ._genesets import (
     read_panglaodb,
     short_term,
 )
+from scsparse.results import OVERLAP_FRACTION, result_keys
+
+from ._association import factor_association
+from ._describe import describe_factors, factor_report
+from ._diagnostics import BROAD_FRACTION, STUDY_SHIFT, factor_diagnostics
+from ._enrich import DEFAULT_N_TOP, bh_adjust, enrich, enrich_gene_lists, programme_genes
 from ._labels import label_accuracy, predict_labels
 from ._report import diagnostics_report, fit_report
 from ._sparse_vae import multistudy_sparse_vae, sparse_vae

@@ -9,10 +9,10 @@ import pandas as pd
 from anndata import AnnData
 
 from scsparse._text import format_p
+from scsparse.data._genesets import short_term
 from scsparse.results import read_results
 
 from ._association import association_table
-from ._genesets import short_term
 from ._top_genes import top_genes
 
 __all__ = ["describe_factors", "factor_report"]

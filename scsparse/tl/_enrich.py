@@ -12,9 +12,9 @@ import pandas as pd
 import scipy.sparse as sp
 from anndata import AnnData
 
+from scsparse.data._genesets import GeneSetError, library_name, load_gene_sets
 from scsparse.results import FitResults, rank_genes, read_results
 
-from ._genesets import GeneSetError, library_name, load_gene_sets
 from ._store import check_table_key, store_table
 from ._top_genes import factor_gene_correlation
 

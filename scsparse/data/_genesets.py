@@ -262,7 +262,7 @@ def _read_file(path: Path, fmt: str | None = None, **options) -> GeneSets:
 
 def _read_library(name: str, species: str | None) -> GeneSets:
     """Read a named library: the registry copy in ``SCSPARSE_DATA_DIR`` when present, else a packaged copy."""
-    from scsparse.data import DataNotAvailableError, data_dir, fetch
+    from ._registry import DataNotAvailableError, data_dir, fetch
 
     dataset, rel, fmt, options = GENE_SET_LIBRARIES[name]
     options = dict(options)
