@@ -389,6 +389,8 @@ class SparseFactorMixin:
     def _provenance(self) -> dict[str, Any]:
         init = {k: v for k, v in self.init_params_.get("non_kwargs", {}).items()}
         init.update(self.init_params_.get("kwargs", {}).get("module_kwargs", {}))
+        if isinstance(init.get("gene_sets"), dict):  # the sets' genes are in uns[key]["guided_factors"]
+            init["gene_sets"] = list(init["gene_sets"])
         decoder = self.module.decoder
         # the defaults differ between the two models, so record what the decoder has; the first-layer norm
         # only exists under normalize_weights
@@ -430,6 +432,12 @@ class SparseFactorMixin:
             "consensus_restarts": self.restarts_.copy(),
             "consensus_params": h5ad_safe(dict(self.consensus_params_)),
         }
+
+    def _guided_results(self, pip_threshold: float) -> dict[str, Any]:
+        """``uns`` entries of the factors guided by gene sets; none here (:class:`~scsparse.model.SparseVAE` has
+        them).
+        """
+        return {}
 
     def _trained_on_its_anndata(self) -> bool:
         """Whether the model's AnnData is the one it was built (and checked) on, not one attached later."""
@@ -511,7 +519,9 @@ class SparseFactorMixin:
         ``studies``, ``shared_factors``, ``specific_factors`` and the ``factor_table``; for a consensus fit
         (:meth:`SparseVAE.consensus`) also ``consensus`` (one row per group of the restarts' programmes: its factor,
         reproducibility, agreement, genes, anchor genes, identifiable, kept), ``consensus_members``,
-        ``consensus_selection``, ``consensus_restarts`` and ``consensus_params``.
+        ``consensus_selection``, ``consensus_restarts`` and ``consensus_params``; for a model with ``gene_sets``
+        also ``guided_factors`` (:meth:`SparseVAE.guided_table`: one row per set, with its genes kept, dropped
+        and added).
 
         Existing keys are not overwritten unless ``overwrite=True``; nothing is written if any key is taken.
 
@@ -564,4 +574,5 @@ class SparseFactorMixin:
         if self.module.latent_prior is not None:  # learned prior correlation of the factors
             uns["latent_correlation"] = self.get_latent_correlation().to_numpy()
         uns.update(self._consensus_results())
+        uns.update(self._guided_results(pip_threshold))
         write(adata, key, **arrays, uns=uns, overwrite=overwrite)

@@ -167,6 +167,13 @@ class MultiStudySparseVAE(SparseVAE):
         **module_kwargs: Any,
     ) -> None:
         check_integer("n_latent_shared", n_latent_shared, minimum=0, fix="The number of shared factors (e.g. 10).")
+        guide = sorted({"gene_sets", "min_set_genes", "set_prior"} & set(module_kwargs))
+        if guide:
+            raise InvalidInputError(
+                f"MultiStudySparseVAE does not take {', '.join(guide)}: guided factors are a SparseVAE option. Fit "
+                "scsparse.model.SparseVAE(adata, gene_sets=...) on all the studies (set up with batch_key= the study "
+                "column) for gene-set guided programmes, or the multi-study model without gene sets."
+            )
         self._refuse_single_study_arguments(module_kwargs)
         # the factor request goes to _build_module with the module's options, sized per study there
         super().__init__(

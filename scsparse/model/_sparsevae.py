@@ -66,6 +66,7 @@ from ._base import SparseFactorMixin, unseen_categories
 from ._batch_query import BatchQueryMixin
 from ._consensus import check_consensus_options, fit_consensus
 from ._de import CheckedDEMixin
+from ._gene_sets import DEFAULT_MIN_SET_GENES, DEFAULT_SET_PRIOR, GeneSetsArgument, GuidedFactorsMixin
 from ._init import mask_start
 from ._response import factor_response
 from ._seeding import seeded
@@ -123,6 +124,7 @@ def covariate_fields(
 
 
 class SparseVAE(
+    GuidedFactorsMixin,
     SparseFactorMixin,
     CheckedDEMixin,
     BatchQueryMixin,
@@ -187,6 +189,20 @@ class SparseVAE(
         learned correlation matrix (:meth:`get_latent_correlation`). Under ``N(0, I)`` codes as correlated as
         the true factors cost KL, and on strongly correlated factors the model may prefer decorrelated codes
         with a dense mask; a learned ``Sigma_z`` removes that cost (it also makes a duplicated column cheap).
+    gene_sets
+        Guided factors: a dict ``{name: genes}``, a GMT file or a gene-set library name
+        (:func:`scsparse.tl.load_gene_sets`, e.g. ``"hallmark_human"``). Each set gets a factor of its own, placed
+        before the ``n_latent`` free factors (``model.guided_factors``), in which its genes have the prior
+        inclusion ``set_prior`` instead of the factor's ``eta_k``: they enter the programme at a smaller ``|w|``, yet
+        a set gene the data do not support still goes to the spike, and genes outside the set still enter. Genes
+        are matched to ``adata.var_names`` exactly (case-sensitive). :meth:`guided_table` says what each guided
+        factor kept, dropped and added (:doc:`/user-guide/gene-sets`).
+    min_set_genes
+        A set with fewer of its genes in the data is refused (all such sets are named in the error).
+    set_prior
+        The prior inclusion of a set's genes in its factor, in (0, 1). At the default 0.5 a set gene enters the slab
+        at ``|w| = slab_threshold(lambda0, lambda1, 0.5)`` (0.26 for the default rates) and a set gene at ``w = 0``
+        has ``p* = lambda1 / (lambda0 + lambda1)`` (0.09), so the data can always drop it.
     **module_kwargs
         Passed to :class:`~scsparse.module.SparseVAEModule` (e.g. ``encode_covariates``,
         ``decoder_kwargs={"chunk_size": 512}``; ``decoder_kwargs={"first_bias": False}`` drops the decoder's
@@ -208,6 +224,7 @@ class SparseVAE(
     #: Module arguments the model sets itself (from the AnnData or its own arguments), not options.
     _managed_module_kwargs = frozenset(
         {"adata", "n_input", "n_batch", "sigma_prior_xi", "n_cats_per_cov", "n_continuous_cov"}
+        | {"prior_members", "member_prior"}  # set by gene_sets
     )
     _default_key = "sparsevae"
     #: where a minified AnnData keeps each cell's posterior (:meth:`minify_adata`)
@@ -231,6 +248,9 @@ class SparseVAE(
         latent_prior: LatentPrior = "identity",
         mask_init: MaskInit = "constant",
         registry: dict | None = None,
+        gene_sets: GeneSetsArgument | None = None,
+        min_set_genes: int = DEFAULT_MIN_SET_GENES,
+        set_prior: float = DEFAULT_SET_PRIOR,
         **module_kwargs: Any,
     ) -> None:
         check_integer("n_latent", n_latent, fix="It is the upper bound on the number of factors (e.g. 20).")
@@ -245,9 +265,11 @@ class SparseVAE(
         self.mask_init = mask_init
         self._check_module_kwargs(module_kwargs)
         sigma_prior_xi = self._check_data_and_seed(gene_likelihood, seed)
+        gene_sets = self._resolve_guide(gene_sets, min_set_genes, set_prior)  # recorded resolved, for load
+        n_factors = len(self.gene_sets_) + n_latent
         with self._initialisation_rng():
             self.module = self._build_module(
-                n_latent=n_latent,
+                n_latent=n_factors,
                 latent_prior=latent_prior,
                 n_hidden=n_hidden,
                 n_layers=n_layers,
@@ -259,11 +281,14 @@ class SparseVAE(
                 max_prior_cells=max_prior_cells,
                 dropout_rate=dropout_rate,
                 sigma_prior_xi=sigma_prior_xi,
+                **self._guided_prior(n_factors, set_prior),
                 **module_kwargs,
             )
         self.module.minified_data_type = self.minified_data_type  # a model loaded on a minified AnnData
         self._model_summary_string = (
-            f"SparseVAE with n_latent={n_latent} (upper bound), n_hidden={n_hidden}, n_layers={n_layers}, "
+            f"SparseVAE with n_latent={n_latent} (upper bound)"
+            + (f" and {len(self.gene_sets_)} guided factors" if self.gene_sets_ else "")
+            + f", n_hidden={n_hidden}, n_layers={n_layers}, "
             f"latent_prior={latent_prior!r}, "
             f"gene_likelihood={gene_likelihood!r}, lambda0={lambda0}, lambda1={lambda1}, a={a}, "
             f"b={'n_genes' if b is None else b}, n_genes={self.summary_stats.n_vars}, "
@@ -654,6 +679,7 @@ class SparseVAE(
         self.module.train()
         if not self.is_trained_:
             self._start_mask()
+            self._start_guided_columns()
         # the split, the minibatch order, dropout and the orientation's pass follow the model's seed; the caller's
         # random state is kept. Denormals slow CPU training several-fold late in a fit.
         with seeded(self.seed):
@@ -811,6 +837,12 @@ class SparseVAE(
         if isinstance(n_restarts, bool) or not isinstance(n_restarts, int | np.integer) or n_restarts < 2:
             raise InvalidInputError(f"n_restarts must be an integer of at least 2, got {n_restarts!r}.")
         check_consensus_options(min_share=min_share, distance=distance, max_density=max_density)
+        if model_kwargs.get("gene_sets") is not None:
+            raise InvalidInputError(
+                "consensus does not take gene_sets: its refit holds the pooled supports fixed, so no prior guides "
+                "it. Fit guided models with different seeds and compare their guided_table(), or run consensus "
+                "without gene_sets."
+            )
         seed = model_kwargs.pop("seed", None)
         first = int(settings.seed or 0) if seed is None else int(seed)
         if seeds is None:

@@ -27,11 +27,13 @@ besides the fields above.
   :func:`match_pairs`, :func:`matched_partners` — the one-to-one pairing of two fits' factors on a score;
   :func:`expression_factor_correlation` — the direction of a gene in a programme, from the data (its running sums,
   :class:`CorrelationSums`, for activities computed block by block);
+- :func:`guided_table` — how far each factor guided by a gene set went from its set (``model.guided_table()``);
 - :class:`FactorResponse` — decoded expression along a factor's traversal (``model.get_factor_response()``).
 """
 
 from ._direction import CorrelationSums, expression_factor_correlation
 from ._factors import resolve_factors
+from ._guided import GUIDED_COLUMNS, MIN_KEPT, guided_table
 from ._keys import factors_key, loadings_key, pip_key, result_keys, study_key_name
 from ._matching import match_pairs, matched_partners
 from ._programmes import OVERLAP_FRACTION, jaccard_matrix, rank_biased_overlap, rank_genes
@@ -47,6 +49,8 @@ from ._write import (
 )
 
 __all__ = [
+    "GUIDED_COLUMNS",
+    "MIN_KEPT",
     "OVERLAP_FRACTION",
     "CorrelationSums",
     "DataHasher",
@@ -57,6 +61,7 @@ __all__ = [
     "data_hash",
     "expression_factor_correlation",
     "factors_key",
+    "guided_table",
     "h5ad_safe",
     "is_multistudy",
     "jaccard_matrix",

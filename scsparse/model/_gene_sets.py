@@ -1,0 +1,206 @@
+"""Guided factors: gene sets that raise the prior inclusion of their genes in a factor of their own.
+
+:class:`~scsparse.model.SparseVAE` with ``gene_sets=`` gives each set one factor, placed before the ``n_latent`` free
+factors. In a set's factor its genes have the prior inclusion ``set_prior`` (0.5 by default) instead of the factor's
+``eta_k`` (:class:`~scsparse.nn.SpikeSlabLasso`'s ``members``); every other gene keeps ``eta_k``. The data still
+decide: a set gene whose weight the data do not hold goes to the spike, and a gene outside the set enters when the
+data call for it, as in a free factor. :func:`scsparse.results.guided_table` reads how far each guided factor went
+from its set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from os import PathLike
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from scsparse._checks import InvalidInputError, check_integer, check_pip_threshold, check_real
+from scsparse.data._genesets import GeneSetError, load_gene_sets
+from scsparse.results import MIN_KEPT, guided_table
+
+__all__ = [
+    "DEFAULT_MIN_SET_GENES",
+    "DEFAULT_SET_PRIOR",
+    "GuidedFactorsMixin",
+    "check_set_prior",
+    "guided_members",
+    "resolve_gene_sets",
+]
+
+#: The fewest of a set's genes the data must have for the set to guide a factor (``min_set_genes``).
+DEFAULT_MIN_SET_GENES = 5
+#: The prior inclusion of a set's genes in the set's factor (``set_prior``).
+DEFAULT_SET_PRIOR = 0.5
+#: Where a guided factor's set genes start in ``W``: deep in the slab (``p* = 0.999`` at ``set_prior = 0.5`` and the
+#: default rates), so the factor begins as its set's programme and the data, not the race with the free factors, decide
+#: which set genes it keeps.
+GUIDED_START = 0.5
+
+GeneSetsArgument = str | PathLike[str] | Mapping[str, Iterable[str]]
+
+
+def check_set_prior(set_prior: float) -> float:
+    """``set_prior`` as a float strictly inside (0, 1), or a clear error."""
+    return check_real(
+        "set_prior",
+        set_prior,
+        low=0,
+        high=1,
+        low_open=True,
+        high_open=True,
+        fix="It is the prior inclusion of a set's genes in the set's factor (default 0.5).",
+    )
+
+
+def resolve_gene_sets(
+    gene_sets: GeneSetsArgument, gene_names: Sequence[str], min_set_genes: int = DEFAULT_MIN_SET_GENES
+) -> dict[str, list[str]]:
+    """The sets as ``{name: genes of the data}``, each set's genes in the data's order; short sets refused by name.
+
+    Genes are matched to the data's gene names exactly (case-sensitive: ``"Ifit1"`` is not ``"IFIT1"``; convert the
+    sets or the names first, e.g. ``{k: [g.upper() for g in v] ...}``).
+
+    Parameters
+    ----------
+    gene_sets
+        A dict ``{name: genes}``, a GMT file, or a gene-set library name of :func:`scsparse.tl.load_gene_sets`.
+    gene_names
+        The data's genes (``adata.var_names``).
+    min_set_genes
+        The fewest genes of a set the data must have.
+
+    Returns
+    -------
+    dict
+        Set name -> its genes found in the data.
+
+    Raises
+    ------
+    InvalidInputError
+        A set argument that cannot be read, no set, or sets with fewer than ``min_set_genes`` genes in the data
+        (all of them named).
+    """
+    min_set_genes = check_integer(
+        "min_set_genes", min_set_genes, minimum=1, fix="The fewest genes of a set the data must have (default 5)."
+    )
+    try:
+        sets = load_gene_sets(gene_sets)
+    except (GeneSetError, FileNotFoundError) as exc:
+        raise InvalidInputError(f"gene_sets cannot be read: {exc}") from exc
+    names = pd.Index([str(g) for g in gene_names])
+    kept: dict[str, list[str]] = {}
+    short: list[str] = []
+    for name, genes in sets.items():
+        present = names.isin(set(genes))
+        if int(present.sum()) < min_set_genes:
+            short.append(f"{name} ({int(present.sum())} of {len(genes)})")
+        kept[name] = list(names[present])
+    if short:
+        shown = ", ".join(short[:10]) + (f" and {len(short) - 10} more" if len(short) > 10 else "")
+        raise InvalidInputError(
+            f"{len(short)} gene set(s) have fewer than min_set_genes={min_set_genes} genes in the data (genes "
+            f"matched to adata.var_names, case-sensitive): {shown}. Leave them out, match the gene symbols' case "
+            "and names to adata.var_names, or lower min_set_genes."
+        )
+    return kept
+
+
+def guided_members(gene_sets: Mapping[str, Sequence[str]], gene_names: Sequence[str], n_factors: int) -> np.ndarray:
+    """The boolean ``(genes, n_factors)`` membership of the guided prior: set ``s``'s genes in column ``s``.
+
+    The sets take the first columns, in their order; the other columns (the free factors) have no member.
+    """
+    index = pd.Index([str(g) for g in gene_names])
+    members = np.zeros((len(index), int(n_factors)), dtype=bool)
+    for column, genes in enumerate(gene_sets.values()):
+        members[index.get_indexer(list(genes)), column] = True
+    return members
+
+
+class GuidedFactorsMixin:
+    """Gene-set guided factors of :class:`~scsparse.model.SparseVAE`: the sets' resolution and their reading."""
+
+    #: the guided factors' sets, ``{name: genes of the data}`` in factor order (empty: no guided factor)
+    gene_sets_: dict[str, list[str]]
+
+    def _resolve_guide(
+        self, gene_sets: GeneSetsArgument | None, min_set_genes: int, set_prior: float
+    ) -> dict[str, list[str]] | None:
+        """Resolve ``gene_sets`` against the model's genes into :attr:`gene_sets_` (``None`` when not guided)."""
+        check_set_prior(set_prior)
+        if gene_sets is None:
+            self.gene_sets_ = {}
+            return None
+        self.gene_sets_ = resolve_gene_sets(gene_sets, list(self._gene_names), min_set_genes)
+        return self.gene_sets_
+
+    def _guided_prior(self, n_factors: int, set_prior: float) -> dict[str, Any]:
+        """The module's ``prior_members`` and ``member_prior`` for ``n_factors`` factors (none when not guided)."""
+        if not self.gene_sets_:
+            return {}
+        members = guided_members(self.gene_sets_, list(self._gene_names), n_factors)
+        return {"prior_members": torch.as_tensor(members), "member_prior": float(set_prior)}
+
+    @torch.no_grad()
+    def _start_guided_columns(self) -> None:
+        """Start each guided factor on its set, in place: its entries outside the set at zero (the set genes keep
+        the start of ``mask_init``), so the factor begins as its set's programme, as Spectra's factors do.
+        """
+        if not self.gene_sets_ or self._is_query():
+            return
+        members = self.module.prior.members[:, : len(self.gene_sets_)]
+        guided = self.module.decoder.W[:, : len(self.gene_sets_)]
+        guided.copy_(torch.where(members, torch.full_like(guided, GUIDED_START), torch.zeros_like(guided)))
+
+    @property
+    def guided_factors(self) -> list[str]:
+        """The names of the factors guided by a gene set (the first ones), in the order of :attr:`gene_sets_`."""
+        return self.factor_names[: len(self.gene_sets_)]
+
+    def guided_table(self, pip_threshold: float = 0.5, min_kept: int = MIN_KEPT) -> pd.DataFrame:
+        """How far each guided factor went from its gene set: one row per set (:func:`scsparse.results.guided_table`).
+
+        Columns: ``factor``, ``gene_set``, ``set_size`` (its genes in the data), ``n_set_genes_kept``,
+        ``n_set_genes_dropped``, ``n_genes_added`` (genes outside the set in the programme), ``n_genes``,
+        ``retention`` (share of the set kept), ``share_in_set`` (share of the programme inside the set), ``jaccard``
+        (the fidelity score: 1 when the programme is the set), ``status`` (``"kept"``; ``"departed"`` when under
+        half of the programme is in the set; ``"not supported"`` when fewer than ``min_kept`` set genes are kept;
+        ``"switched off"`` when the data keep no gene), and the genes kept, dropped and added.
+
+        Parameters
+        ----------
+        pip_threshold
+            A gene is in a programme when ``p* > pip_threshold``.
+        min_kept
+            The fewest set genes a factor keeps for its set to count as supported.
+
+        Raises
+        ------
+        InvalidInputError
+            The model has no guided factor (built without ``gene_sets``).
+
+        Examples
+        --------
+        >>> model = scsparse.model.SparseVAE(adata, n_latent=10, gene_sets="hallmark_human")  # doctest: +SKIP
+        >>> model.train(max_epochs=100)  # doctest: +SKIP
+        >>> model.guided_table()[["gene_set", "status", "jaccard", "n_genes_added"]]  # doctest: +SKIP
+        """
+        check_pip_threshold(pip_threshold)
+        if not self.gene_sets_:
+            raise InvalidInputError(
+                "The model has no guided factor: build it with gene_sets= (a dict, a GMT file or a library name)."
+            )
+        check_integer("min_kept", min_kept, fix="The fewest set genes kept for a supported set (default 3).")
+        return guided_table(self.gene_sets_, self.get_inclusion_probabilities(), pip_threshold, min_kept)
+
+    def _guided_results(self, pip_threshold: float) -> dict[str, Any]:
+        """``uns`` entries of a guided fit: :meth:`guided_table` (its set genes kept and dropped are the sets' genes
+        in the data); nothing when not guided.
+        """
+        if not self.gene_sets_:
+            return {}
+        return {"guided_factors": self.guided_table(pip_threshold)}

@@ -1,0 +1,190 @@
+"""Guided factors (``SparseVAE(gene_sets=...)``): the planted test, the sets' checks, reading, saving and loading."""
+
+from __future__ import annotations
+
+import anndata as ad
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+import torch
+
+import scsparse
+from scsparse.model import InvalidInputError, MultiStudySparseVAE, SparseVAE
+from scsparse.results import guided_table, read_results
+
+N_PER, N_BACKGROUND = 10, 30
+FIT = {"max_epochs": 80, "batch_size": 128, "stop_when_settled": False, "orient": False, "enable_progress_bar": False}
+
+
+def planted(seed: int = 0, n_obs: int = 300, effect: float = 1.0):
+    """Counts with three programmes of 10 genes and 30 background genes, two sets partly covering the first two
+    programmes (7 of their genes and 3 background genes each), and a decoy set of 8 random background genes."""
+    rng = np.random.default_rng(seed)
+    n_genes = 3 * N_PER + N_BACKGROUND
+    z = rng.normal(size=(n_obs, 3))
+    logits = np.ones((n_obs, n_genes))
+    truth = []
+    for k in range(3):
+        genes = np.arange(k * N_PER, (k + 1) * N_PER)
+        logits[:, genes] += effect * z[:, [k]]
+        truth.append({f"g{j}" for j in genes})
+    adata = ad.AnnData(sp.csr_matrix(rng.poisson(np.exp(logits)).astype(np.float32)))
+    adata.var_names = [f"g{j}" for j in range(n_genes)]
+    adata.obs_names = [f"c{i}" for i in range(n_obs)]
+    adata.layers["counts"] = adata.X.copy()
+    background = [f"g{j}" for j in range(3 * N_PER, n_genes)]
+    sets = {
+        f"set{k}": [f"g{j}" for j in range(k * N_PER, k * N_PER + 7)] + background[5 * k : 5 * k + 3] for k in range(2)
+    }
+    sets["decoy"] = [str(g) for g in rng.choice(background[10:], 8, replace=False)]
+    return adata, truth, sets
+
+
+def supports(model: SparseVAE) -> list[set[str]]:
+    pip = model.get_inclusion_probabilities()
+    return [set(pip.index[pip[f] > 0.5]) for f in pip.columns]
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
+def best_match(truth: set[str], found: list[set[str]]) -> float:
+    return max((jaccard(truth, s) for s in found if s), default=0.0)
+
+
+@pytest.fixture(scope="module")
+def planted_fits():
+    adata, truth, sets = planted()
+    SparseVAE.setup_anndata(adata, layer="counts")
+    plain = SparseVAE(adata, n_latent=5, n_hidden=32, seed=0)
+    plain.train(**FIT)
+    guided = SparseVAE(adata, n_latent=2, n_hidden=32, seed=0, gene_sets=sets)
+    guided.train(**FIT)
+    return adata, truth, sets, plain, guided
+
+
+def test_guided_factors_recover_the_planted_programmes_better_and_switch_the_decoy_off(planted_fits):
+    adata, truth, sets, plain, guided = planted_fits
+    covered = truth[:2]  # the programmes the two sets describe in part
+    plain_recovery = [best_match(t, supports(plain)) for t in covered]
+    guided_recovery = [best_match(t, supports(guided)) for t in covered]
+    # each guided factor is its own programme, closer to the truth than to its set: the set's 3 wrong genes left,
+    # true genes outside the set entered
+    own = [jaccard(t, s) for t, s in zip(covered, supports(guided)[:2], strict=True)]
+    assert min(own) >= 0.8, own
+    assert np.mean(guided_recovery) >= np.mean(plain_recovery) + 0.2, (guided_recovery, plain_recovery)
+    table = guided.guided_table().set_index("gene_set")
+    for k in range(2):
+        row = table.loc[f"set{k}"]
+        wrong = set(sets[f"set{k}"]) - truth[k]
+        assert row["status"] == "kept"
+        assert not wrong & set(row["kept_genes"].split("; ")), row["kept_genes"]  # the set genes the truth lacks left
+        assert row["n_genes_added"] >= 1 and set(row["added_genes"].split("; ")) <= truth[k]  # true genes entered
+    assert table.loc["decoy", "status"] in ("switched off", "not supported", "departed")
+
+
+def test_the_guided_table_is_written_and_read_back(planted_fits, tmp_path):
+    adata, _, sets, _, guided = planted_fits
+    target = adata.copy()
+    guided.write_results(target, key_added="guided")
+    stored = read_results(target, "guided")
+    table = target.uns["guided"]["guided_factors"]
+    pd.testing.assert_frame_equal(table, guided.guided_table())
+    assert list(table["factor"]) == guided.guided_factors == ["factor_0", "factor_1", "factor_2"]
+    assert list(target.uns["guided"]["params"]["gene_sets"]) == list(sets)
+    target.write_h5ad(tmp_path / "fit.h5ad")
+    back = ad.read_h5ad(tmp_path / "fit.h5ad")
+    read_back = back.uns["guided"]["guided_factors"]
+    pd.testing.assert_frame_equal(read_back, table, check_dtype=False, check_index_type=False)
+    assert stored.factor_names == guided.factor_names
+    with pytest.raises(InvalidInputError, match="already exist"):
+        guided.write_results(target, key_added="guided")  # a written fit is not overwritten unasked
+
+
+def test_save_and_load_keep_the_sets_and_their_prior(planted_fits, tmp_path):
+    adata, _, sets, _, guided = planted_fits
+    guided.save(str(tmp_path / "model"), overwrite=True)
+    loaded = SparseVAE.load(str(tmp_path / "model"), adata=adata)
+    assert loaded.gene_sets_ == guided.gene_sets_
+    assert torch.equal(loaded.module.prior.members, guided.module.prior.members)
+    assert loaded.module.prior.member_prior == guided.module.prior.member_prior
+    pd.testing.assert_frame_equal(loaded.guided_table(), guided.guided_table())
+
+
+def test_the_guided_prior_marks_each_set_in_its_factor_and_nothing_in_the_free_ones(counts_adata):
+    SparseVAE.setup_anndata(counts_adata, layer="counts")
+    sets = {"A": [f"gene{j}" for j in range(6)] + ["NOT_A_GENE"], "B": [f"gene{j}" for j in range(4, 12)]}
+    model = SparseVAE(counts_adata, n_latent=3, gene_sets=sets, set_prior=0.7)
+    members = model.module.prior.members.numpy()
+    assert members.shape == (counts_adata.n_vars, 5)
+    assert members[:, 0].sum() == 6 and members[:, 1].sum() == 8 and not members[:, 2:].any()
+    assert model.gene_sets_["A"] == [f"gene{j}" for j in range(6)]  # genes of the data only
+    assert model.module.prior.member_prior == 0.7
+    assert model.guided_factors == ["factor_0", "factor_1"]
+    model._start_guided_columns()
+    w = model.module.decoder.W.detach().numpy()
+    assert (w[~members[:, 0], 0] == 0).all() and (w[members[:, 0], 0] > 0).all()  # starts on its set
+
+
+def test_without_gene_sets_the_model_is_unchanged(counts_adata):
+    SparseVAE.setup_anndata(counts_adata, layer="counts")
+    model = SparseVAE(counts_adata, n_latent=3, seed=1)
+    assert model.module.prior.members is None and model.gene_sets_ == {}
+    assert not any(k.endswith("members") for k in model.module.state_dict())
+    with pytest.raises(InvalidInputError, match="no guided factor"):
+        model.guided_table()
+
+
+def test_short_sets_are_refused_by_name(counts_adata):
+    SparseVAE.setup_anndata(counts_adata, layer="counts")
+    sets = {"ok": [f"gene{j}" for j in range(8)], "tiny": ["gene0", "gene1"], "other_case": ["GENE0", "GENE1"]}
+    with pytest.raises(InvalidInputError, match=r"tiny \(2 of 2\).*other_case \(0 of 2\).*case") as info:
+        SparseVAE(counts_adata, n_latent=2, gene_sets=sets)
+    assert "ok" not in str(info.value).split(":", 1)[1].split(".")[0]
+    lowered = SparseVAE(counts_adata, n_latent=2, gene_sets={"ok": sets["ok"], "tiny": sets["tiny"]}, min_set_genes=2)
+    assert list(lowered.gene_sets_) == ["ok", "tiny"]
+    with pytest.raises(InvalidInputError, match="gene_sets cannot be read"):
+        SparseVAE(counts_adata, n_latent=2, gene_sets="no_such_library")
+    with pytest.raises(InvalidInputError, match="set_prior"):
+        SparseVAE(counts_adata, n_latent=2, gene_sets={"ok": sets["ok"]}, set_prior=1.0)
+
+
+def test_sets_come_from_a_gmt_file_or_a_library_name(counts_adata, tmp_path):
+    (tmp_path / "sets.gmt").write_text("S1\t\t" + "\t".join(f"gene{j}" for j in range(7)) + "\n")
+    SparseVAE.setup_anndata(counts_adata, layer="counts")
+    model = SparseVAE(counts_adata, n_latent=2, gene_sets=tmp_path / "sets.gmt")
+    assert model.gene_sets_ == {"S1": [f"gene{j}" for j in range(7)]}
+    with pytest.raises(InvalidInputError, match="fewer than min_set_genes"):  # human symbols, genes named geneN
+        SparseVAE(counts_adata, n_latent=2, gene_sets="hallmark_human")
+
+
+def test_the_multi_study_model_and_consensus_refuse_gene_sets(counts_adata):
+    counts_adata.obs["study"] = counts_adata.obs["batch"]
+    MultiStudySparseVAE.setup_anndata(counts_adata, layer="counts", study_key="study")
+    with pytest.raises(InvalidInputError, match="MultiStudySparseVAE does not take gene_sets"):
+        MultiStudySparseVAE(counts_adata, gene_sets={"A": [f"gene{j}" for j in range(6)]})
+    SparseVAE.setup_anndata(counts_adata, layer="counts")
+    with pytest.raises(InvalidInputError, match="consensus does not take gene_sets"):
+        SparseVAE.consensus(counts_adata, n_restarts=2, gene_sets={"A": [f"gene{j}" for j in range(6)]})
+
+
+def test_guided_table_reads_kept_dropped_and_added_genes():
+    genes = [f"g{j}" for j in range(8)]
+    pip = pd.DataFrame(0.0, index=genes, columns=["factor_0", "factor_1", "factor_2", "factor_3"])
+    pip.loc[["g0", "g1", "g2", "g5"], "factor_0"] = 0.9  # 3 of its set kept, g3 dropped, g5 added
+    pip.loc[["g4", "g6", "g7"], "factor_1"] = 0.9  # one set gene, two others: departed
+    pip.loc[["g6"], "factor_3"] = 0.9  # one set gene only
+    sets = {"A": ["g0", "g1", "g2", "g3"], "B": ["g4", "g5"], "C": ["g0", "g1"], "D": ["g6", "g7"]}
+    table = guided_table(sets, pip).set_index("gene_set")
+    a = table.loc["A"]
+    assert (a["n_set_genes_kept"], a["n_set_genes_dropped"], a["n_genes_added"]) == (3, 1, 1)
+    assert a["kept_genes"] == "g0; g1; g2" and a["dropped_genes"] == "g3" and a["added_genes"] == "g5"
+    assert a["jaccard"] == pytest.approx(3 / 5) and a["retention"] == pytest.approx(3 / 4)
+    assert a["share_in_set"] == pytest.approx(3 / 4) and a["status"] == "kept"
+    assert table.loc["B", "status"] == "departed" and table.loc["B", "share_in_set"] == pytest.approx(1 / 3)
+    assert table.loc["C", "status"] == "switched off" and table.loc["C", "jaccard"] == 0.0
+    assert table.loc["D", "status"] == "not supported"
+    assert guided_table(sets, pip, min_kept=1).set_index("gene_set").loc["D", "status"] == "kept"
+    assert list(guided_table(sets, pip).columns) == list(scsparse.results.GUIDED_COLUMNS)
