@@ -7,6 +7,7 @@
 - :func:`enrichment_dotplot` — gene-set enrichment of the programmes (from :func:`scsparse.tl.enrich`);
 - :func:`factor_response` — decoded expression of a factor's genes along its traversal (from
   ``model.get_factor_response()``);
+- :func:`guided_factors` — the genes each factor guided by a gene set kept of its set, dropped and added;
 - :func:`training_history` — ELBO and number of active factors over the epochs;
 - :func:`multistudy_overview` — shared vs study-specific factors of a multi-study fit;
 - :func:`stability` — how much each factor's loadings agree across seeds (``loadings_corr``, from
@@ -24,6 +25,7 @@ from scsparse.results import MissingResultsError
 from ._activity import factor_activity
 from ._embedding import factor_embedding
 from ._enrichment import enrichment_dotplot
+from ._guided import guided_factors
 from ._history import training_history
 from ._loadings import loadings_heatmap
 from ._multistudy import multistudy_overview
@@ -39,6 +41,7 @@ __all__ = [
     "factor_activity",
     "factor_embedding",
     "factor_response",
+    "guided_factors",
     "loadings_heatmap",
     "multistudy_overview",
     "reproducibility",

@@ -55,6 +55,10 @@ class FitResults:
         For a consensus fit (:meth:`SparseVAE.consensus <scsparse.model.SparseVAE.consensus>`), one row per
         programme of the reference restart: reproducibility, agreement, genes, anchor genes, identifiable, kept;
         ``None`` for a single fit.
+    guided
+        For a fit with gene sets (``SparseVAE(gene_sets=...)``), one row per guided factor
+        (:func:`~scsparse.results.guided_table`: its set, the genes it kept, dropped and added, its fidelity and
+        status); ``None`` otherwise.
     """
 
     key: str
@@ -72,6 +76,7 @@ class FitResults:
     setup_layer: str | None = None
     genes: list[str] = field(default_factory=list)
     consensus: pd.DataFrame | None = None
+    guided: pd.DataFrame | None = None
 
     def resolve(self, factors: Sequence[str | int] | str | int | None) -> list[str]:
         """Factor names from names or positions; ``None`` gives the active factors (an error if there are none)."""
@@ -275,4 +280,5 @@ def read_results(adata: AnnData, key: str) -> FitResults:
         setup_layer=dict(uns.get("setup_args", {})).get("layer"),
         genes=[str(g) for g in adata.var_names],
         consensus=pd.DataFrame(uns["consensus"]) if "consensus" in uns else None,
+        guided=pd.DataFrame(uns["guided_factors"]) if "guided_factors" in uns else None,
     )

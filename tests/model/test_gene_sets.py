@@ -99,8 +99,30 @@ def test_the_guided_table_is_written_and_read_back(planted_fits, tmp_path):
     read_back = back.uns["guided"]["guided_factors"]
     pd.testing.assert_frame_equal(read_back, table, check_dtype=False, check_index_type=False)
     assert stored.factor_names == guided.factor_names
+    pd.testing.assert_frame_equal(stored.guided, table)
     with pytest.raises(InvalidInputError, match="already exist"):
         guided.write_results(target, key_added="guided")  # a written fit is not overwritten unasked
+
+
+def test_the_guided_factors_figure_draws_kept_dropped_and_added_genes(planted_fits, tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    adata, _, _, _, guided = planted_fits
+    target = adata.copy()
+    guided.write_results(target, key_added="guided")
+    ax = scsparse.pl.guided_factors(target, key="guided", show=False, save=tmp_path / "guided.png")
+    table = guided.guided_table()
+    widths = np.array([p.get_width() for p in ax.patches]).reshape(3, len(table))  # kept, dropped, added
+    np.testing.assert_array_equal(widths[0], table["n_set_genes_kept"])
+    np.testing.assert_array_equal(widths[1], table["n_set_genes_dropped"])
+    np.testing.assert_array_equal(widths[2], table["n_genes_added"])
+    assert "decoy (switched off" in " ".join(t.get_text() for t in ax.get_yticklabels())
+    assert (tmp_path / "guided.png").stat().st_size > 0
+    plain = adata.copy()
+    planted_fits[3].write_results(plain, key_added="plain")
+    with pytest.raises(scsparse.pl.MissingResultsError, match="no guided factor"):
+        scsparse.pl.guided_factors(plain, key="plain", show=False)
 
 
 def test_save_and_load_keep_the_sets_and_their_prior(planted_fits, tmp_path):
