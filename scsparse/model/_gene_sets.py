@@ -43,17 +43,22 @@ GUIDED_START = 0.5
 GeneSetsArgument = str | PathLike[str] | Mapping[str, Iterable[str]]
 
 
-def check_set_prior(set_prior: float) -> float:
-    """``set_prior`` as a float strictly inside (0, 1), or a clear error."""
-    return check_real(
-        "set_prior",
-        set_prior,
-        low=0,
-        high=1,
-        low_open=True,
-        high_open=True,
-        fix="It is the prior inclusion of a set's genes in the set's factor (default 0.5).",
-    )
+def check_set_prior(set_prior: float, lambda0: float, lambda1: float) -> float:
+    """``set_prior`` as a float in ``(0, lambda0 / (lambda0 + lambda1))``, or a clear error.
+
+    At ``set_prior >= lambda0 / (lambda0 + lambda1)`` a set gene at ``w = 0`` would have ``p* >= 0.5``: it would stay
+    in its factor's programme whatever the data say.
+    """
+    fix = "It is the prior inclusion of a set's genes in the set's factor (default 0.5)."
+    value = check_real("set_prior", set_prior, low=0, high=1, low_open=True, high_open=True, fix=fix)
+    ceiling = lambda0 / (lambda0 + lambda1)
+    if value >= ceiling:
+        raise InvalidInputError(
+            f"set_prior={value} is too high for lambda0={lambda0}, lambda1={lambda1}: a set gene at w = 0 would keep "
+            f"p* >= 0.5, so the data could never drop it. Give set_prior below lambda0 / (lambda0 + lambda1) = "
+            f"{ceiling:.3f} (default 0.5)."
+        )
+    return value
 
 
 def resolve_gene_sets(
@@ -128,10 +133,12 @@ class GuidedFactorsMixin:
     gene_sets_: dict[str, list[str]]
 
     def _resolve_guide(
-        self, gene_sets: GeneSetsArgument | None, min_set_genes: int, set_prior: float
+        self, gene_sets: GeneSetsArgument | None, min_set_genes: int, set_prior: float, lambdas: tuple[float, float]
     ) -> dict[str, list[str]] | None:
-        """Resolve ``gene_sets`` against the model's genes into :attr:`gene_sets_` (``None`` when not guided)."""
-        check_set_prior(set_prior)
+        """Resolve ``gene_sets`` against the model's genes into :attr:`gene_sets_` (``None`` when not guided);
+        ``lambdas`` are the prior's ``(lambda0, lambda1)``, which bound ``set_prior``.
+        """
+        check_set_prior(set_prior, *lambdas)
         if gene_sets is None:
             self.gene_sets_ = {}
             return None

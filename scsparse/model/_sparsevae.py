@@ -202,7 +202,8 @@ class SparseVAE(
     set_prior
         The prior inclusion of a set's genes in its factor, in (0, 1). At the default 0.5 a set gene enters the slab
         at ``|w| = slab_threshold(lambda0, lambda1, 0.5)`` (0.26 for the default rates) and a set gene at ``w = 0``
-        has ``p* = lambda1 / (lambda0 + lambda1)`` (0.09), so the data can always drop it.
+        has ``p* = lambda1 / (lambda0 + lambda1)`` (0.09), so the data can always drop it; values of
+        ``lambda0 / (lambda0 + lambda1)`` or more, which would hold set genes whatever the data, are refused.
     **module_kwargs
         Passed to :class:`~scsparse.module.SparseVAEModule` (e.g. ``encode_covariates``,
         ``decoder_kwargs={"chunk_size": 512}``; ``decoder_kwargs={"first_bias": False}`` drops the decoder's
@@ -265,7 +266,7 @@ class SparseVAE(
         self.mask_init = mask_init
         self._check_module_kwargs(module_kwargs)
         sigma_prior_xi = self._check_data_and_seed(gene_likelihood, seed)
-        gene_sets = self._resolve_guide(gene_sets, min_set_genes, set_prior)  # recorded resolved, for load
+        gene_sets = self._resolve_guide(gene_sets, min_set_genes, set_prior, (lambda0, lambda1))  # recorded resolved
         n_factors = len(self.gene_sets_) + n_latent
         with self._initialisation_rng():
             self.module = self._build_module(

@@ -171,6 +171,8 @@ def test_short_sets_are_refused_by_name(counts_adata):
         SparseVAE(counts_adata, n_latent=2, gene_sets="no_such_library")
     with pytest.raises(InvalidInputError, match="set_prior"):
         SparseVAE(counts_adata, n_latent=2, gene_sets={"ok": sets["ok"]}, set_prior=1.0)
+    with pytest.raises(InvalidInputError, match=r"could never drop it.*0\.909"):  # lambda0 10, lambda1 1
+        SparseVAE(counts_adata, n_latent=2, gene_sets={"ok": sets["ok"]}, set_prior=0.95)
 
 
 def test_sets_come_from_a_gmt_file_or_a_library_name(counts_adata, tmp_path):
