@@ -174,9 +174,10 @@ class GuidedFactorsMixin:
         Columns: ``factor``, ``gene_set``, ``set_size`` (its genes in the data), ``n_set_genes_kept``,
         ``n_set_genes_dropped``, ``n_genes_added`` (genes outside the set in the programme), ``n_genes``,
         ``retention`` (share of the set kept), ``share_in_set`` (share of the programme inside the set), ``jaccard``
-        (the fidelity score: 1 when the programme is the set), ``status`` (``"kept"``; ``"departed"`` when under
-        half of the programme is in the set; ``"not supported"`` when fewer than ``min_kept`` set genes are kept;
-        ``"switched off"`` when the data keep no gene), and the genes kept, dropped and added.
+        (the fidelity score: 1 when the programme is the set), ``status`` (``"kept"``; ``"extended"`` when it kept at
+        least half of its set but most of its programme is outside it; ``"departed"`` when it kept under half of its
+        set and most of its programme is outside it; ``"not supported"`` when fewer than ``min_kept`` set genes are
+        kept; ``"switched off"`` when the data keep no gene), and the genes kept, dropped and added.
 
         Parameters
         ----------

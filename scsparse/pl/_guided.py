@@ -34,7 +34,8 @@ def guided_factors(
 
     One horizontal bar per guided factor, in the order of the sets: the set genes the factor kept (blue) and
     dropped (grey) make up the set's length in the data, the genes it added from outside the set (orange) follow.
-    Labels give the factor, its set, its status (``kept``, ``departed``, ``not supported``, ``switched off``) and
+    Labels give the factor, its set, its status (``kept``, ``extended``, ``departed``, ``not supported``,
+    ``switched off``) and
     its fidelity (the Jaccard index of its programme and the set); the first ``n_genes_label`` added genes are
     named at the end of each bar. Read from ``uns[key]["guided_factors"]`` (:func:`scsparse.results.guided_table`).
 
@@ -108,7 +109,7 @@ def guided_factors(
     ax.grid(True, axis="x", color="0.92", linewidth=0.5, zorder=0)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    n_supported = int((table["status"] == "kept").sum())
+    n_supported = int(table["status"].isin(["kept", "extended"]).sum())
     ax.set_title(f"{key}: {n_supported} of {n} gene sets supported by the data", fontsize=9)
     handles = [
         Patch(facecolor=_COLOURS["kept"], label="set genes kept"),

@@ -33,7 +33,7 @@ besides the fields above.
 
 from ._direction import CorrelationSums, expression_factor_correlation
 from ._factors import resolve_factors
-from ._guided import GUIDED_COLUMNS, MIN_KEPT, guided_table
+from ._guided import GUIDED_COLUMNS, GUIDED_STATUSES, MIN_KEPT, guided_table
 from ._keys import factors_key, loadings_key, pip_key, result_keys, study_key_name
 from ._matching import match_pairs, matched_partners
 from ._programmes import OVERLAP_FRACTION, jaccard_matrix, rank_biased_overlap, rank_genes
@@ -50,6 +50,7 @@ from ._write import (
 
 __all__ = [
     "GUIDED_COLUMNS",
+    "GUIDED_STATUSES",
     "MIN_KEPT",
     "OVERLAP_FRACTION",
     "CorrelationSums",

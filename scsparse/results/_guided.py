@@ -7,10 +7,12 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["GUIDED_COLUMNS", "MIN_KEPT", "guided_table"]
+__all__ = ["GUIDED_COLUMNS", "GUIDED_STATUSES", "MIN_KEPT", "guided_table"]
 
 #: The fewest set genes a guided factor keeps for its set to count as supported (``min_kept``).
 MIN_KEPT = 3
+#: The statuses of a guided factor in :func:`guided_table`, the supported ones first.
+GUIDED_STATUSES = ("kept", "extended", "departed", "not supported", "switched off")
 
 #: The columns of :func:`guided_table`, in order.
 GUIDED_COLUMNS = (
@@ -46,10 +48,12 @@ def guided_table(
     - ``retention`` ``|P ∩ S| / |S|``: the share of the set the data kept;
     - ``share_in_set`` ``|P ∩ S| / |P|``: the share of the programme inside the set (0 when ``P`` is empty);
     - ``jaccard`` ``|P ∩ S| / |P ∪ S|``: 1 when the programme is exactly the set (the fidelity score);
-    - ``status``: ``"switched off"`` when ``P`` is empty (the data do not support the factor); ``"departed"`` when
-      under half of ``P`` is in the set (the factor became another programme: read its genes, not its set's name);
-      ``"not supported"`` when fewer than ``min_kept`` set genes are kept (a gene or two of a set is no evidence
-      for the set's programme); else ``"kept"``.
+    - ``status``: ``"switched off"`` when ``P`` is empty (the data do not support the factor); ``"not supported"``
+      when fewer than ``min_kept`` set genes are kept (a gene or two of a set is no evidence for its programme);
+      ``"departed"`` when the factor kept under half of its set and under half of ``P`` is in the set (it became
+      another programme: read its genes, not its set's name); ``"extended"`` when it kept at least half of its set
+      but under half of ``P`` is in the set (the set's programme with more genes than the set: read
+      ``added_genes``); else ``"kept"``.
 
     Parameters
     ----------
@@ -78,12 +82,15 @@ def guided_table(
         n_kept = int(kept.sum())
         union = n_set + n_support - n_kept
         share = n_kept / n_support if n_support else 0.0
+        retention = n_kept / n_set if n_set else 0.0
         if n_support == 0:
             status = "switched off"
+        elif n_kept < min_kept:
+            status = "not supported"
         elif share < 0.5:
-            status = "departed"
+            status = "departed" if retention < 0.5 else "extended"
         else:
-            status = "not supported" if n_kept < min_kept else "kept"
+            status = "kept"
         rows.append(
             {
                 "factor": str(pip.columns[column]),
@@ -93,7 +100,7 @@ def guided_table(
                 "n_set_genes_dropped": int(dropped.sum()),
                 "n_genes_added": int(added.sum()),
                 "n_genes": n_support,
-                "retention": n_kept / n_set if n_set else 0.0,
+                "retention": retention,
                 "share_in_set": share,
                 "jaccard": n_kept / union if union else 0.0,
                 "status": status,

@@ -196,19 +196,30 @@ def test_the_multi_study_model_and_consensus_refuse_gene_sets(counts_adata):
 
 def test_guided_table_reads_kept_dropped_and_added_genes():
     genes = [f"g{j}" for j in range(8)]
-    pip = pd.DataFrame(0.0, index=genes, columns=["factor_0", "factor_1", "factor_2", "factor_3"])
+    pip = pd.DataFrame(0.0, index=genes, columns=[f"factor_{k}" for k in range(6)])
     pip.loc[["g0", "g1", "g2", "g5"], "factor_0"] = 0.9  # 3 of its set kept, g3 dropped, g5 added
-    pip.loc[["g4", "g6", "g7"], "factor_1"] = 0.9  # one set gene, two others: departed
+    pip.loc[["g4", "g6", "g7"], "factor_1"] = 0.9  # one of its 3 set genes, two others: departed
     pip.loc[["g6"], "factor_3"] = 0.9  # one set gene only
-    sets = {"A": ["g0", "g1", "g2", "g3"], "B": ["g4", "g5"], "C": ["g0", "g1"], "D": ["g6", "g7"]}
+    pip.loc[["g0", "g1", "g2", "g3", "g4", "g5", "g7"], "factor_4"] = 0.9  # its whole set and 4 more: extended
+    sets = {
+        "A": ["g0", "g1", "g2", "g3"],
+        "B": ["g4", "g5", "g3"],
+        "C": ["g0", "g1"],
+        "D": ["g6", "g7"],
+        "E": ["g0", "g1", "g2"],
+    }
     table = guided_table(sets, pip).set_index("gene_set")
     a = table.loc["A"]
     assert (a["n_set_genes_kept"], a["n_set_genes_dropped"], a["n_genes_added"]) == (3, 1, 1)
     assert a["kept_genes"] == "g0; g1; g2" and a["dropped_genes"] == "g3" and a["added_genes"] == "g5"
     assert a["jaccard"] == pytest.approx(3 / 5) and a["retention"] == pytest.approx(3 / 4)
     assert a["share_in_set"] == pytest.approx(3 / 4) and a["status"] == "kept"
-    assert table.loc["B", "status"] == "departed" and table.loc["B", "share_in_set"] == pytest.approx(1 / 3)
+    table1 = guided_table(sets, pip, min_kept=1).set_index("gene_set")
+    assert table1.loc["B", "status"] == "departed" and table1.loc["B", "share_in_set"] == pytest.approx(1 / 3)
+    assert table.loc["B", "status"] == "not supported"  # a single set gene kept
     assert table.loc["C", "status"] == "switched off" and table.loc["C", "jaccard"] == 0.0
-    assert table.loc["D", "status"] == "not supported"
-    assert guided_table(sets, pip, min_kept=1).set_index("gene_set").loc["D", "status"] == "kept"
+    assert table.loc["D", "status"] == "not supported" and table1.loc["D", "status"] == "kept"
+    assert table.loc["E", "status"] == "extended" and table.loc["E", "retention"] == 1.0
+    assert list(table.index) == list(sets)
+    assert set(table1["status"]) <= set(scsparse.results.GUIDED_STATUSES)
     assert list(guided_table(sets, pip).columns) == list(scsparse.results.GUIDED_COLUMNS)
