@@ -223,3 +223,15 @@ def test_guided_table_reads_kept_dropped_and_added_genes():
     assert list(table.index) == list(sets)
     assert set(table1["status"]) <= set(scsparse.results.GUIDED_STATUSES)
     assert list(guided_table(sets, pip).columns) == list(scsparse.results.GUIDED_COLUMNS)
+
+
+def test_tl_sparse_vae_passes_gene_sets_and_writes_the_guided_table(counts_adata):
+    sets = {"A": [f"gene{j}" for j in range(6)]}
+    model = scsparse.tl.sparse_vae(
+        counts_adata, layer="counts", n_latent=2, max_epochs=2, model_kwargs={"gene_sets": sets},
+        train_kwargs={"stop_when_settled": False, "enable_progress_bar": False},
+    )  # fmt: skip
+    assert model.gene_sets_ == sets
+    table = counts_adata.uns["sparsevae"]["guided_factors"]
+    assert list(table["gene_set"]) == ["A"] and table.loc[0, "set_size"] == 6
+    assert counts_adata.obsm["X_sparsevae"].shape[1] == 3  # the guided factor and the two free ones
