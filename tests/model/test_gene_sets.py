@@ -235,3 +235,24 @@ def test_tl_sparse_vae_passes_gene_sets_and_writes_the_guided_table(counts_adata
     table = counts_adata.uns["sparsevae"]["guided_factors"]
     assert list(table["gene_set"]) == ["A"] and table.loc[0, "set_size"] == 6
     assert counts_adata.obsm["X_sparsevae"].shape[1] == 3  # the guided factor and the two free ones
+
+
+def test_a_query_on_a_guided_reference_keeps_its_sets_and_their_prior(counts_factory):
+    adata = counts_factory(n_obs=240, n_vars=30)
+    adata.obs["batch"] = np.asarray(["a", "b", "c"])[np.arange(adata.n_obs) % 3]
+    reference_cells, query_cells = adata[adata.obs["batch"] != "c"].copy(), adata[adata.obs["batch"] == "c"].copy()
+    SparseVAE.setup_anndata(reference_cells, layer="counts", batch_key="batch")
+    reference = SparseVAE(
+        reference_cells,
+        n_latent=2,
+        n_hidden=16,
+        seed=0,
+        gene_sets={"A": ["gene0", *[f"gene{j}" for j in range(3, 15, 3)]]},
+    )
+    reference.train(max_epochs=3, stop_when_settled=False, enable_progress_bar=False)
+    query = SparseVAE.load_query_data(query_cells, reference)
+    query.train(max_epochs=2, stop_when_settled=False, enable_progress_bar=False)
+    assert query.gene_sets_ == reference.gene_sets_
+    assert torch.equal(query.module.prior.members, reference.module.prior.members)
+    assert torch.equal(query.module.decoder.W, reference.module.decoder.W)  # not restarted on the set
+    pd.testing.assert_frame_equal(query.guided_table(), reference.guided_table())
