@@ -164,6 +164,31 @@ def _consensus_lines(consensus: pd.DataFrame | None, uns: Mapping) -> list[str]:
     return [*lines, "", _markdown_table(consensus.set_index("programme")), ""]
 
 
+def _guided_lines(guided: pd.DataFrame | None) -> list[str]:
+    """Markdown lines on the factors guided by gene sets: what each kept of its set (none without gene sets)."""
+    if guided is None or guided.empty:
+        return []
+    supported = guided[guided["status"].isin(["kept", "extended"])]
+    unsupported = guided[guided["status"].isin(["not supported", "switched off"])]
+    lines = [
+        "### Factors guided by gene sets",
+        "",
+        "Each set's genes had a raised prior inclusion in a factor of its own; the data kept some, dropped others and "
+        "added genes outside the set. `retention`: share of the set kept; `share_in_set`: share of the programme in "
+        "the set; `jaccard`: the programme against the set (1: the programme is the set); `status`: `kept`, "
+        "`extended` (most of the set kept, more genes added), `departed` (the factor became another programme), "
+        "`not supported` (fewer than 3 set genes kept), `switched off` (no gene).",
+        "",
+        f"- supported by the data: {len(supported)} of {len(guided)} sets"
+        + (f" ({', '.join(supported['gene_set'].astype(str))})" if len(supported) else ""),
+    ]
+    if len(unsupported):
+        lines.append(f"- not supported: {', '.join(unsupported['gene_set'].astype(str))}")
+    columns = ["factor", "gene_set", "set_size", "n_set_genes_kept", "n_genes_added", "retention", "share_in_set"]
+    shown = guided[[*columns, "jaccard", "status"]].set_index("factor")
+    return [*lines, "", _markdown_table(shown), ""]
+
+
 def _group_cell(row: pd.Series, column: str, side: str) -> str:
     group = row.get(f"{column}_{side}", "")
     return f"{group} ({float(row[f'{column}_{side}_d']):+.2f})" if group else ""
@@ -206,7 +231,9 @@ def fit_report(
     Reads everything from the AnnData: the provenance in ``uns[key]`` (model, parameters, training, seed, data
     hash, versions), :func:`describe_factors` (genes up and down with each factor, its best gene sets, the
     ``groupby`` groups where it is highest and lowest) and :func:`factor_diagnostics` (broad factors without a
-    gene set, overlapping factors). ``scsparse demo`` and ``scsparse fit --figures`` write their reports with it.
+    gene set, overlapping factors); a consensus fit adds how reproducible each programme is, a fit with gene sets
+    what each guided factor kept of its set (``uns[key]["guided_factors"]``). ``scsparse demo`` and
+    ``scsparse fit --figures`` write their reports with it.
 
     Parameters
     ----------
@@ -277,6 +304,7 @@ def fit_report(
         )
     lines += [*metrics, ""]
     lines += _consensus_lines(res.consensus, uns)
+    lines += _guided_lines(res.guided)
     lines += ["## Active factors" if res.active_factors else "## Factors (none is active)", ""]
     groups = ", ".join(f"`{c}_highest` / `{c}_lowest`" for c in description.attrs.get("groupby", []))
     lines.append(

@@ -125,6 +125,16 @@ def test_the_guided_factors_figure_draws_kept_dropped_and_added_genes(planted_fi
         scsparse.pl.guided_factors(plain, key="plain", show=False)
 
 
+def test_the_fit_report_says_what_each_guided_factor_kept(planted_fits):
+    adata, _, _, _, guided = planted_fits
+    target = adata.copy()
+    guided.write_results(target, key_added="guided")
+    report = scsparse.tl.fit_report(target, key="guided")
+    assert "### Factors guided by gene sets" in report
+    assert "- supported by the data: 2 of 3 sets (set0, set1)" in report
+    assert "- not supported: decoy" in report
+
+
 def test_save_and_load_keep_the_sets_and_their_prior(planted_fits, tmp_path):
     adata, _, sets, _, guided = planted_fits
     guided.save(str(tmp_path / "model"), overwrite=True)
