@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["FIGURE_NOTES", "FIGURE_REPORT", "PROG", "CLIError"]
+__all__ = ["FIGURE_NOTES", "FIGURE_REPORT", "PROG", "CLIError", "check_figure_keys", "check_fit_paths", "fit_figures"]
 
 PROG = "scsparse"
 
@@ -77,7 +77,7 @@ def _check_figures_folder(folder: Path, overwrite: bool) -> None:
         )
 
 
-def _fit_figures(adata, key: str, folder: Path, seed: int, model=None, groupby: list[str] | None = None) -> list[Path]:
+def fit_figures(adata, key: str, folder: Path, seed: int, model=None, groupby: list[str] | None = None) -> list[Path]:
     """Figures of a fit: loadings heatmap, factor UMAP, with the model the traversals of the active factors
     (``factor_responses.png``), for a multi-study fit the shared/specific overview, and ``factors.md``
     (:func:`scsparse.tl.fit_report`: settings, active factors, diagnostics and what each factor is, related to the
@@ -143,7 +143,7 @@ def _fit_figures(adata, key: str, folder: Path, seed: int, model=None, groupby: 
     return written
 
 
-def _check_fit_paths(args: argparse.Namespace, in_path: Path, out_path: Path) -> None:
+def check_fit_paths(args: argparse.Namespace, in_path: Path, out_path: Path) -> None:
     """Every path ``scsparse fit`` writes can be written, before the input is read and the model trained."""
     if out_path.exists() and not args.overwrite:
         raise CLIError(f"output file {str(out_path)!r} exists; pass --overwrite to replace it.")
@@ -159,7 +159,7 @@ def _check_fit_paths(args: argparse.Namespace, in_path: Path, out_path: Path) ->
         _check_figures_folder(Path(args.figures), args.overwrite)
 
 
-def _check_figure_keys(adata, key: str, overwrite: bool) -> None:
+def check_figure_keys(adata, key: str, overwrite: bool) -> None:
     """The keys ``--figures`` would add to the output are free (or ``--overwrite``)."""
     if "X_umap" in adata.obsm or overwrite:
         return

@@ -21,9 +21,9 @@ from types import ModuleType
 from scsparse._cli_output import (
     PROG,
     CLIError,
-    _check_figure_keys,
-    _check_fit_paths,
-    _fit_figures,
+    check_figure_keys,
+    check_fit_paths,
+    fit_figures,
 )
 
 __all__ = ["build_parser", "main"]
@@ -88,14 +88,14 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     in_path, out_path = Path(args.input), Path(args.out)
     if args.n_latent_specific is not None and args.study_key is None:
         raise CLIError("--n-latent-specific needs --study-key (the obs column naming each cell's study).")
-    _check_fit_paths(args, in_path, out_path)
+    check_fit_paths(args, in_path, out_path)
     adata = _read_h5ad(in_path)
     missing = [c for c in args.groupby or [] if c not in adata.obs.columns]
     if missing:  # before training, not after
         raise CLIError(f"--groupby: no column {missing} in the input's obs (columns: {list(adata.obs.columns)}).")
     default_key = "sparsevae" if args.study_key is None else "mssvae"
     if args.figures:
-        _check_figure_keys(adata, default_key if args.key_added is None else args.key_added, args.overwrite)
+        check_figure_keys(adata, default_key if args.key_added is None else args.key_added, args.overwrite)
     _say(args, f"{PROG} fit: {adata.n_obs} cells x {adata.n_vars} genes from {in_path}")
 
     from scsparse import tl
@@ -126,7 +126,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     active = [str(f) for f in uns["active_factors"]]
     from scsparse._io import write_h5ad
 
-    figures = _fit_figures(adata, key, Path(args.figures), args.seed, model, args.groupby) if args.figures else []
+    figures = fit_figures(adata, key, Path(args.figures), args.seed, model, args.groupby) if args.figures else []
     out_path.parent.mkdir(parents=True, exist_ok=True)
     write_h5ad(adata, out_path)  # whole or not at all: an interrupted write leaves an earlier output as it was
     written = ", ".join(f"{attr}[{name!r}]" for attr, names in model.result_keys(key).items() for name in names)
