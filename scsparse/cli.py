@@ -170,6 +170,8 @@ def _fit_options(args: argparse.Namespace) -> tuple[dict, dict]:
         train_kwargs["batch_size"] = args.batch_size
     if args.lr is not None:
         train_kwargs["lr"] = args.lr
+    if args.exact_zeros:
+        train_kwargs["exact_zeros"] = True
     return model_kwargs, train_kwargs
 
 
@@ -480,6 +482,12 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         choices=MASK_INITS,
         default=None,
         help="how W starts: 'constant' (default) or 'nmf', from an NMF of the normalised counts",
+    )
+    fit.add_argument(
+        "--exact-zeros",
+        action="store_true",
+        help="train W with exact zeros and compute the decoder on its nonzero entries only (train(exact_zeros=True)): "
+        "the same programmes, faster once the mask is sparse",
     )
     fit.add_argument(
         "--quiet",

@@ -92,12 +92,14 @@ def test_fit_that_keeps_no_factor_exits_3_and_the_rescue_options_keep_factors(in
     assert "\r" not in captured.out  # no progress bar when stdout is not a terminal
     assert ad.read_h5ad(out).uns["sparsevae"]["active_factors"].size == 0  # written all the same
     rescue = [*RESCUE, "--lr", "0.01", "--n-hidden", "32", "--mask-init", "constant", "--quiet", "--overwrite"]
+    rescue.append("--exact-zeros")
     assert main([*args, *rescue]) == 0
     assert capsys.readouterr().out == ""
     uns = ad.read_h5ad(out).uns["sparsevae"]
     assert len(uns["active_factors"]) > 0
     assert int(uns["train_params"]["batch_size"]) == 16 and int(uns["params"]["n_hidden"]) == 32
     assert float(uns["params"]["decoder_kwargs"]["w_init"]) == 1.0
+    assert bool(uns["train_params"]["plan_kwargs"]["exact_zeros"])
     for bad in (["--batch-size", "1"], ["--lr", "0"], ["--w-init", "-1"], ["--key-added", ""]):
         with pytest.raises(SystemExit):
             main([*args, *bad])
