@@ -57,9 +57,9 @@ class Consensus:
     ----------
     pip
         Consensus inclusion probabilities, genes x kept programmes (in block order): for each kept programme, the
-        share of its group's members that hold the gene (``p* > 0.5`` in that member). A gene is one of the
-        programme's genes when more than half the members hold it (``pip > 0.5``), the reading of ``p*`` everywhere
-        else in scsparse.
+        share of its group's members that hold the gene (``p* > pip_threshold`` in that member, 0.5 by default). A
+        gene is one of the programme's genes when more than half the members hold it (``pip > 0.5``), the reading of
+        ``p*`` everywhere else in scsparse.
     loadings
         Genes x kept programmes: the mean over the group's members of ``|w|`` of the genes each member holds (0 for
         a member that does not), zero outside the programme's genes. It ranks a programme's genes before the refit
@@ -67,11 +67,11 @@ class Consensus:
     table
         One row per group (:data:`CONSENSUS_COLUMNS`; the kept programmes first, in the order of ``pip``'s
         columns): ``programme`` (its label), ``block``, ``reproducibility`` (share of the restarts with a member in
-        the group), ``agreement`` (mean Jaccard index of the members' gene sets with the programme's genes),
-        ``n_members``, ``n_genes`` (``pip > 0.5``), ``n_anchor_genes`` (of those, genes in no other kept programme),
-        ``identifiable`` (kept, with at least two anchor genes: the model's identifiability condition) and
-        ``kept`` (members from at least ``min_share`` of the restarts, and at least one gene). ``factor`` is empty
-        here; a refitted model fills it with the names of its factors.
+        the group), ``agreement`` (the mean over the members of the Jaccard index of each member's genes with the
+        programme's genes), ``n_members``, ``n_genes`` (``pip > 0.5``), ``n_anchor_genes`` (of those, genes in no
+        other kept programme), ``identifiable`` (kept, with at least two anchor genes: the model's identifiability
+        condition) and ``kept`` (members from at least ``min_share`` of the restarts, and at least one gene).
+        ``factor`` is empty here; a refitted model fills it with the names of its factors.
     members
         One row per active programme of every restart (:data:`MEMBER_COLUMNS`): ``restart`` (position), ``factor``
         (that restart's factor), ``block``, ``programme`` (the group it joined, empty for an outlier), ``density``

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import logging
-import os
-import pickle
-import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -17,28 +13,10 @@ import rich.pretty  # noqa: F401 - scvi-tools' view_anndata_setup calls rich.pre
 import torch
 from anndata import AnnData
 from scvi import REGISTRY_KEYS, settings
-from scvi.data import AnnDataManager
-from scvi.data._utils import _get_adata_minify_type
-from scvi.data.fields import (
-    CategoricalJointObsField,
-    CategoricalObsField,
-    LayerField,
-    NumericalJointObsField,
-    NumericalObsField,
-)
-from scvi.model._utils import get_max_epochs_heuristic, use_distributed_sampler
 from scvi.model.base import BaseMinifiedModeModelClass, RNASeqMixin, UnsupervisedTrainingMixin, VAEMixin
 from scvi.utils import unsupported_if_adata_minified
 
-from scsparse._checks import (
-    InvalidInputError,
-    accepted_keywords,
-    check_choice,
-    check_integer,
-    check_keywords,
-    check_real,
-)
-from scsparse._io import atomic_path, temporary_name
+from scsparse._checks import InvalidInputError, accepted_keywords, check_choice, check_integer, check_keywords
 from scsparse._matrix import column_variances, get_matrix, iter_row_chunks, raw_counts_hint
 from scsparse._options import (
     COUNT_LIKELIHOODS,
@@ -52,75 +30,25 @@ from scsparse._options import (
     MaskInit,
 )
 from scsparse.module import SparseVAEModule
-from scsparse.nn import MaskedDecoder, calibrate_inverse_gamma, flush_denormals
+from scsparse.nn import MaskedDecoder, calibrate_inverse_gamma
 from scsparse.results import FactorResponse
-from scsparse.train import (
-    ACTIVE_SET_EVERY,
-    SettledStopping,
-    SparseVAETrainingPlan,
-    clean_training_output,
-    without_log_lines,
-)
+from scsparse.train import SparseVAETrainingPlan
 
-from ._base import SparseFactorMixin, unseen_categories
+from ._base import SparseFactorMixin
 from ._batch_query import BatchQueryMixin
 from ._consensus import check_consensus_options, fit_consensus
 from ._de import CheckedDEMixin
 from ._gene_sets import DEFAULT_MIN_SET_GENES, DEFAULT_SET_PRIOR, GeneSetsArgument, GuidedFactorsMixin
-from ._init import mask_start
 from ._response import factor_response
 from ._seeding import seeded
-from ._validation import (
-    SETUP_SCANS,
-    check_anndata,
-    check_batch_key,
-    check_counts,
-    check_covariates,
-    check_float32_default,
-    check_model_arguments,
-    check_precision,
-    check_train_arguments,
-)
+from ._sparsevae_io import SaveLoadMixin
+from ._sparsevae_setup import SetupMixin
+from ._sparsevae_train import TrainMixin
+from ._validation import check_counts, check_float32_default, check_model_arguments
 
 __all__ = ["SparseVAE"]
 
 logger = logging.getLogger(__name__)
-
-#: What torch raises on a saved model it cannot read (a truncated or otherwise damaged file).
-_UNREADABLE = (OSError, EOFError, RuntimeError, pickle.UnpicklingError)
-
-
-def _damaged(path: str, exc: BaseException) -> InvalidInputError:
-    return InvalidInputError(
-        f"{path} cannot be read as a saved model ({type(exc).__name__}: {exc}); the file is damaged or incomplete "
-        "(e.g. a copy or a save that was interrupted). Save the model again, or copy the folder anew."
-    )
-
-
-def _read_saved_model(path: str) -> dict[str, Any]:
-    """The saved model's dictionary (``model.pt``), or an error saying the file is damaged."""
-    try:
-        return torch.load(path, map_location="cpu", weights_only=False)
-    except _UNREADABLE as exc:
-        raise _damaged(path, exc) from exc
-
-
-def covariate_fields(
-    labels_key: str | None,
-    size_factor_key: str | None,
-    categorical_covariate_keys: list[str] | None,
-    continuous_covariate_keys: list[str] | None,
-) -> list[Any]:
-    """The scvi-tools registry fields of the labels, size factors and covariates (those given)."""
-    fields: list[Any] = [
-        CategoricalObsField(REGISTRY_KEYS.LABELS_KEY, labels_key),
-        NumericalObsField(REGISTRY_KEYS.SIZE_FACTOR_KEY, size_factor_key, required=False),
-    ]
-    if categorical_covariate_keys:
-        fields.append(CategoricalJointObsField(REGISTRY_KEYS.CAT_COVS_KEY, list(categorical_covariate_keys)))
-    if continuous_covariate_keys:
-        fields.append(NumericalJointObsField(REGISTRY_KEYS.CONT_COVS_KEY, list(continuous_covariate_keys)))
-    return fields
 
 
 class SparseVAE(
@@ -128,6 +56,9 @@ class SparseVAE(
     SparseFactorMixin,
     CheckedDEMixin,
     BatchQueryMixin,
+    SetupMixin,
+    TrainMixin,
+    SaveLoadMixin,
     RNASeqMixin,
     VAEMixin,
     UnsupervisedTrainingMixin,
@@ -357,407 +288,6 @@ class SparseVAE(
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
             yield
-
-    # ------------------------------------------------------------------ set-up
-    @classmethod
-    def setup_anndata(
-        cls,
-        adata: AnnData,
-        layer: str | None = None,
-        batch_key: str | None = None,
-        labels_key: str | None = None,
-        size_factor_key: str | None = None,
-        categorical_covariate_keys: list[str] | None = None,
-        continuous_covariate_keys: list[str] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Register an AnnData with the model.
-
-        The data are checked first: a missing layer, an empty AnnData, NaN/inf values, genes that are
-        zero in every cell, and covariate, label or size-factor columns that are missing, incomplete or (for
-        continuous ones) not finite numbers each raise an :class:`~scsparse.model.InvalidInputError` that says
-        how to fix them. Whether the values are counts is checked when the model is built, since it depends on
-        ``gene_likelihood``.
-
-        Only scvi-tools' registration keys are added to ``adata`` (``adata.uns["_scvi_uuid"]``,
-        ``adata.uns["_scvi_manager_uuid"]``, the encoded batch and label columns ``adata.obs["_scvi_batch"]`` and
-        ``adata.obs["_scvi_labels"]`` and, with covariates, their arrays in ``adata.obsm``); the data themselves
-        are not modified.
-
-        Parameters
-        ----------
-        adata
-            AnnData with cells in rows and genes in columns (dense or sparse).
-        layer
-            Layer holding the data (raw counts for count likelihoods); ``None`` uses ``adata.X``.
-        batch_key
-            Column of ``adata.obs`` with a batch covariate. It enters the decoder outside the mask, so batch
-            effects are modelled without leaking into ``W``; ``transform_batch`` decodes cells as if from one batch.
-        labels_key
-            Column of ``adata.obs`` with cell labels (registered as in scvi-tools; the model does not use them).
-        size_factor_key
-            Column of ``adata.obs`` with positive per-cell size factors replacing the observed library size.
-        categorical_covariate_keys, continuous_covariate_keys
-            Columns of ``adata.obs`` with further covariates (e.g. donor; percent mitochondrial counts). Like the
-            batch they enter the decoder outside the mask, so they explain expression without entering ``W``;
-            with ``encode_covariates=True`` the encoder sees them too.
-
-        Examples
-        --------
-        >>> scsparse.model.SparseVAE.setup_anndata(adata, layer="counts", batch_key="sample")
-        >>> scsparse.model.SparseVAE.setup_anndata(
-        ...     adata, layer="counts", batch_key="sample", categorical_covariate_keys=["donor"],
-        ...     continuous_covariate_keys=["pct_counts_mt"],
-        ... )
-        """
-        setup_method_args = cls._get_setup_method_args(**locals())
-        cls._register_anndata(
-            adata, setup_method_args, layer=layer, batch_key=batch_key, labels_key=labels_key,
-            size_factor_key=size_factor_key, categorical_covariate_keys=categorical_covariate_keys,
-            continuous_covariate_keys=continuous_covariate_keys, **kwargs,
-        )  # fmt: skip
-
-    @classmethod
-    def _register_anndata(
-        cls,
-        adata: AnnData,
-        setup_method_args: dict[str, Any],
-        *,
-        layer: str | None,
-        batch_key: str | None,
-        labels_key: str | None,
-        size_factor_key: str | None,
-        categorical_covariate_keys: list[str] | None,
-        continuous_covariate_keys: list[str] | None,
-        block_fields: Sequence[Any] = (),
-        check_blocks: Callable[[bool], None] | None = None,
-        reserved: Sequence[str] = (),
-        **kwargs: Any,
-    ) -> None:
-        """Check ``adata`` and register it with the model: the body of every model's :meth:`setup_anndata`.
-
-        A model with factor blocks (:class:`~scsparse.model.MultiStudySparseVAE`) passes the registry fields of its
-        blocks' column (``block_fields``, registered after the data's), the check of that column
-        (``check_blocks(query)``, run after the data's checks; ``query`` says whether ``adata`` is registered against
-        a reference's registry) and the columns the covariates may not reuse (``reserved``). ``kwargs`` go to
-        scvi-tools' ``register_fields``.
-        """
-        minified = _get_adata_minify_type(adata)
-        query = kwargs.get("source_registry") is not None  # a query keeps every reference gene, measured or not
-        scan = check_anndata(adata, layer, allow_zero_genes=query) if minified is None else None  # no counts: minified
-        if check_blocks is not None:
-            check_blocks(query)
-        check_batch_key(adata, batch_key)
-        check_covariates(
-            adata, categorical_covariate_keys, continuous_covariate_keys, size_factor_key, labels_key,
-            reserved=[batch_key, *reserved],
-        )  # fmt: skip
-        fields = [
-            LayerField(REGISTRY_KEYS.X_KEY, layer, is_count_data=False),
-            *block_fields,
-            CategoricalObsField(REGISTRY_KEYS.BATCH_KEY, batch_key),
-            *covariate_fields(labels_key, size_factor_key, categorical_covariate_keys, continuous_covariate_keys),
-        ]
-        if minified is not None:
-            fields += cls._get_fields_for_adata_minification(minified)
-        adata_manager = AnnDataManager(fields=fields, setup_method_args=setup_method_args)
-        adata_manager.register_fields(adata, **kwargs)
-        if scan is not None:  # the one pass over the matrix serves the count checks and the data hash
-            SETUP_SCANS.remember(adata_manager.id, adata, scan)
-        cls.register_manager(adata_manager)
-
-    def minify_adata(
-        self,
-        minified_data_type: str = "latent_posterior_parameters",
-        use_latent_qzm_key: str = "X_latent_qzm",
-        use_latent_qzv_key: str = "X_latent_qzv",
-    ) -> None:
-        """Replace the model's AnnData by a minified copy that keeps each cell's posterior instead of its counts.
-
-        As :meth:`scvi.model.base.BaseMinifiedModeModelClass.minify_adata`: the minified AnnData holds the
-        posterior means and variances of the factors (``obsm["sparsevae_latent_qzm"]`` and
-        ``obsm["sparsevae_latent_qzv"]``), the observed library sizes and an empty ``X`` (the counts are kept with
-        ``"latent_posterior_parameters_with_counts"``). The latent representation, normalised expression,
-        differential expression, posterior predictive samples and latent traversals then run from the stored
-        posterior; what needs the counts (training, held-out likelihood, orientation, writing results) refuses.
-        The posterior is computed and stored under ``use_latent_qzm_key`` / ``use_latent_qzv_key`` of the current
-        AnnData when those keys
-        are not there yet (existing ones are used as they are).
-
-        Examples
-        --------
-        >>> model.minify_adata()
-        >>> model.adata  # cells x genes, X empty, the posterior in obsm
-        >>> model.differential_expression(groupby="cell_type", group1="B")
-        """
-        if use_latent_qzm_key not in self.adata.obsm or use_latent_qzv_key not in self.adata.obsm:
-            present = [k for k in (use_latent_qzm_key, use_latent_qzv_key) if k in self.adata.obsm]
-            if present:
-                raise InvalidInputError(
-                    f"adata.obsm has {present} but not both posterior keys; give use_latent_qzm_key and "
-                    "use_latent_qzv_key that are both present, or two new keys."
-                )
-            qzm, qzv = self.get_latent_representation(return_dist=True)
-            self.adata.obsm[use_latent_qzm_key] = qzm
-            self.adata.obsm[use_latent_qzv_key] = qzv
-        super().minify_adata(minified_data_type, use_latent_qzm_key, use_latent_qzv_key)
-
-    def _covariate_sizes(self) -> dict[str, Any]:
-        """The module's ``n_cats_per_cov`` and ``n_continuous_cov`` from the registry."""
-        sizes: dict[str, Any] = {"n_cats_per_cov": [], "n_continuous_cov": 0}
-        fields = self.registry_["field_registries"]
-        if REGISTRY_KEYS.CAT_COVS_KEY in fields:
-            state = fields[REGISTRY_KEYS.CAT_COVS_KEY]["state_registry"]
-            sizes["n_cats_per_cov"] = [int(n) for n in state["n_cats_per_key"]]
-        if REGISTRY_KEYS.CONT_COVS_KEY in fields:
-            state = fields[REGISTRY_KEYS.CONT_COVS_KEY]["state_registry"]
-            sizes["n_continuous_cov"] = len(state["columns"])
-        return sizes
-
-    # ------------------------------------------------------------------ training
-    @unsupported_if_adata_minified
-    def train(
-        self,
-        max_epochs: int | None = None,
-        lr: float = 1e-2,
-        batch_size: int = 128,
-        train_size: float | None = 0.9,
-        early_stopping: bool = False,
-        stop_when_settled: bool | SettledStopping = True,
-        seed: int | None = None,
-        em_every: Literal["step", "epoch"] = "step",
-        kl_warmup_fraction: float = 0.25,
-        orient: bool = True,
-        exact_zeros: bool = False,
-        plan_kwargs: dict | None = None,
-        accelerator: str = "auto",
-        devices: int | list[int] | str = "auto",
-        strategy: str | Any = "auto",
-        datasplitter_kwargs: dict | None = None,
-        datamodule: Any = None,
-        **kwargs: Any,
-    ) -> None:
-        """Train with Adam on the per-cell ELBO and the EM update of the Spike-and-Slab Lasso prior.
-
-        Training runs on Lightning, so it scales out the way scvi-tools models do: ``accelerator="gpu",
-        devices=-1, strategy="ddp_find_unused_parameters_true"`` trains data-parallel on every GPU of a node
-        (``strategy="ddp_spawn"`` from a notebook or pytest; ``num_nodes=`` for several machines, launched
-        with ``torchrun`` or a cluster scheduler). Each replica sees ``batch_size`` cells per step, gradients
-        are averaged across replicas before each step and every replica then runs the same EM update, so
-        ``W``, ``p*`` and ``eta`` stay identical on all ranks. The model returned in the calling process holds
-        the trained weights and EM state; ``model.history`` comes from rank 0. Counts in the ``.X`` of a
-        backed AnnData (``anndata.read_h5ad(path, backed="r")``) are read minibatch by minibatch.
-
-        Parameters
-        ----------
-        max_epochs
-            Number of passes over the data; ``None`` uses scvi-tools' heuristic (fewer for more cells). It also
-            sets the KL warm-up (``kl_warmup_fraction`` of it): a lower value gives another fit, not a shorter one.
-        lr
-            Adam learning rate. The default, 1e-2, is the paper's: ``W`` starts near the spike/slab boundary and
-            its needed entries must grow past it before the EM updates pull their columns into the spike, so
-            scvi-tools' usual 1e-3 can leave every factor in the spike in a short run (measurements:
-            :doc:`/user-guide/settings`).
-        batch_size
-            Minibatch size.
-        train_size
-            Fraction of cells used for training; the rest is held out (``model.validation_indices``).
-        early_stopping
-            Stop when the validation ELBO stops improving (scvi-tools' early stopping).
-        stop_when_settled
-            Stop once the fit has settled: after the KL warm-up, the active factors, the mask's slab entries
-            (``p* > 0.5``) and the validation ELBO stopped moving for a window of epochs
-            (:class:`~scsparse.train.SettledStopping`; pass one to change its window and tolerances).
-            ``max_epochs`` is then an upper bound. ``model.history["stopping"]`` says why training stopped, and
-            a :class:`~scsparse.train.FitNotSettledWarning` says when it stopped before the fit settled.
-        seed
-            Seed for the split and training; defaults to the model's seed.
-        em_every
-            Run the EM update after every step (the paper's Algorithm 1) or every epoch.
-        kl_warmup_fraction
-            The weight of the KL term on the factors grows linearly from 0 to 1 over this fraction of
-            ``max_epochs`` (0 disables the warm-up). With the mask initialised near the spike/slab boundary,
-            the warm-up keeps the posterior from collapsing onto the prior before the needed entries of ``W``
-            have grown; the prior on ``W`` itself is never down-weighted. ``plan_kwargs["n_epochs_kl_warmup"]``
-            overrides it.
-        orient
-            Fix each factor's sign after training so that its top genes go up with it (:meth:`orient_factors`
-            with its defaults; one pass over the data). A factor's sign is otherwise arbitrary.
-        exact_zeros
-            Give ``W`` the Spike-and-Slab Lasso's exact zeros and compute the decoder on its nonzero entries only:
-            an entry whose step crosses zero stops there and stays until its data gradient outweighs its prior
-            rate; every 10 steps a check step computes the whole mask and readmits the zero entries the data call
-            back (``plan_kwargs`` ``exact_zeros`` and ``active_set_every`` of
-            :class:`~scsparse.train.SparseVAETrainingPlan`). The same programmes as the default steps, in less time
-            once the mask is sparse (:doc:`/benchmarks/speed`). Not for a query model or a consensus refit, whose
-            masks are held fixed.
-        plan_kwargs
-            Passed to :class:`~scsparse.train.SparseVAETrainingPlan` (``lr``, ``weight_decay``,
-            ``n_epochs_kl_warmup``, ``reduce_lr_on_plateau`` ...).
-        accelerator
-            Lightning accelerator: ``"auto"``, ``"cpu"``, ``"gpu"``, ``"mps"`` ...
-        devices
-            Devices per node: a number, a list of device ids, ``-1`` for all, or ``"auto"``.
-        strategy
-            Lightning strategy, e.g. ``"ddp"``, ``"ddp_spawn"``, ``"ddp_find_unused_parameters_true"`` or a
-            :class:`lightning.pytorch.strategies.DDPStrategy`. With a DDP strategy scvi-tools shards the
-            training cells over the replicas (``batch_size`` is per replica, so the effective batch is
-            ``batch_size x world size``) and turns early stopping off.
-        datamodule
-            A Lightning data module that serves the minibatches instead of the model's AnnData (scvi-tools' custom
-            dataloaders: TileDB-SOMA / CELLxGENE Census, lamindb, ``AnnbatchDataModule``); build the model with
-            ``registry=datamodule.registry``. The prior on ``W`` is scaled by the module's ``n_train`` (else
-            ``n_obs``) training cells. Without an AnnData the factors are not oriented after training.
-        datasplitter_kwargs
-            Passed to :class:`scvi.dataloaders.DataSplitter`. Under DDP ``drop_dataset_tail`` defaults to
-            ``True`` (the last few cells that do not divide evenly over the replicas are left out of that
-            epoch instead of being duplicated).
-        **kwargs
-            Passed to :meth:`scvi.model.base.UnsupervisedTrainingMixin.train` and on to the Lightning
-            ``Trainer`` (``num_nodes``, ``precision``, ``callbacks``, ``enable_progress_bar``,
-            ``load_sparse_tensor`` ...).
-
-        Warns
-        -----
-        NoActiveFactorWarning
-            When training ends with no active factor (every ``w_jk`` in the spike), which happens when the
-            prior outweighs the data: few cells or too few optimiser steps.
-
-        Examples
-        --------
-        >>> model.train(max_epochs=100)
-        >>> model.train(max_epochs=100, accelerator="gpu", devices=-1, strategy="ddp_find_unused_parameters_true")
-        """
-        n_cells = self._datamodule_cells(datamodule) if datamodule is not None else self.adata.n_obs
-        check_train_arguments(
-            n_cells=n_cells, max_epochs=max_epochs, lr=lr, batch_size=batch_size, train_size=train_size,
-            kl_warmup_fraction=kl_warmup_fraction, seed=seed,
-        )  # fmt: skip
-        check_float32_default()
-        check_precision(kwargs.get("precision"))
-        if max_epochs is None:
-            max_epochs = get_max_epochs_heuristic(n_cells)
-        warmup = max(1, round(kl_warmup_fraction * max_epochs)) if kl_warmup_fraction > 0 else None
-        plan = {"lr": lr, "n_epochs_kl_warmup": warmup, "em_every": em_every}
-        if exact_zeros:
-            plan |= {"exact_zeros": True, "active_set_every": ACTIVE_SET_EVERY}
-        if datamodule is not None and not hasattr(datamodule, "n_train"):
-            plan["n_obs_training"] = n_cells
-        plan.update(plan_kwargs or {})
-        if "lr" in (plan_kwargs or {}):
-            check_real("plan_kwargs['lr']", plan["lr"], low=0, low_open=True, fix="The default, 1e-2, suits most data.")
-        self._check_plan_kwargs(plan)
-        if datamodule is None and self.adata is not None:  # the data trained on, as they are now
-            self._check_training_data()
-        self.seed = self.seed if seed is None else int(seed)
-        self.factors_oriented_ = False
-        settle = SettledStopping.from_argument(stop_when_settled)
-        if settle is not None:
-            kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), settle]
-            if datamodule is None and (train_size is None or train_size < 1):
-                kwargs.setdefault("check_val_every_n_epoch", 1)  # the validation ELBO of every epoch
-        splitter = dict(datasplitter_kwargs or {})
-        if use_distributed_sampler(strategy):
-            splitter.setdefault("drop_dataset_tail", True)
-        self.train_kwargs_ = {
-            "max_epochs": max_epochs,
-            "batch_size": batch_size,
-            "train_size": train_size,
-            "early_stopping": early_stopping,
-            "stop_when_settled": repr(settle) if settle is not None else False,
-            "plan_kwargs": plan,
-            "accelerator": str(accelerator),
-            "devices": devices if isinstance(devices, int) else str(devices),
-            "strategy": strategy if isinstance(strategy, str) else type(strategy).__name__,
-            "orient": bool(orient) and self.adata is not None,
-            "datamodule": None if datamodule is None else type(datamodule).__name__,
-            # float sums depend on the number of threads: the same seed gives the same fit with the same count
-            "torch_threads": int(torch.get_num_threads()),
-        }
-        # scvi-tools leaves the module in evaluation mode after a fit or a load, and Lightning (>= 2.2) trains
-        # in the mode it finds: without this a second train() call, or training a loaded model, would run with
-        # dropout off and batch norm on its running statistics
-        self.module.train()
-        if not self.is_trained_:
-            self._start_mask()
-            self._start_guided_columns()
-        # the split, the minibatch order, dropout and the orientation's pass follow the model's seed; the caller's
-        # random state is kept. Denormals slow CPU training several-fold late in a fit.
-        with seeded(self.seed):
-            with flush_denormals(), clean_training_output(self._expected_training_warnings()):
-                super().train(
-                    max_epochs=max_epochs,
-                    batch_size=batch_size,
-                    train_size=train_size,
-                    early_stopping=early_stopping,
-                    plan_kwargs=plan,
-                    accelerator=accelerator,
-                    devices=devices,
-                    strategy=strategy,
-                    datasplitter_kwargs=splitter,
-                    datamodule=datamodule,
-                    **kwargs,
-                )
-            self._warn_if_no_active_factor()
-            if settle is not None:
-                self._record_stopping(settle)
-            if orient and self.adata is not None:
-                self.orient_factors(batch_size=batch_size)
-
-    def _start_mask(self) -> None:
-        """Set the initial ``W`` of ``mask_init="nmf"`` from the registered data (a model without an AnnData, built
-        from a registry for a datamodule, keeps the constant start and says so in ``mask_init_used_``).
-        """
-        self.mask_init_used_ = self.mask_init
-        if self.mask_init != "nmf":
-            return
-        if self.adata is None or self._is_query():
-            self.mask_init_used_ = "constant (no AnnData to factorise)" if self.adata is None else "reference"
-            return
-        start = mask_start(
-            self.adata, self._layer(), self.module.n_latent, counts=self.module.gene_likelihood in COUNT_LIKELIHOODS
-        )
-        with torch.no_grad():
-            self.module.decoder.W.copy_(torch.as_tensor(start, dtype=self.module.decoder.W.dtype))
-
-    @staticmethod
-    def _datamodule_cells(datamodule: Any) -> int:
-        """The number of training cells a data module serves (``n_train``, else ``n_obs``)."""
-        for name in ("n_train", "n_obs"):
-            value = getattr(datamodule, name, None)
-            if value:
-                return int(value)
-        raise InvalidInputError(
-            f"The datamodule ({type(datamodule).__name__}) has neither n_train nor n_obs, so the prior on W cannot be "
-            "scaled to the number of training cells. Give it one of them, or plan_kwargs={'n_obs_training': N}."
-        )
-
-    def _is_query(self) -> bool:
-        """Whether this model maps a query onto a reference whose parameters it keeps fixed."""
-        return bool(self.module.n_batch_frozen or getattr(self.module, "n_latent_frozen", 0))
-
-    def _check_plan_kwargs(self, plan: dict[str, Any]) -> None:
-        """Adjust or reject training-plan settings the model cannot train with (in place)."""
-        if not self._is_query():
-            return
-        plan.setdefault("weight_decay", 0.0)
-        if plan["weight_decay"]:
-            raise InvalidInputError(
-                f"A query model trains with weight_decay=0 (got {plan['weight_decay']}): weight decay would move "
-                "the reference's frozen weights. Leave plan_kwargs['weight_decay'] out."
-            )
-
-    def _expected_training_warnings(self) -> list[str]:
-        """Messages (regular expressions) of warnings this model's training raises by design, silenced in train.
-
-        Lightning's "fewer training batches than the logging interval" is one for every model: the training
-        history is logged per epoch, so there is nothing to set. A query model's reference encoder is in
-        evaluation mode on purpose, which Lightning reports.
-        """
-        expected = [r".*smaller than the logging interval.*"]
-        if self.module.n_batch_frozen:
-            expected.append(r".*module\(s\) in eval mode.*")
-        return expected
 
     @classmethod
     def consensus(
@@ -1067,84 +597,6 @@ class SparseVAE(
                 raise InvalidInputError("No held-out cells: train with train_size < 1 or pass indices=.")
         with seeded(self.seed):
             return -float(self.get_marginal_ll(adata=adata, indices=indices, n_mc_samples=n_mc_samples))
-
-    # ------------------------------------------------------------------ save / load
-    def save(
-        self,
-        dir_path: str,
-        prefix: str | None = None,
-        overwrite: bool = False,
-        save_anndata: bool = False,
-        save_kwargs: dict | None = None,
-        legacy_mudata_format: bool = False,
-        datamodule: Any = None,
-        **anndata_write_kwargs: Any,
-    ) -> None:
-        """Save the model (:meth:`scvi.model.base.BaseModelClass.save`), each file whole or not at all.
-
-        The files are written into a temporary folder beside ``dir_path`` and then moved into it one by one, so an
-        interrupted save (Ctrl+C, a full disk) leaves an earlier ``model.pt`` as it was, never a truncated one.
-        Other files in ``dir_path`` are kept.
-
-        Examples
-        --------
-        >>> model.save("my_model/", overwrite=True)
-        """
-        target = Path(dir_path)
-        if target.exists() and not overwrite:  # scvi-tools' own message
-            return super().save(dir_path, prefix=prefix, overwrite=False)
-        staging = temporary_name(target)
-        try:
-            super().save(
-                str(staging), prefix=prefix, overwrite=False, save_anndata=save_anndata, save_kwargs=save_kwargs,
-                legacy_mudata_format=legacy_mudata_format, datamodule=datamodule, **anndata_write_kwargs,
-            )  # fmt: skip
-            target.mkdir(parents=True, exist_ok=True)
-            for path in sorted(staging.iterdir()):
-                with atomic_path(target / path.name) as tmp:
-                    os.replace(path, tmp)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-
-    @classmethod
-    def load(
-        cls,
-        dir_path: str,
-        adata: AnnData | None = None,
-        accelerator: str = "auto",
-        device: int | str = "auto",
-        prefix: str | None = None,
-        backup_url: str | None = None,
-        datamodule: Any = None,
-        allowed_classes_names_list: list[str] | None = None,
-    ):
-        """Load a saved model (:meth:`scvi.model.base.BaseModelClass.load`); ``adata`` must have the genes the
-        model was trained on, in the same order (checked here, with a clear error).
-
-        Examples
-        --------
-        >>> model.save("my_model/")
-        >>> model = scsparse.model.SparseVAE.load("my_model/", adata=adata)
-        """
-        path = os.path.join(dir_path, f"{prefix or ''}model.pt")
-        saved = _read_saved_model(path) if os.path.isfile(path) else {}  # a damaged file named as such
-        if adata is not None:
-            var_names = np.asarray(saved.get("var_names", []), dtype=str)
-            if var_names.size and not np.array_equal(var_names, np.asarray(adata.var_names, dtype=str)):
-                missing = np.setdiff1d(var_names, np.asarray(adata.var_names, dtype=str))
-                raise InvalidInputError(
-                    f"The AnnData does not match the saved model: the model was trained on {var_names.size} "
-                    f"genes, the AnnData has {adata.n_vars}"
-                    + (f" and lacks {missing.size} of them (e.g. {', '.join(missing[:5])})" if missing.size else "")
-                    + ". Subset and order the genes as in training, e.g. "
-                    "`adata = adata[:, model_genes].copy()` with model_genes from the training AnnData."
-                )
-        # "File ... already downloaded": a local folder
-        with without_log_lines("scvi.data._download", "File "), unseen_categories(cls.__name__):
-            return super().load(
-                dir_path, adata=adata, accelerator=accelerator, device=device, prefix=prefix, backup_url=backup_url,
-                datamodule=datamodule, allowed_classes_names_list=allowed_classes_names_list,
-            )  # fmt: skip
 
     @unsupported_if_adata_minified
     def get_latent_library_size(

@@ -655,6 +655,32 @@ def check_study_names(studies: Sequence[str], where: str) -> None:
         )
 
 
+def check_saved_genes(adata: AnnData, source_registry: dict[str, Any] | None) -> None:
+    """``adata`` has the genes of the model whose registry it is set up against, in their order.
+
+    Run before anything is registered, so an AnnData that does not fit the saved model is left as it was.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming how many genes the model has, those ``adata`` lacks, and how to subset it.
+    """
+    if source_registry is None:
+        return
+    layer = source_registry.get("field_registries", {}).get("X", {}).get("state_registry", {})
+    var_names = np.asarray(layer.get("column_names", []), dtype=str)
+    if not var_names.size or np.array_equal(var_names, np.asarray(adata.var_names, dtype=str)):
+        return
+    missing = np.setdiff1d(var_names, np.asarray(adata.var_names, dtype=str))
+    raise InvalidInputError(
+        f"The AnnData does not match the saved model: the model was trained on {var_names.size} "
+        f"genes, the AnnData has {adata.n_vars}"
+        + (f" and lacks {missing.size} of them (e.g. {', '.join(missing[:5])})" if missing.size else "")
+        + ". Subset and order the genes as in training, e.g. "
+        "`adata = adata[:, model_genes].copy()` with model_genes from the training AnnData."
+    )
+
+
 def check_query_genes(adata: AnnData, reference_genes: Sequence[str], model_name: str) -> None:
     """A query has exactly the reference's genes in its order; otherwise say how to get there.
 

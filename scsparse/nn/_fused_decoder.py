@@ -57,9 +57,10 @@ def genes_last(out: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """``out`` ``(n_heads, B, G)``, a view in any layout, plus ``bias`` ``(n_heads, G)``, as a new contiguous tensor.
 
     The decoders compute gene by gene, so their outputs are laid out genes first; the softmax over genes and the
-    likelihood that follow run several times slower on that layout than on a contiguous one (a softmax over
-    128 x 2,000 outputs: 0.86 ms against 0.10 ms on an Intel Xeon, torch 2.13). The result never shares memory
-    with ``out``, which may be a workspace buffer. Differentiable.
+    likelihood that follow run several times slower on that layout than on a contiguous one, since each of their
+    reductions then reads memory with a stride of the batch instead of in order (measured in
+    :doc:`/benchmarks/speed`). The result never shares memory with ``out``, which may be a workspace buffer.
+    Differentiable.
 
     Examples
     --------

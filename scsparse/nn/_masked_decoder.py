@@ -269,7 +269,8 @@ class MaskedDecoder(nn.Module):
         """The CPU chunk's target size in MB: ``cache_chunk_mb``, else 8 MB per torch thread, at most 32 MB.
 
         Each of torch's threads works on its share of a chunk, so the chunk that keeps every thread's share in
-        its cache grows with the threads (on a 2-vCPU Intel Xeon: 8 MB best on one thread, 16 MB on two).
+        its cache grows with the threads; the sizes are measured ones, and a cache of another size may be served
+        better by ``cache_chunk_mb`` (:doc:`/benchmarks/speed`).
 
         Examples
         --------
@@ -542,8 +543,8 @@ class MaskedDecoder(nn.Module):
         ``w`` and ``C`` in the first layer compute it inside the first layer's product, as ``_bias_as_input``
         does for the bias, and the fused backward pass keeps its one-head form (see
         :mod:`scsparse.nn._fused_decoder`). Only while the padded input width grows by at most half: wider
-        inputs cost every product more than the term costs (on a 2-vCPU Intel Xeon, 20 factors: folding 3 or 11
-        batch columns made a step 20% faster, 30 columns 29% slower). Returns ``z``, ``w``, ``first`` and the
+        inputs make every gene's product longer, which costs more than the separate term saves (measured in
+        :doc:`/benchmarks/speed`). Returns ``z``, ``w``, ``first`` and the
         covariates' ``(B, H)`` term, ``None`` when folded or without covariates.
         """
         if cov_inputs is None:

@@ -92,12 +92,14 @@ def test_fit_that_keeps_no_factor_exits_3_and_the_rescue_options_keep_factors(in
     assert "\r" not in captured.out  # no progress bar when stdout is not a terminal
     assert ad.read_h5ad(out).uns["sparsevae"]["active_factors"].size == 0  # written all the same
     rescue = [*RESCUE, "--lr", "0.01", "--n-hidden", "32", "--mask-init", "constant", "--quiet", "--overwrite"]
+    rescue.append("--exact-zeros")
     assert main([*args, *rescue]) == 0
     assert capsys.readouterr().out == ""
     uns = ad.read_h5ad(out).uns["sparsevae"]
     assert len(uns["active_factors"]) > 0
     assert int(uns["train_params"]["batch_size"]) == 16 and int(uns["params"]["n_hidden"]) == 32
     assert float(uns["params"]["decoder_kwargs"]["w_init"]) == 1.0
+    assert bool(uns["train_params"]["plan_kwargs"]["exact_zeros"])
     for bad in (["--batch-size", "1"], ["--lr", "0"], ["--w-init", "-1"], ["--key-added", ""]):
         with pytest.raises(SystemExit):
             main([*args, *bad])
@@ -197,7 +199,7 @@ def test_fit_multistudy(counts_factory, tmp_path, capsys):
 
 
 def test_fit_figures_multistudy_umap_on_active_shared_factors(counts_factory, tmp_path):
-    from scsparse.cli import _fit_figures
+    from scsparse._cli_output import fit_figures
 
     adata = counts_factory(n_obs=150)
     adata.obs["study"] = np.where(np.arange(150) < 80, "ctrl", "stim")
@@ -213,7 +215,7 @@ def test_fit_figures_multistudy_umap_on_active_shared_factors(counts_factory, tm
     graph = {"params": {"n_neighbors": 10, "method": "umap"}}
     adata.uns["neighbors"] = graph
     adata.obsp["connectivities"] = connectivities = sp.identity(150, format="csr")
-    written = _fit_figures(adata, "mssvae", tmp_path, seed=0)  # without the model: no traversals
+    written = fit_figures(adata, "mssvae", tmp_path, seed=0)  # without the model: no traversals
     assert [w.name for w in written] == [
         "multistudy_overview.png",
         "loadings_heatmap.png",
@@ -231,7 +233,7 @@ def test_fit_figures_multistudy_umap_on_active_shared_factors(counts_factory, tm
     assert "X_umap" not in adata.obsm and adata.obsm["X_mssvae_umap"].shape == (150, 2)
     assert adata.uns["neighbors"] is graph and adata.obsp["connectivities"] is connectivities
     assert adata.uns["mssvae_neighbors"]["params"]["use_rep"] == "X_mssvae_active"
-    with_model = _fit_figures(adata, "mssvae", tmp_path / "with_model", seed=0, model=model)
+    with_model = fit_figures(adata, "mssvae", tmp_path / "with_model", seed=0, model=model)
     assert with_model[-2].name == "factor_responses.png" and with_model[-2].stat().st_size > 1000
 
 

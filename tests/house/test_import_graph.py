@@ -29,7 +29,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("scsparse.model",),
     ("scsparse.tl", "scsparse.pl"),
     ("scsparse.generic.benchmarks",),
-    ("scsparse._demo", "scsparse.cli", "scsparse.generic"),
+    ("scsparse._demo", "scsparse.cli", "scsparse._cli_output", "scsparse.generic"),
 ]
 
 

@@ -1,4 +1,5 @@
 import warnings
+from pathlib import Path
 
 import anndata as ad
 import numpy as np
@@ -114,6 +115,30 @@ def test_load_rejects_mismatched_anndata(tmp_path, counts_adata):
     other = counts_adata[:, :30].copy()
     with pytest.raises(InvalidInputError, match="does not match the saved model"):
         SparseVAE.load(tmp_path / "m", adata=other)
+
+
+def test_load_reads_the_model_file_once_and_leaves_a_mismatched_anndata_as_it_was(tmp_path, counts_adata, monkeypatch):
+    model = fit(counts_adata)
+    model.save(tmp_path / "m", overwrite=True)
+    reads = []
+    read = torch.load
+
+    def counted(path, *args, **kwargs):
+        reads.append(Path(path).name)
+        return read(path, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", counted)
+    loaded = SparseVAE.load(tmp_path / "m", adata=counts_adata)
+    assert reads == ["model.pt"]
+    np.testing.assert_array_equal(model.get_latent_representation(), loaded.get_latent_representation())
+
+    other = counts_adata[:, ::-1].copy()  # the same genes in another order
+    keys = (list(other.obs.columns), sorted(other.uns), sorted(other.obsm))
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(InvalidInputError, match="does not match"):
+        warnings.simplefilter("always")
+        SparseVAE.load(tmp_path / "m", adata=other)
+    assert (list(other.obs.columns), sorted(other.uns), sorted(other.obsm)) == keys
+    assert not [w for w in caught if "var_names" in str(w.message)]  # the error says it, once
 
 
 def test_misspelt_or_misplaced_options_are_named_before_anything_runs(counts_adata):

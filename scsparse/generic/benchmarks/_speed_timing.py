@@ -9,7 +9,10 @@ from typing import Any
 
 from lightning.pytorch.callbacks import Callback
 
-__all__ = ["EpochTimer", "sync_device", "timed_train_kwargs"]
+__all__ = ["SCVI_DEFAULT_LATENT", "EpochTimer", "sync_device", "timed_train_kwargs"]
+
+#: SCVI's default number of latent factors; the epoch section also times both models at it.
+SCVI_DEFAULT_LATENT = 10
 
 
 def sync_device(device: str) -> None:
