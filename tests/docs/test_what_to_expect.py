@@ -195,6 +195,19 @@ def test_fit_time_is_the_same_wherever_it_is_quoted(kang):
     assert quoted >= 6  # the captions, get-started and the tutorial quote it too
 
 
+def test_two_thread_fit_time_is_the_speed_records_kang_fit():
+    row = find(
+        r"\| SparseVAE \(defaults, stops when settled\) \| (\d+) \| (\d+) \| yes \| 9 \| 378\.8",
+        flat(SPEED.read_text("utf-8")),
+    )
+    for name in ("README.md", "docs/index.md"):
+        text = flat((REPO / name).read_text(encoding="utf-8"))
+        seconds, epochs = find(
+            r"With the current code it took (\d+) s on two threads .*? settled after (\d+) epochs", text
+        )
+        assert (seconds, epochs) == row, name
+
+
 def test_gpu_time_is_the_speed_records(page):
     epochs, seconds = find(r"On one NVIDIA H100, (\d+) epochs on the same cells took (\d+) s", page)
     assert f"trained {epochs} epochs on the embedded Kang data in {seconds} s" in flat(SPEED.read_text("utf-8"))
