@@ -32,7 +32,7 @@ from ._common import check_positive_int, chosen_names, quiet_training_logs, torc
 from ._pergene import per_gene_loop_copy
 from ._speed_settled import SETTLED_LATENTS, settled_rows
 from ._speed_summary import summary_lines
-from ._speed_timing import SCVI_DEFAULT_LATENT, EpochTimer, sync_device, timed_train_kwargs
+from ._speed_timing import SCVI_DEFAULT_LATENT, EpochTimer, scvi_epoch_seconds, sync_device, timed_train_kwargs
 from ._time_to_fit import TIME_TO_FIT_DATASETS, time_to_fit_rows
 
 __all__ = ["RESULT_COLUMNS", "SECTIONS", "decoder_step_flops", "run_speed", "simulate_counts"]
@@ -136,8 +136,6 @@ def _epoch_rows(
     ratios (``ratio_lowest`` and ``ratio_highest`` give their range), an epoch time the median of the rounds'.
     Both are also timed at K = :data:`SCVI_DEFAULT_LATENT` (SCVI's default) when ``n_latent`` differs from it.
     """
-    import scvi
-
     from scsparse.model import SparseVAE
 
     base = {"section": "epoch", "n_genes": adata.n_vars, "n_cells": adata.n_obs, "batch_size": batch_size}
@@ -157,12 +155,9 @@ def _epoch_rows(
         return model, timer.per_epoch()
 
     def scvi_epoch(k: int) -> float:
-        scvi.model.SCVI.setup_anndata(adata, layer="counts")
-        ref = scvi.model.SCVI(adata, n_hidden=n_hidden, n_latent=k)
-        timer = EpochTimer(device)
-        scvi.settings.seed = seed
-        ref.train(max_epochs=epochs, **timed_train_kwargs(device, batch_size, timer, scsparse_model=False))
-        return timer.per_epoch()
+        return scvi_epoch_seconds(
+            adata, n_latent=k, n_hidden=n_hidden, epochs=epochs, batch_size=batch_size, device=device, seed=seed
+        )
 
     def in_turn(k: int, suffix: str = "") -> tuple[Any, float, list[dict[str, Any]]]:
         """SparseVAE and SCVI at ``k`` factors in alternating rounds: the first model, its median epoch, rows."""

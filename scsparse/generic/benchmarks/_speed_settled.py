@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._speed_timing import EpochTimer, timed_train_kwargs
+from ._speed_timing import EpochTimer, scvi_epoch_seconds, timed_train_kwargs
 
 __all__ = ["SETTLED_LATENTS", "settled_rows", "settled_targets"]
 
@@ -73,7 +73,6 @@ def settled_rows(
     verbose
         Print one line per number of factors.
     """
-    import scvi
     import torch
 
     from scsparse.model import SparseVAE
@@ -98,12 +97,9 @@ def settled_rows(
             return timer.per_epoch()
 
         def theirs(k: int = k) -> float:
-            scvi.model.SCVI.setup_anndata(adata, layer="counts")
-            ref = scvi.model.SCVI(adata, n_hidden=n_hidden, n_latent=k)
-            timer = EpochTimer(device)
-            scvi.settings.seed = seed
-            ref.train(max_epochs=epochs, **timed_train_kwargs(device, batch_size, timer, scsparse_model=False))
-            return timer.per_epoch()
+            return scvi_epoch_seconds(
+                adata, n_latent=k, n_hidden=n_hidden, epochs=epochs, batch_size=batch_size, device=device, seed=seed
+            )
 
         every, sparse, scvi_times = [], [], []
         for _ in range(rounds):
