@@ -277,7 +277,7 @@ def test_the_house_rule_sees_a_private_import(monkeypatch, tmp_path):
         "from scsparse._io import write_csv\nfrom scsparse import _text\nimport scsparse._threads\n"
         "from scsparse.data._simulate import EQ9_FEATURE_NAMES\nfrom scsparse.model import _seeding\n"
         "from scsparse.generic.models._oivae import OIVAE\nfrom scsparse.tl import top_genes\n"
-        "from scsparse.utils import write_text\nfrom . import _report\nfrom ._common import markdown_table\n"
+        "from scsparse.utils import write_text\nfrom . import _report\nfrom ._tables import markdown_table\n"
     )
     modules = {**_modules(), "scsparse.generic.benchmarks._x": bench}
     monkeypatch.setattr(sys.modules[__name__], "_modules", lambda: modules)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from scsparse.utils import write_text
 
-from ._common import proc_status_mb
+from ._process import proc_status_mb
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData

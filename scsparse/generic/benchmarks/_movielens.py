@@ -27,21 +27,14 @@ from scsparse.generic.datasets import (
 from scsparse.generic.metrics import fold_in_evaluate
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, ArraySparseVAE, BetaVAE
 from scsparse.nn import MaskedDecoder, slab_threshold
+from scsparse.utils import check_integer, torch_threads
 
 from . import _report as report
-from ._common import (
-    PAPER_DEPTH_NOTE,
-    PAPER_HIDDEN_LAYERS,
-    best_beta,
-    best_beta_rows,
-    check_positive_int,
-    format_mean_sd,
-    markdown_table,
-    no_active_factor_note,
-    quiet_training_logs,
-    torch_threads,
-)
+from ._documents_summary import best_beta, best_beta_rows
 from ._movielens_factors import describe_factors, factor_section, write_factors
+from ._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS, no_active_factor_note
+from ._process import quiet_training_logs
+from ._tables import format_mean_sd, markdown_table
 
 __all__ = [
     "METHODS",
@@ -550,8 +543,9 @@ def run_movielens(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("movielens", out="bench_ml", quick=True)  # doctest: +SKIP
     """
-    check_positive_int("seeds", seeds)
-    check_positive_int("max_epochs", max_epochs, optional=True)
+    check_integer("seeds", seeds)
+    if max_epochs is not None:
+        check_integer("max_epochs", max_epochs)
     methods = list(METHODS if methods is None else methods)
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:

@@ -177,7 +177,7 @@ def _several_fits(made: list[StoredFit], combine, adata, method: str) -> Program
 def _fit_sparsevae_restarts(adata, budget, seed, batch_key, store: ModelStore) -> ProgrammeFit:
     from scsparse.model import select_best
 
-    from ._common import RESTART_SEED_STEP
+    from ._restarts import RESTART_SEED_STEP
 
     made = [
         store.fit_sparsevae(
@@ -201,7 +201,7 @@ def _fit_sparsevae_restarts(adata, budget, seed, batch_key, store: ModelStore) -
 def _fit_sparsevae_consensus(adata, budget, seed, batch_key, store: ModelStore) -> ProgrammeFit:
     from scsparse.model import consensus_of
 
-    from ._common import RESTART_SEED_STEP
+    from ._restarts import RESTART_SEED_STEP
 
     made = [
         store.fit_sparsevae(adata.copy(), budget.n_factors, budget.max_epochs, seed + r * RESTART_SEED_STEP, batch_key)

@@ -27,9 +27,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scsparse.utils import check_integer, torch_threads
+
 from . import _report as report
-from ._common import check_positive_int, chosen_names, quiet_training_logs, torch_threads
 from ._pergene import per_gene_loop_copy
+from ._process import quiet_training_logs
+from ._settings import chosen_names
 from ._speed_settled import SETTLED_LATENTS, settled_rows
 from ._speed_summary import summary_lines
 from ._speed_timing import SCVI_DEFAULT_LATENT, EpochTimer, scvi_epoch_seconds, sync_device, timed_train_kwargs
@@ -599,7 +602,7 @@ def run_speed(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("speed", out="bench_speed", quick=True)  # doctest: +SKIP
     """
-    check_positive_int("seeds", seeds)
+    check_integer("seeds", seeds)
     if not (device == "cpu" or device.startswith("cuda")):
         raise ValueError(f"device must be 'cpu' or 'cuda[:N]', got {device!r}")
     if device.startswith("cuda"):

@@ -27,17 +27,13 @@ import numpy as np
 import pandas as pd
 
 from scsparse.tl import predict_labels
+from scsparse.utils import check_integer, torch_threads
 
 from . import _report as report
-from ._common import (
-    PAPER_DEPTH_NOTE,
-    PAPER_HIDDEN_LAYERS,
-    check_positive_int,
-    format_mean_sd,
-    quiet_training_logs,
-    torch_threads,
-)
 from ._fits import scvi_tools_fit
+from ._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS
+from ._process import quiet_training_logs
+from ._tables import format_mean_sd
 from ._zeisel_prep import TEST_FRACTION, ZeiselData, prepare_zeisel, split_cells
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -638,8 +634,9 @@ def run_zeisel(
     """
     if seeds is None:
         seeds = 1 if quick else DEFAULT_SEEDS
-    check_positive_int("seeds", seeds)
-    check_positive_int("max_epochs", max_epochs, optional=True)
+    check_integer("seeds", seeds)
+    if max_epochs is not None:
+        check_integer("max_epochs", max_epochs)
     settings = [str(s) for s in ([settings] if isinstance(settings, str) else settings)]
     unknown = [s for s in settings if s not in SETTINGS]
     if not settings or unknown:
