@@ -262,7 +262,7 @@ def _run_in_subprocess(spec: dict[str, Any], timeout: float | None) -> dict[str,
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(spec["n_threads"])
-    code = "from scsparse.generic.benchmarks._scale import _child_main; _child_main()"
+    code = "from scsparse.generic.benchmarks._speed_scale import _child_main; _child_main()"
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", code],
