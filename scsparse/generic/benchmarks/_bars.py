@@ -704,4 +704,4 @@ def run_bars(
         w_lr=w_lr,
     )
     _write_figure(out_dir, mats, example)
-    return df.loc[:, list(RESULT_COLUMNS)]
+    return report.finish_run(df.loc[:, list(RESULT_COLUMNS)], out_dir, verbose=verbose)

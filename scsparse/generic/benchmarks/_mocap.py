@@ -545,4 +545,4 @@ def run_mocap(
     )
     if mats:
         _write_figure(out_dir, mats, group_names)
-    return df.loc[:, list(RESULT_COLUMNS)]
+    return report.finish_run(df.loc[:, list(RESULT_COLUMNS)], out_dir, verbose=verbose)

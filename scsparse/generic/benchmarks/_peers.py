@@ -46,6 +46,7 @@ from ._programme_methods import DEFAULT_METHODS, PEER_METHODS, MethodUnavailable
 from ._programme_scores import METRICS, score_fit, stability_scores
 from ._real_data import REAL_DATASETS, load_real_dataset
 from ._report import (
+    finish_run,
     make_output_dir,
     provenance,
     reference_seconds,
@@ -365,7 +366,5 @@ def run_peers(
     seconds = time.perf_counter() - start
     summary = peers_summary(df, prov, budget, quick=quick, total_seconds=seconds, n_kept=n_kept)
     write_summary(out_dir, summary)
-    if verbose:
-        print(wrote_line("peers", ["results.csv", "summary.md", *figures], out_dir=out_dir, seconds=seconds))
-    df.attrs["out_dir"] = str(out_dir)
-    return df
+    done = wrote_line("peers", ["results.csv", "summary.md", *figures], out_dir=out_dir, seconds=seconds)
+    return finish_run(df, out_dir, done, verbose=verbose)

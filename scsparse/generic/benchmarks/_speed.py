@@ -665,7 +665,7 @@ def run_speed(
         df["dataset"] = ""
     report.write_results(df, out_dir, RESULT_COLUMNS)
     report.write_summary(out_dir, summary_lines(df, prov, SECTIONS))
-    return df.loc[:, RESULT_COLUMNS]
+    return report.finish_run(df.loc[:, RESULT_COLUMNS], out_dir, verbose=verbose)
 
 
 def _scale_rows(*, device: str, batch_size: int, quick: bool, verbose: bool) -> list[dict[str, Any]]:

@@ -64,6 +64,7 @@ from ._programme_scores import score_fit
 from ._real_data import REAL_DATASETS, RealDataset, load_real_dataset
 from ._report import (
     NOT_ASSESSED_QUICK,
+    finish_run,
     make_output_dir,
     provenance,
     run_options,
@@ -672,8 +673,5 @@ def run_stability(
             consensus_programmes=programmes_df, halves=halves_df, same_seed=same_seed_df,
         ),
     )  # fmt: skip
-    if verbose:
-        print(wrote_line("stability", written, out_dir=out_dir, seconds=seconds))
-    df.attrs["out_dir"] = str(out_dir)
     df.attrs["agreement"] = agreement
-    return df
+    return finish_run(df, out_dir, wrote_line("stability", written, out_dir=out_dir, seconds=seconds), verbose=verbose)
