@@ -282,10 +282,8 @@ def resolve_settings(
     **overrides: Any,
 ) -> dict[str, Any]:
     """Settings of a document benchmark: :func:`run_settings` with ``max_epochs``, then non-``None`` ``overrides``."""
-    cfg = run_settings(defaults, quick_overrides, quick, max_epochs=max_epochs)
-    for key, value in overrides.items():
-        if value is not None:
-            cfg[key] = tuple(value) if key == "betas" else value
+    given = {k: tuple(v) if k == "betas" and v is not None else v for k, v in overrides.items()}
+    cfg = run_settings(defaults, quick_overrides, quick, given=given, max_epochs=max_epochs)
     for key in ("n_is_samples", "vocab_size"):
         check_integer(key, cfg[key])
     for key in ("n_docs", "n_eval_docs"):

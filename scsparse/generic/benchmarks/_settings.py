@@ -16,16 +16,24 @@ __all__ = [
 
 
 def run_settings(
-    defaults: Mapping[str, Any], quick_overrides: Mapping[str, Any], quick: bool, **counts: int | None
+    defaults: Mapping[str, Any],
+    quick_overrides: Mapping[str, Any],
+    quick: bool,
+    *,
+    given: Mapping[str, Any] | None = None,
+    **counts: int | None,
 ) -> dict[str, Any]:
-    """Settings of a run: ``defaults``, then ``quick_overrides`` if ``quick``, then the ``counts`` not ``None``.
+    """Settings of a run: ``defaults``, then ``quick_overrides`` if ``quick``, then the caller's values not ``None``.
 
-    Each count is checked (:func:`scsparse.utils.check_integer`, in the order given) and stored as an ``int``.
+    The ``counts`` are checked (:func:`scsparse.utils.check_integer`, in the order given) and stored as ``int``;
+    the ``given`` values after them are stored as they are (the caller checks them).
 
     Examples
     --------
     >>> run_settings({"n_hidden": 400, "lr": 0.1}, {"n_hidden": 64}, True, n_hidden=None, max_epochs=3)
     {'n_hidden': 64, 'lr': 0.1, 'max_epochs': 3}
+    >>> run_settings({"n_hidden": 400, "lr": 0.1}, {}, False, given={"lr": 0.5, "n_hidden": None})
+    {'n_hidden': 400, 'lr': 0.5}
     """
     cfg = dict(defaults)
     if quick:
@@ -33,6 +41,7 @@ def run_settings(
     for key, value in counts.items():
         if value is not None:
             cfg[key] = check_integer(key, value)
+    cfg.update({key: value for key, value in (given or {}).items() if value is not None})
     return cfg
 
 
