@@ -7,6 +7,7 @@ from scsparse.results import FactorResponse
 
 from ._consensus import Consensus, consensus_of, consensus_programmes, refit_consensus
 from ._multistudy import MultiStudySparseVAE
+from ._seeding import seeded
 from ._select import select_best
 from ._sparsevae import SparseVAE
 from ._validation import ZeroGenesWarning
@@ -23,5 +24,6 @@ __all__ = [
     "consensus_of",
     "consensus_programmes",
     "refit_consensus",
+    "seeded",
     "select_best",
 ]

@@ -495,14 +495,12 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
             gradient.
         """
         w, grad = self.decoder.W, self.decoder.W.grad
-        if grad is None:
-            grad = torch.zeros_like(w)
-        zero = w == 0
+        if grad is None:  # no gradient reached W: every sign is 0
+            return torch.stack([w.detach().clone(), torch.zeros_like(w)])
         rates = self.prior.rates() / self.prior_cells(n_obs)
         least = torch.sign(grad) * (grad.abs() - rates).clamp_min(0.0)
-        if w.grad is not None:
-            w.grad.copy_(torch.where(zero, least, grad))
-        return torch.stack([w.detach().clone(), torch.sign(torch.where(zero, least, grad))])
+        grad.copy_(torch.where(w == 0, least, grad))
+        return torch.stack([w.detach().clone(), torch.sign(grad)])
 
     @torch.no_grad()
     def zero_rule_step_(self, before: torch.Tensor) -> None:

@@ -12,7 +12,7 @@ import torch
 from scvi.module.base import LossOutput
 from scvi.train import TrainingPlan
 
-from scsparse._checks import InvalidInputError
+from scsparse._checks import InvalidInputError, check_integer
 
 __all__ = ["ACTIVE_SET_EVERY", "DIVERGENCE_FACTOR", "SparseVAETrainingPlan"]
 
@@ -30,8 +30,7 @@ def check_exact_zeros(module: Any, exact_zeros: bool, active_set_every: int | No
     if not isinstance(exact_zeros, bool):
         raise InvalidInputError(f"exact_zeros must be True or False, got {exact_zeros!r}.")
     if active_set_every is not None:
-        if isinstance(active_set_every, bool) or int(active_set_every) != active_set_every or active_set_every < 1:
-            raise InvalidInputError(f"active_set_every must be a positive integer or None, got {active_set_every!r}.")
+        check_integer("active_set_every", active_set_every, fix="Or None: every entry of W at every step.")
         if not exact_zeros:
             raise InvalidInputError(
                 "active_set_every needs exact_zeros=True: without exact zeros no entry of W leaves the active set."

@@ -8,6 +8,8 @@
 - :func:`package_versions` — the versions of Python and of the packages a result depends on, as every fit records
   them;
 - :func:`markdown_rows` — the lines of a Markdown table, as the reports write them;
+- :func:`check_integer` — an argument checked to be a whole number of at least a minimum, with an error that says
+  what to pass (:class:`~scsparse.model.InvalidInputError`, a ``ValueError``), as the models check theirs;
 - :func:`iter_row_chunks`, :func:`column_variances` — a matrix (dense, sparse or backed) read in blocks of rows,
   and its columns' variances in one pass over the blocks.
 
@@ -21,6 +23,7 @@ Examples
 array([4., 0.])
 """
 
+from scsparse._checks import check_integer
 from scsparse._io import atomic_path, save_figure, write_csv, write_h5ad, write_text
 from scsparse._matrix import column_variances, iter_row_chunks
 from scsparse._provenance import package_versions
@@ -29,6 +32,7 @@ from scsparse._threads import torch_threads
 
 __all__ = [
     "atomic_path",
+    "check_integer",
     "column_variances",
     "iter_row_chunks",
     "markdown_rows",

@@ -1,6 +1,6 @@
 import math
 
-from scsparse.generic.benchmarks._common import no_active_factor_note
+from scsparse.generic.benchmarks._paper import no_active_factor_note
 
 
 def test_no_active_factor_note_counts_fits_with_every_factor_off():
@@ -13,7 +13,7 @@ def test_no_active_factor_note_counts_fits_with_every_factor_off():
 def test_quiet_training_logs_silences_the_no_active_factor_warning_only_inside():
     import warnings
 
-    from scsparse.generic.benchmarks._common import quiet_training_logs
+    from scsparse.generic.benchmarks._process import quiet_training_logs
     from scsparse.nn import NoActiveFactorWarning, warn_no_active_factor
 
     with warnings.catch_warnings(record=True) as caught:
@@ -26,7 +26,7 @@ def test_quiet_training_logs_silences_the_no_active_factor_warning_only_inside()
 
 
 def test_slab_threshold_note_names_both_thresholds_when_lambda1_departs_from_the_paper():
-    from scsparse.generic.benchmarks._common import slab_threshold_note
+    from scsparse.generic.benchmarks._paper import slab_threshold_note
 
     assert slab_threshold_note(5.0, 0.001, paper_lambda1=0.001) == ""
     note = slab_threshold_note(5.0, 1.0, paper_lambda1=0.001)

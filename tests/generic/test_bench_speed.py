@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from scsparse.generic.benchmarks import BENCHMARKS
-from scsparse.generic.benchmarks._pergene import PerGeneLoopDecoder, per_gene_loop_copy
 from scsparse.generic.benchmarks._speed import RESULT_COLUMNS, decoder_step_flops, run_speed, simulate_counts
+from scsparse.generic.benchmarks._speed_pergene import PerGeneLoopDecoder, per_gene_loop_copy
 from scsparse.module import SparseVAEModule
 from scsparse.nn import MaskedDecoder
 
@@ -132,7 +132,11 @@ def test_settled_section_times_every_entry_the_active_set_and_scvi_in_turn(tmp_p
 
 
 def test_time_to_fit_section_reports_fits_side_by_side(tmp_path):
-    from scsparse.generic.benchmarks._time_to_fit import time_to_fit_rows, time_to_fit_summary, time_to_fit_targets
+    from scsparse.generic.benchmarks._speed_time_to_fit import (
+        time_to_fit_rows,
+        time_to_fit_summary,
+        time_to_fit_targets,
+    )
 
     df = pd.DataFrame(time_to_fit_rows(datasets=("kang",), quick=True, verbose=False))
     assert set(df["method"]) == {

@@ -10,9 +10,9 @@ from scsparse.generic.benchmarks import BENCHMARKS, run
 from scsparse.generic.benchmarks import _synthetic as syn
 from scsparse.generic.benchmarks import _synthetic_methods as syn_methods
 from scsparse.generic.benchmarks import _synthetic_summary as syn_summary
-from scsparse.generic.benchmarks._common import format_mean_sd, markdown_table
 from scsparse.generic.benchmarks._synthetic import RESULT_COLUMNS, active_units, run_synthetic, select_beta
 from scsparse.generic.benchmarks._synthetic_methods import BETA_GRID, VALIDATION_SEED, MethodOutput, split_indices
+from scsparse.generic.benchmarks._tables import format_mean_sd, markdown_table
 
 EXPECTED_COLUMNS = [
     "method",
@@ -255,7 +255,7 @@ def test_run_synthetic_rejects_bad_options(tmp_path):
         run_synthetic(tmp_path, rho=[])
     with pytest.raises(ValueError, match=r"\[-1, 1\]"):
         run_synthetic(tmp_path, rho=[1.5])
-    with pytest.raises(ValueError, match="seeds must be a positive integer"):
+    with pytest.raises(ValueError, match="seeds must be a whole number >= 1"):
         run_synthetic(tmp_path, seeds=0)
     with pytest.raises(ValueError, match="n_validation"):
         run_synthetic(tmp_path, n_validation=0)
@@ -370,7 +370,7 @@ def test_run_all_skips_benchmarks_without_data_only_when_asked(monkeypatch, tmp_
 
 def test_baselines_are_the_best_of_the_same_number_of_fits(monkeypatch):
     """Every method gets the sparse VAE's restarts, chosen by its own training objective."""
-    from scsparse.generic.benchmarks._common import RESTART_SEED_STEP
+    from scsparse.generic.benchmarks._restarts import RESTART_SEED_STEP
     from scsparse.generic.models import VAE
 
     monkeypatch.setitem(syn_methods.SYNTHETIC_SETTINGS, "n_restarts", 3)

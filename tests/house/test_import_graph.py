@@ -277,7 +277,7 @@ def test_the_house_rule_sees_a_private_import(monkeypatch, tmp_path):
         "from scsparse._io import write_csv\nfrom scsparse import _text\nimport scsparse._threads\n"
         "from scsparse.data._simulate import EQ9_FEATURE_NAMES\nfrom scsparse.model import _seeding\n"
         "from scsparse.generic.models._oivae import OIVAE\nfrom scsparse.tl import top_genes\n"
-        "from scsparse.utils import write_text\nfrom . import _report\nfrom ._common import markdown_table\n"
+        "from scsparse.utils import write_text\nfrom . import _report\nfrom ._tables import markdown_table\n"
     )
     modules = {**_modules(), "scsparse.generic.benchmarks._x": bench}
     monkeypatch.setattr(sys.modules[__name__], "_modules", lambda: modules)
@@ -383,3 +383,46 @@ def test_a_benchmark_imports_no_other_benchmark():
             if theirs is not None and theirs != mine:
                 crossings.add((mine or module, theirs))
     assert crossings == set()
+
+
+def _shared_modules_of_one_benchmark(graph: dict[str, set[str]], names: list[str]) -> list[str]:
+    """The benchmarks' modules named after no benchmark that serve fewer than two (directly or through other such
+    modules; the dispatcher, the package itself, counts as serving them all)."""
+    prefix = "scsparse.generic.benchmarks."
+    modules = [m for m in graph if m.startswith(prefix)]
+    importers = {m: [i for i in [*modules, prefix[:-1]] if m in graph.get(i, ())] for m in modules}
+
+    def served(module: str) -> set[str]:
+        found, todo, seen = set(), [module], {module}
+        while todo:
+            for importer in importers.get(todo.pop(), []):
+                if importer in seen:
+                    continue
+                seen.add(importer)
+                owner = _benchmark_of(importer, names) if importer.startswith(prefix) else "the dispatcher"
+                if owner is None:
+                    todo.append(importer)
+                else:
+                    found.add(owner)
+        return found
+
+    return sorted(m for m in modules if _benchmark_of(m, names) is None and len(served(m)) < 2)
+
+
+def test_a_shared_benchmark_module_serves_more_than_one_benchmark():
+    """A module of the benchmarks named after no benchmark is shared, so more than one benchmark uses it; a helper of
+    one benchmark carries that benchmark's name (``_speed_scale``), so the crossing rule above sees it as its own."""
+    from scsparse.generic.benchmarks import BENCHMARKS
+
+    assert _shared_modules_of_one_benchmark(_imports(), list(BENCHMARKS)) == []
+
+
+def test_the_house_rule_sees_a_helper_of_one_benchmark_named_as_shared():
+    prefix = "scsparse.generic.benchmarks."
+    graph = {
+        prefix + "_speed": {prefix + "_scale", prefix + "_tables"},
+        prefix + "_text": {prefix + "_tables"},
+        prefix + "_scale": set(),
+        prefix + "_tables": set(),
+    }
+    assert _shared_modules_of_one_benchmark(graph, ["speed", "text"]) == [prefix + "_scale"]

@@ -76,7 +76,7 @@ def test_training_objective_needs_a_trained_model(counts_adata):
 
 
 def test_best_of_restarts_seeds_and_choice(counts_adata):
-    from scsparse.generic.benchmarks._common import RESTART_SEED_STEP, best_of_restarts
+    from scsparse.generic.benchmarks._restarts import RESTART_SEED_STEP, best_of_restarts
 
     adata = counts_adata.copy()
     fits = {}
@@ -91,12 +91,12 @@ def test_best_of_restarts_seeds_and_choice(counts_adata):
     assert best is fits[min(objectives, key=objectives.get)]
     single = best_of_restarts(fit, seed=5, n_restarts=1)
     assert single is fits[5]
-    with pytest.raises(ValueError, match="n_restarts must be a positive integer"):
+    with pytest.raises(ValueError, match="n_restarts must be a whole number >= 1"):
         best_of_restarts(fit, seed=0, n_restarts=0)
 
 
 def test_best_of_restarts_with_an_objective_keeps_the_lowest():
-    from scsparse.generic.benchmarks._common import RESTART_SEED_STEP, best_of_restarts
+    from scsparse.generic.benchmarks._restarts import RESTART_SEED_STEP, best_of_restarts
 
     values = {0: 3.0, RESTART_SEED_STEP: 1.0, 2 * RESTART_SEED_STEP: 2.0}
     best = best_of_restarts(lambda seed: seed, seed=0, n_restarts=3, objective=lambda fit: values[fit])

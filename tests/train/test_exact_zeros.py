@@ -96,7 +96,7 @@ def test_exact_zeros_options_are_checked(planted):
     module = SparseVAEModule(n_input=30, n_latent=2)
     with pytest.raises(InvalidInputError, match="needs exact_zeros=True"):
         SparseVAETrainingPlan(module, active_set_every=5)
-    with pytest.raises(InvalidInputError, match="positive integer"):
+    with pytest.raises(InvalidInputError, match="active_set_every must be a whole number >= 1"):
         SparseVAETrainingPlan(module, exact_zeros=True, active_set_every=0)
     with pytest.raises(InvalidInputError, match="True or False"):
         SparseVAETrainingPlan(module, exact_zeros="yes")

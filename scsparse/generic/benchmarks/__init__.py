@@ -45,13 +45,16 @@ A benchmark's modules are ``_NAME`` and ``_NAME_*``: its settings (full and ``qu
 method, its scoring and its summary. What several benchmarks share is written once, in modules that belong to no
 benchmark, and a benchmark imports no other benchmark's modules (``tests/house`` checks it):
 
-- ``_fits`` — how SparseVAE is fitted (as a user fits it, or the papers' fixed epochs) and how a fit is measured;
-- ``_real_data``, ``_programme_fit``, ``_programme_scores`` — the real single-cell data sets, a fit read as gene
-  programmes, and how programmes are scored (``peers``, ``stability``);
-- ``_cell_scores``, ``_vae_scores``, ``_documents`` — scores of cell representations, of VAEs on held-out data,
-  and the text benchmarks' methods;
+- ``_fits`` — how SparseVAE is fitted (as a user fits it, or the papers' fixed epochs), how scvi-tools' own
+  models are fitted (seeded), and how a fit is measured; ``_restarts`` — restarts and the best of them;
+- ``_real_data``, ``_programme_fit``, ``_programme_scores`` — the real single-cell data sets and their gene
+  selection, a fit read as gene programmes, and how programmes are scored (``peers``, ``stability``);
+- ``_cell_scores``, ``_vae_scores``, ``_documents``, ``_documents_summary`` — scores of cell representations, of
+  VAEs on held-out data, and the text benchmarks' settings, methods, tables and verdicts;
+- ``_settings``, ``_process``, ``_paper`` — a run's settings and option checks; its logs, threads and memory; the
+  papers' network depth and the notes where a run departs from them;
 - ``_report`` — the one writer of ``results.csv``, ``summary.md`` (provenance head, met / not-met lines) and
-  figures; ``_common`` — settings and option checks, restarts, data preparation and the summaries' tables.
+  figures; ``_tables`` — the summaries' ``mean ± sd`` tables.
 """
 
 from __future__ import annotations

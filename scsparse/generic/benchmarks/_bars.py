@@ -34,8 +34,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from scsparse.utils import check_integer, torch_threads
+
 from . import _report as report
-from ._common import RESTART_SEED_STEP, best_of_restarts, check_positive_int, markdown_table, torch_threads
+from ._restarts import RESTART_SEED_STEP, best_of_restarts
+from ._tables import markdown_table
 
 __all__ = [
     "BARS_SETTINGS",
@@ -614,9 +617,10 @@ def run_bars(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("bars", out="bench_bars", quick=True)  # doctest: +SKIP
     """
-    check_positive_int("seeds", seeds)
-    check_positive_int("max_epochs", max_epochs, optional=True)
-    check_positive_int("n_jobs", n_jobs)
+    check_integer("seeds", seeds)
+    if max_epochs is not None:
+        check_integer("max_epochs", max_epochs)
+    check_integer("n_jobs", n_jobs)
     k_values = [int(k) for k in k_values]
     if not k_values or min(k_values) < 1:
         raise ValueError(f"k_values must be positive integers, got {k_values}")
@@ -700,4 +704,4 @@ def run_bars(
         w_lr=w_lr,
     )
     _write_figure(out_dir, mats, example)
-    return df.loc[:, list(RESULT_COLUMNS)]
+    return report.finish_run(df.loc[:, list(RESULT_COLUMNS)], out_dir, verbose=verbose)

@@ -1,8 +1,9 @@
-"""The document models of the text benchmarks: which methods, how each is built, fitted and scored.
+"""The document models of the text benchmarks: their settings, which methods, how each is built, fitted and scored.
 
 ``bench text`` (abstracts, Moran et al. 2022, Table 1b) and ``bench semisynthetic`` (LDA documents with shifted
 topic correlations, Table 2) fit the same methods with the same multinomial likelihood and score them by the same
-held-out negative log-likelihood (:data:`NLL_DEFINITION`); both take them from here.
+held-out negative log-likelihood (:data:`NLL_DEFINITION`); both take them from here, and their settings from
+:func:`resolve_settings`. Their summaries' tables and verdicts are in :mod:`._documents_summary`.
 """
 
 from __future__ import annotations
@@ -11,23 +12,29 @@ import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, ArraySparseVAE, BetaVAE
+from scsparse.utils import check_integer
 
-from ._common import check_positive_int
+from ._settings import run_settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from scsparse.generic.datasets import TextCorpus
 
 __all__ = [
     "METHOD_NAMES",
     "NLL_DEFINITION",
     "FittedMethod",
     "build_models",
+    "check_corpus",
     "entry_row",
     "fit_and_score",
     "nmf_marginal_nll",
     "resolve_run",
+    "resolve_settings",
     "score_methods",
     "unigram_nll",
 ]
@@ -227,7 +234,7 @@ def fit_and_score(entry: FittedMethod, x_train: np.ndarray, x_eval: np.ndarray, 
 
 def resolve_run(seeds: int, quick: bool, quick_max_seeds: int, methods: Sequence[str]) -> tuple[int, list[str]]:
     """Validated number of seeds (at most ``quick_max_seeds`` when ``quick``) and list of methods."""
-    check_positive_int("seeds", seeds)
+    check_integer("seeds", seeds)
     methods = list(methods)
     if not methods:
         raise ValueError(f"methods must name at least one of {list(METHOD_NAMES)}")
@@ -264,3 +271,39 @@ def score_methods(
     for entry in build_models(cfg, seed, methods):
         fit_and_score(entry, x_train, x_eval, cfg["n_is_samples"])
         yield entry, entry_row(entry, seed=seed, reference=reference, n_train=len(x_train), n_test=len(x_eval))
+
+
+# ---------------------------------------------------------------------------------------------- settings
+def resolve_settings(
+    defaults: Mapping[str, Any],
+    quick_overrides: Mapping[str, Any],
+    quick: bool,
+    max_epochs: int | None,
+    **overrides: Any,
+) -> dict[str, Any]:
+    """Settings of a document benchmark: :func:`run_settings` with ``max_epochs``, then non-``None`` ``overrides``."""
+    given = {k: tuple(v) if k == "betas" and v is not None else v for k, v in overrides.items()}
+    cfg = run_settings(defaults, quick_overrides, quick, given=given, max_epochs=max_epochs)
+    for key in ("n_is_samples", "vocab_size"):
+        check_integer(key, cfg[key])
+    for key in ("n_docs", "n_eval_docs"):
+        if cfg[key] is not None:
+            check_integer(key, cfg[key], minimum=2, fix="Or None: all of them.")
+    if not cfg["betas"] or any(b <= 0 for b in cfg["betas"]):
+        raise ValueError(f"betas must be positive numbers, got {cfg['betas']}")
+    if not cfg["lambda0"] > cfg["lambda1"] > 0:
+        raise ValueError(
+            f"lambda1 must lie in (0, lambda0 = {cfg['lambda0']:g}) (the slab wider than the spike), "
+            f"got {cfg['lambda1']}"
+        )
+    return cfg
+
+
+def check_corpus(corpus: TextCorpus, n_latent: int) -> None:
+    """Raise a ``ValueError`` when the corpus is too small for ``n_latent`` factors (NMF needs ``K <= G, N``)."""
+    if corpus.n_words < n_latent or corpus.n_docs < max(n_latent, 10):
+        raise ValueError(
+            f"The corpus has {corpus.n_docs} documents x {corpus.n_words} words: fewer words than the {n_latent} "
+            f"factors, or fewer than max({n_latent}, 10) documents. Pass a larger corpus (source=...) or a larger "
+            "vocab_size."
+        )

@@ -10,6 +10,10 @@ trains it by one of two protocols, each written once here:
   benchmark that follows a paper (``lr``, ``batch_size``, ``max_epochs``, the network and the prior), every cell
   in training, no stop (``bench multistudy``, ``bench multistudy_real``, ``bench synthetic``).
 
+scvi-tools' own models (``SCVI``, ``LinearSCVI``, ``DRVI``), the peers of several benchmarks, are fitted by
+:func:`scvi_tools_fit`: registered, built and trained inside :func:`scsparse.model.seeded`, so a peer's fit follows
+its seed and leaves the process's random state and ``scvi.settings.seed`` as they were.
+
 :func:`measured` gives the wall time and the peak resident-memory growth of a block (one fit);
 :class:`ModelStore` keeps a long run's user-style fits on disk, so that a resumed run loads them instead of fitting
 them again.
@@ -31,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from scsparse.utils import write_text
 
-from ._common import proc_status_mb
+from ._process import proc_status_mb
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
@@ -39,12 +43,14 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "MULTISTUDY_SPECIFIC",
     "ModelStore",
+    "ScviToolsFit",
     "StoredFit",
     "bias_words",
     "fit_sparsevae",
     "measured",
     "multistudy_factors",
     "paper_model_kwargs",
+    "scvi_tools_fit",
     "train_fixed_epochs",
     "user_model",
 ]
@@ -180,6 +186,59 @@ def multistudy_factors(n_latent: int) -> tuple[int, int]:
     """``K`` factors of a cell as ``(shared, specific per study)``: :data:`MULTISTUDY_SPECIFIC`, at most ``K // 4``."""
     specific = max(1, min(MULTISTUDY_SPECIFIC, n_latent // 4))
     return n_latent - specific, specific
+
+
+# ---------------------------------------------------------------------------------------------- scvi-tools' models
+@dataclass
+class ScviToolsFit:
+    """A trained scvi-tools model and the wall time of its ``train()``."""
+
+    model: Any
+    seconds: float
+
+
+@contextlib.contextmanager
+def scvi_tools_fit(
+    model_class: type,
+    adata: AnnData,
+    seed: int,
+    *,
+    setup: Mapping[str, Any] | None = None,
+    model: Mapping[str, Any] | None = None,
+    train: Mapping[str, Any] | None = None,
+) -> Iterator[ScviToolsFit]:
+    """A scvi-tools model registered, built and trained under ``seed``; the block reads it under the same seed.
+
+    ``model_class.setup_anndata(adata, **setup)``, ``model_class(adata, **model)`` and ``train(**train)`` run inside
+    :func:`scsparse.model.seeded`, and so does the block, so that what it draws from the model (a sampled
+    likelihood, interpretability scores) follows the seed too. After the block the caller's random state and
+    ``scvi.settings.seed`` are as they were.
+
+    Parameters
+    ----------
+    model_class
+        A scvi-tools model class (``scvi.model.SCVI``, ``scvi.model.LinearSCVI``, ``scvi.external.DRVI``).
+    adata
+        The data, registered with ``setup``.
+    seed
+        Seed of the weights, the split, the minibatches and the block.
+    setup, model, train
+        Keyword arguments of ``setup_anndata``, of the model and of ``train``.
+
+    Examples
+    --------
+    >>> import scvi
+    >>> with scvi_tools_fit(scvi.model.SCVI, adata, 0, setup={"layer": "counts"}, train={"max_epochs": 5}) as fit:
+    ...     z = fit.model.get_latent_representation()
+    """
+    from scsparse.model import seeded
+
+    with seeded(seed):
+        model_class.setup_anndata(adata, **(setup or {}))
+        fitted = model_class(adata, **(model or {}))
+        start = time.perf_counter()
+        fitted.train(**(train or {}))
+        yield ScviToolsFit(fitted, time.perf_counter() - start)
 
 
 # ---------------------------------------------------------------------------------------------- the papers' protocol

@@ -22,9 +22,11 @@ import pandas as pd
 import torch
 
 from scsparse.generic.models import VAE, VSC, init_observation_variance
+from scsparse.utils import check_integer, torch_threads
 
 from . import _report as report
-from ._common import check_positive_int, markdown_table, run_settings, torch_threads
+from ._settings import run_settings
+from ._tables import markdown_table
 from ._vae_scores import active_fraction, heldout_elbo
 
 __all__ = ["FMNIST_SETTINGS", "RESULT_COLUMNS", "run_fmnist"]
@@ -218,7 +220,7 @@ def run_fmnist(
 
     if likelihood not in ("bernoulli", "normal"):
         raise ValueError(f"likelihood must be 'bernoulli' or 'normal', got {likelihood!r}")
-    check_positive_int("seeds", seeds)
+    check_integer("seeds", seeds)
     cfg = run_settings(
         FMNIST_SETTINGS, QUICK_SETTINGS, quick, n_hidden=n_hidden, n_train=n_train, max_epochs=max_epochs
     )

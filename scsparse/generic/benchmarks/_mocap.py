@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse.utils import write_csv
+from scsparse.utils import check_integer, torch_threads, write_csv
 
 from . import _report as report
-from ._common import check_positive_int, markdown_table, torch_threads
+from ._tables import markdown_table
 
 __all__ = ["JOINT_NAMES", "MOCAP_SETTINGS", "RESULT_COLUMNS", "MocapSplit", "prepare_mocap", "run_mocap"]
 
@@ -449,8 +449,9 @@ def run_mocap(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("mocap", out="bench_mocap", quick=True)  # doctest: +SKIP
     """
-    check_positive_int("seeds", seeds)
-    check_positive_int("max_epochs", max_epochs, optional=True)
+    check_integer("seeds", seeds)
+    if max_epochs is not None:
+        check_integer("max_epochs", max_epochs)
     s = MOCAP_SETTINGS
     n_pool = len(s["train_trials"])
     n_trials = [int(n) for n in (n_trials if n_trials is not None else (QUICK_N_TRIALS if quick else N_TRIALS))]
@@ -544,4 +545,4 @@ def run_mocap(
     )
     if mats:
         _write_figure(out_dir, mats, group_names)
-    return df.loc[:, list(RESULT_COLUMNS)]
+    return report.finish_run(df.loc[:, list(RESULT_COLUMNS)], out_dir, verbose=verbose)

@@ -27,21 +27,15 @@ from scsparse.generic.datasets import (
 from scsparse.generic.metrics import fold_in_evaluate
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, ArraySparseVAE, BetaVAE
 from scsparse.nn import MaskedDecoder, slab_threshold
+from scsparse.utils import check_integer, torch_threads
 
 from . import _report as report
-from ._common import (
-    PAPER_DEPTH_NOTE,
-    PAPER_HIDDEN_LAYERS,
-    best_beta,
-    best_beta_rows,
-    check_positive_int,
-    format_mean_sd,
-    markdown_table,
-    no_active_factor_note,
-    quiet_training_logs,
-    torch_threads,
-)
+from ._documents_summary import best_beta, best_beta_rows
 from ._movielens_factors import describe_factors, factor_section, write_factors
+from ._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS, no_active_factor_note
+from ._process import quiet_training_logs
+from ._settings import run_settings
+from ._tables import format_mean_sd, markdown_table
 
 __all__ = [
     "METHODS",
@@ -550,35 +544,42 @@ def run_movielens(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("movielens", out="bench_ml", quick=True)  # doctest: +SKIP
     """
-    check_positive_int("seeds", seeds)
-    check_positive_int("max_epochs", max_epochs, optional=True)
+    check_integer("seeds", seeds)
+    if max_epochs is not None:
+        check_integer("max_epochs", max_epochs)
     methods = list(METHODS if methods is None else methods)
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise ValueError(f"methods must be a non-empty subset of {METHODS}; unknown: {unknown}")
-    s, q = MOVIELENS_SETTINGS, QUICK_SETTINGS
+    s = MOVIELENS_SETTINGS
     seeds = int(seeds)
-    datasets = list(datasets if datasets is not None else (q["datasets"] if quick else DATASETS))
-    epochs = int(max_epochs) if max_epochs is not None else (q["max_epochs"] if quick else s["max_epochs"])
-    n_layers = int(s["n_layers"])
+    r = run_settings(
+        {**s, "datasets": DATASETS, "n_samples": 100, "n_movies": DEFAULT_N_MOVIES, "max_users": None},
+        QUICK_SETTINGS,
+        quick,
+        given={
+            "datasets": datasets, "max_epochs": max_epochs, "n_hidden": n_hidden, "lr": lr, "betas": betas,
+            "n_samples": n_samples, "n_movies": n_movies, "max_users": max_users,
+        },
+    )  # fmt: skip
+    datasets, epochs, n_layers = list(r["datasets"]), int(r["max_epochs"]), int(s["n_layers"])
     cfg = _Config(
         n_latent=int(s["n_latent"]),
-        n_hidden=int(n_hidden if n_hidden is not None else (q["n_hidden"] if quick else s["n_hidden"])),
+        n_hidden=int(r["n_hidden"]),
         n_layers=n_layers,
         oivae_n_layers=int(oivae_n_layers) if oivae_n_layers is not None else n_layers,
-        lr=float(lr if lr is not None else (q["lr"] if quick else s["lr"])),
+        lr=float(r["lr"]),
         epochs=epochs,
         batch_size=int(s["batch_size"]),
-        betas=tuple(float(b) for b in (betas if betas is not None else (q["betas"] if quick else s["betas"]))),
-        n_samples=int(n_samples if n_samples is not None else (q["n_samples"] if quick else 100)),
+        betas=tuple(float(b) for b in r["betas"]),
+        n_samples=int(r["n_samples"]),
         w_init=None if w_init is None else float(w_init),
     )
     if cfg.n_samples < 1 or cfg.oivae_n_layers < 0 or cfg.lr <= 0 or not cfg.betas:
         raise ValueError("n_samples must be >= 1, oivae_n_layers >= 0, lr > 0 and betas non-empty.")
     if cfg.w_init is not None and not (math.isfinite(cfg.w_init) and cfg.w_init > 0):
         raise ValueError(f"w_init must be a positive number, got {w_init!r}.")
-    n_movies = int(n_movies if n_movies is not None else (q["n_movies"] if quick else DEFAULT_N_MOVIES))
-    max_users = max_users if max_users is not None else (q["max_users"] if quick else None)
+    n_movies, max_users = int(r["n_movies"]), r["max_users"]
     reduced = _reductions(cfg, quick, n_movies, max_users, seeds)
     out_dir = report.make_output_dir(out)
     options = {

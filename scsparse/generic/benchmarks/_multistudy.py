@@ -20,16 +20,9 @@ import pandas as pd
 
 from scsparse.data import MultiStudyData, simulate_multistudy
 from scsparse.results import match_pairs
+from scsparse.utils import check_integer, torch_threads
 
 from . import _report as report
-from ._common import (
-    RESTART_SEED_STEP,
-    best_of_restarts,
-    check_positive_int,
-    markdown_table,
-    quiet_training_logs,
-    torch_threads,
-)
 from ._fits import bias_words, paper_model_kwargs, train_fixed_epochs
 from ._multistudy_scoring import (
     EstimatedBlock,
@@ -38,6 +31,9 @@ from ._multistudy_scoring import (
     score_multistudy,
     true_support,
 )
+from ._process import quiet_training_logs
+from ._restarts import RESTART_SEED_STEP, best_of_restarts
+from ._tables import markdown_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
@@ -122,7 +118,7 @@ MultiStudyFitFn = Callable[[MultiStudyData, "AnnData", Mapping[str, Any], int], 
 
 
 def _fit_best(make: Callable[[int], Any], settings: Mapping[str, Any], seed: int) -> Any:
-    """Best of ``settings["n_restarts"]`` trained fits of ``make(seed)`` (:func:`._common.best_of_restarts`)."""
+    """Best of ``settings["n_restarts"]`` trained fits of ``make(seed)`` (:func:`._restarts.best_of_restarts`)."""
 
     def fit(s: int) -> Any:
         model = make(s)
@@ -571,8 +567,9 @@ def run_multistudy(
     >>> df = run("multistudy", out="bench_ms", seeds=5)  # doctest: +SKIP
     """
     seeds = (2 if quick else 5) if seeds is None else seeds
-    check_positive_int("seeds", seeds)
-    check_positive_int("max_epochs", max_epochs, optional=True)
+    check_integer("seeds", seeds)
+    if max_epochs is not None:
+        check_integer("max_epochs", max_epochs)
     seeds = int(seeds)
     base = QUICK_MULTISTUDY_SETTINGS if quick else MULTISTUDY_SETTINGS
     cfg: dict[str, Any] = {**base, "simulate": dict(base["simulate"])}

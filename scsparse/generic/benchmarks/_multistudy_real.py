@@ -12,10 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse.utils import markdown_rows
+from scsparse.utils import check_integer, markdown_rows, torch_threads
 
 from . import _report as report
-from ._common import check_positive_int, format_mean_sd, quiet_training_logs, torch_threads
 from ._fits import bias_words
 from ._multistudy_real_checks import (
     PBMC_MARKERS,
@@ -25,6 +24,8 @@ from ._multistudy_real_checks import (
     largest_confusion,
     pbmc_3batch_check,
 )
+from ._process import quiet_training_logs
+from ._tables import format_mean_sd
 
 __all__ = ["REAL_RESULT_COLUMNS", "REAL_SETTINGS", "run_multistudy_real"]
 
@@ -391,7 +392,7 @@ def run_multistudy_real(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("multistudy_real", out="bench_ms_real", seeds=1)  # doctest: +SKIP
     """
-    check_positive_int("seeds", seeds)
+    check_integer("seeds", seeds)
     unknown = sorted(set(datasets) - set(REAL_SETTINGS))
     if unknown or not datasets:
         raise ValueError(f"datasets must be a non-empty subset of {sorted(REAL_SETTINGS)}, got {list(datasets)}")

@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 
 from scsparse.generic.metrics import neighbour_agreement, random_agreement
+from scsparse.utils import torch_threads
 
 from ._cell_scores import interferon_enrichment, transfer_accuracy, transfer_predictions
-from ._common import INTERFERON_TERMS, torch_threads, variable_genes
-from ._fits import paper_model_kwargs, train_fixed_epochs
+from ._fits import paper_model_kwargs, scvi_tools_fit, train_fixed_epochs
+from ._real_data import INTERFERON_TERMS, variable_genes
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
@@ -99,24 +100,22 @@ def scvi_reference(adata: AnnData, study_key: str, settings: Mapping[str, Any], 
     from anndata import AnnData as _AnnData
 
     tmp = _AnnData(X=adata.layers["counts"].copy(), obs=adata.obs[[study_key]].copy())
-    scvi.settings.seed = seed
-    scvi.model.SCVI.setup_anndata(tmp, batch_key=study_key)
-    model = scvi.model.SCVI(
-        tmp,
-        n_latent=int(settings["n_latent_shared"]),
-        n_hidden=int(settings["n_hidden"]),
-        n_layers=int(settings["n_layers"]),
-        dropout_rate=float(settings["dropout_rate"]),
-        gene_likelihood="nb",
-    )
-    model.train(
-        max_epochs=int(settings["max_epochs"]),
-        batch_size=int(settings["batch_size"]),
-        train_size=1.0,
-        plan_kwargs={"lr": float(settings["lr"])},
-        enable_progress_bar=False,
-    )
-    return np.asarray(model.get_latent_representation(), dtype=np.float64)
+    network = {
+        "n_latent": int(settings["n_latent_shared"]),
+        "n_hidden": int(settings["n_hidden"]),
+        "n_layers": int(settings["n_layers"]),
+        "dropout_rate": float(settings["dropout_rate"]),
+        "gene_likelihood": "nb",
+    }
+    train = {
+        "max_epochs": int(settings["max_epochs"]),
+        "batch_size": int(settings["batch_size"]),
+        "train_size": 1.0,
+        "plan_kwargs": {"lr": float(settings["lr"])},
+        "enable_progress_bar": False,
+    }
+    with scvi_tools_fit(scvi.model.SCVI, tmp, seed, setup={"batch_key": study_key}, model=network, train=train) as fit:
+        return np.asarray(fit.model.get_latent_representation(), dtype=np.float64)
 
 
 def _reference_predictions(

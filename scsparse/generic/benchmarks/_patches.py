@@ -44,9 +44,11 @@ from scsparse.generic.models import (
     init_dictionary,
     sparse_coding_objective,
 )
+from scsparse.utils import check_integer, torch_threads
 
 from . import _report as report
-from ._common import check_positive_int, markdown_table, run_settings, torch_threads
+from ._settings import run_settings
+from ._tables import markdown_table
 
 __all__ = [
     "METHODS",
@@ -571,14 +573,15 @@ def run_patches(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("patches", out="bench_patches", quick=True)  # doctest: +SKIP
     """
-    check_positive_int("seeds", seeds)
+    check_integer("seeds", seeds)
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise ValueError(f"methods must be a non-empty subset of {METHODS}, got unknown {unknown}")
     cfg = run_settings(PATCH_SETTINGS, QUICK_SETTINGS, quick, n_train=n_train, n_val=n_val, n_samples=n_samples,
                        batch_size=batch_size, encoder_hidden=n_hidden, encoder_layers=n_layers,
                        fista_iters=fista_iters)  # fmt: skip
-    check_positive_int("max_epochs", max_epochs, optional=True)
+    if max_epochs is not None:
+        check_integer("max_epochs", max_epochs)
     epochs = int(max_epochs) if max_epochs is not None else int(cfg["max_epochs"])
     dev = _resolve_device(device)
     out_dir = report.make_output_dir(out)

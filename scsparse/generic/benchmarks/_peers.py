@@ -35,17 +35,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse.utils import write_text
+from scsparse.utils import check_integer, write_text
 
-from ._common import check_positive_int, chosen_names, cpu_threads, quiet_training_logs
 from ._fits import ModelStore
 from ._peers_multistudy import MULTISTUDY_METHODS, fit_multistudy_peer
 from ._peers_summary import peers_figure, peers_summary
+from ._process import cpu_threads, quiet_training_logs
 from ._programme_fit import FitBudget
 from ._programme_methods import DEFAULT_METHODS, PEER_METHODS, MethodUnavailable, fit_peer
 from ._programme_scores import METRICS, score_fit, stability_scores
 from ._real_data import REAL_DATASETS, load_real_dataset
 from ._report import (
+    finish_run,
     make_output_dir,
     provenance,
     reference_seconds,
@@ -54,6 +55,7 @@ from ._report import (
     write_summary,
     wrote_line,
 )
+from ._settings import chosen_names
 
 __all__ = ["RESULT_COLUMNS", "run_peers"]
 
@@ -323,8 +325,9 @@ def run_peers(
         When a data set is not in the local cache.
     """
     seeds = (1 if quick else 3) if seeds is None else seeds
-    check_positive_int("seeds", seeds)
-    check_positive_int("max_epochs", max_epochs, optional=True)
+    check_integer("seeds", seeds)
+    if max_epochs is not None:
+        check_integer("max_epochs", max_epochs)
     chosen_data = chosen_names(datasets, list(REAL_DATASETS), "data set(s)")
     chosen_methods = chosen_names(
         [*DEFAULT_METHODS, *MULTISTUDY_METHODS] if methods is None else methods,
@@ -363,7 +366,5 @@ def run_peers(
     seconds = time.perf_counter() - start
     summary = peers_summary(df, prov, budget, quick=quick, total_seconds=seconds, n_kept=n_kept)
     write_summary(out_dir, summary)
-    if verbose:
-        print(wrote_line("peers", ["results.csv", "summary.md", *figures], out_dir=out_dir, seconds=seconds))
-    df.attrs["out_dir"] = str(out_dir)
-    return df
+    done = wrote_line("peers", ["results.csv", "summary.md", *figures], out_dir=out_dir, seconds=seconds)
+    return finish_run(df, out_dir, done, verbose=verbose)

@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._common import markdown_table
 from ._peers_compare import (
     COSTS,
     DIGITS,
@@ -44,6 +43,7 @@ from ._programme_scores import (
 )
 from ._real_data import REAL_DATASETS
 from ._report import NOT_ASSESSED_QUICK, new_figure, save_figure, summary_head, target_verdict
+from ._tables import markdown_table
 
 __all__ = ["peers_figure", "peers_summary", "peers_targets"]
 

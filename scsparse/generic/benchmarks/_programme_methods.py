@@ -45,7 +45,7 @@ import pandas as pd
 import scipy.sparse as sp
 from anndata import AnnData
 
-from ._fits import ModelStore, StoredFit, measured
+from ._fits import ModelStore, StoredFit, measured, scvi_tools_fit
 from ._programme_fit import EQUAL_SIZES, FitBudget, ProgrammeFit, read_sparsevae
 
 __all__ = [
@@ -177,7 +177,7 @@ def _several_fits(made: list[StoredFit], combine, adata, method: str) -> Program
 def _fit_sparsevae_restarts(adata, budget, seed, batch_key, store: ModelStore) -> ProgrammeFit:
     from scsparse.model import select_best
 
-    from ._common import RESTART_SEED_STEP
+    from ._restarts import RESTART_SEED_STEP
 
     made = [
         store.fit_sparsevae(
@@ -201,7 +201,7 @@ def _fit_sparsevae_restarts(adata, budget, seed, batch_key, store: ModelStore) -
 def _fit_sparsevae_consensus(adata, budget, seed, batch_key, store: ModelStore) -> ProgrammeFit:
     from scsparse.model import consensus_of
 
-    from ._common import RESTART_SEED_STEP
+    from ._restarts import RESTART_SEED_STEP
 
     made = [
         store.fit_sparsevae(adata.copy(), budget.n_factors, budget.max_epochs, seed + r * RESTART_SEED_STEP, batch_key)
@@ -217,13 +217,15 @@ def _fit_sparsevae_consensus(adata, budget, seed, batch_key, store: ModelStore) 
 def _fit_ldvae(adata, budget, seed, batch_key, store=None) -> ProgrammeFit:
     import scvi
 
-    with measured() as m:
-        scvi.settings.seed = seed
-        scvi.model.LinearSCVI.setup_anndata(adata, layer="counts", batch_key=batch_key)
-        model = scvi.model.LinearSCVI(adata, n_latent=budget.n_factors)
-        model.train(max_epochs=budget.max_epochs, enable_progress_bar=False)
-        z = model.get_latent_representation()
-        programmes, activity = signed_programmes(model.get_loadings().to_numpy(), z, budget.n_top)
+    setup = {"layer": "counts", "batch_key": batch_key}
+    train = {"max_epochs": budget.max_epochs, "enable_progress_bar": False}
+    network = {"n_latent": budget.n_factors}
+    with (
+        measured() as m,
+        scvi_tools_fit(scvi.model.LinearSCVI, adata, seed, setup=setup, model=network, train=train) as fit,
+    ):
+        z = fit.model.get_latent_representation()
+        programmes, activity = signed_programmes(fit.model.get_loadings().to_numpy(), z, budget.n_top)
     return ProgrammeFit("LDVAE", z, programmes, activity, budget.n_factors, m["seconds"], m["peak_mb"])
 
 
@@ -284,15 +286,15 @@ def _drvi_default_n_latent() -> int:
 
 
 def _fit_drvi_model(adata, n_latent, budget, seed, batch_key, own_rule: bool) -> ProgrammeFit:
-    import scvi
-
     drvi = _drvi_class()
     n_rank = max(EQUAL_SIZES)
-    with measured() as m:
-        scvi.settings.seed = seed
-        drvi.setup_anndata(adata, layer="counts", batch_key=batch_key)
-        model = drvi(adata, n_latent=n_latent)
-        model.train(max_epochs=budget.max_epochs, enable_progress_bar=False)
+    setup = {"layer": "counts", "batch_key": batch_key}
+    train = {"max_epochs": budget.max_epochs, "enable_progress_bar": False}
+    with (
+        measured() as m,
+        scvi_tools_fit(drvi, adata, seed, setup=setup, model={"n_latent": n_latent}, train=train) as fit,
+    ):
+        model = fit.model
         z = model.get_latent_representation()
         embed = AnnData(np.asarray(z, dtype=np.float32))
         model.set_latent_dimension_stats(embed, adata=adata)

@@ -63,9 +63,8 @@ import numpy as np
 import pandas as pd
 from anndata import AnnData
 
-from ._common import INTERFERON_TERMS
 from ._programme_fit import EQUAL_SIZES, ProgrammeFit
-from ._real_data import MIN_TYPE_CELLS, RealDataset, gene_set_library, study_names
+from ._real_data import INTERFERON_TERMS, MIN_TYPE_CELLS, RealDataset, gene_set_library, study_names
 
 __all__ = [
     "DISENTANGLEMENT",

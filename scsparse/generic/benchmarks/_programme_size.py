@@ -41,9 +41,10 @@ import pandas as pd
 
 from scsparse.model import DEFAULT_MAX_PRIOR_CELLS
 from scsparse.results import match_pairs
+from scsparse.utils import check_integer
 
-from ._common import check_positive_int, chosen_names, cpu_threads, markdown_table, quiet_training_logs
 from ._fits import fit_sparsevae, measured
+from ._process import cpu_threads, quiet_training_logs
 from ._programme_size_real import REAL_SCENARIO, fit_subsample, load_subsampled_data, score_cores, subsample_sizes
 from ._report import (
     NOT_ASSESSED_QUICK,
@@ -59,6 +60,8 @@ from ._report import (
     write_summary,
     wrote_line,
 )
+from ._settings import chosen_names
+from ._tables import markdown_table
 
 __all__ = [
     "PROGRAMME_SIZE_SETTINGS",
@@ -570,8 +573,9 @@ def run_programme_size(
     >>> df = run("programme_size", out="bench_size", cells=[2000, 10000])  # doctest: +SKIP
     """
     seeds = (1 if quick else 2) if seeds is None else seeds
-    check_positive_int("seeds", seeds)
-    check_positive_int("max_epochs", max_epochs, optional=True)
+    check_integer("seeds", seeds)
+    if max_epochs is not None:
+        check_integer("max_epochs", max_epochs)
     settings = dict(QUICK_PROGRAMME_SIZE_SETTINGS if quick else PROGRAMME_SIZE_SETTINGS)
     if max_epochs is not None:
         settings["max_epochs"] = int(max_epochs)
@@ -581,7 +585,7 @@ def run_programme_size(
     if cells is not None:
         sizes = [int(n) for n in cells]
         for n in sizes:
-            check_positive_int("cells", n)
+            check_integer("cells", n)
         settings["cells"] = settings["real_cells"] = tuple(sizes)
     real_data = None
     if REAL_SCENARIO in scenarios:  # the data, and sizes it can give, before any fit

@@ -3,7 +3,7 @@ known programmes.
 
 Every data set is read from the data registry (offline copy: ``SCSPARSE_DATA_DIR``) and reduced to the same genes
 for every method: the embedded Kang PBMCs keep their 2,004 genes, Zeisel its 1,000 named genes, the others their
-2,000 most variable genes (:func:`._common.variable_genes`, per batch where there are batches).
+2,000 most variable genes (:func:`variable_genes`, per batch where there are batches).
 
 Known programmes, the biology each data set is known to hold:
 
@@ -26,11 +26,26 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 
+import numpy as np
 from anndata import AnnData
 
-from ._common import quick_subsample, variable_genes
+from scsparse.utils import torch_threads
 
-__all__ = ["MIN_TYPE_CELLS", "REAL_DATASETS", "RealDataset", "gene_set_library", "load_real_dataset", "study_names"]
+__all__ = [
+    "INTERFERON_TERMS",
+    "MIN_TYPE_CELLS",
+    "REAL_DATASETS",
+    "RealDataset",
+    "gene_set_library",
+    "load_real_dataset",
+    "quick_subsample",
+    "study_names",
+    "variable_genes",
+]
+
+#: Hallmark terms of the interferon-beta response (the known programme of the Kang data).
+INTERFERON_TERMS: tuple[str, ...] = ("HALLMARK_INTERFERON_ALPHA_RESPONSE", "HALLMARK_INTERFERON_GAMMA_RESPONSE")
+
 
 #: Labelled cell types with fewer cells are not scored for marker recovery.
 MIN_TYPE_CELLS = 10
@@ -239,3 +254,29 @@ def gene_set_library(name: str) -> dict[str, list[str]]:
         path = fetch("cellmarker_mouse", files=[rel])[rel]
         return {f"CellMarker: {k}": v for k, v in read_cellmarker(path, tissue="Brain").items()}
     raise ValueError(f"Unknown benchmark gene-set library {name!r}.")
+
+
+# ---------------------------------------------------------------------------------------------- gene selection
+def variable_genes(adata: AnnData, n_genes: int, batch_key: str | None = None) -> AnnData:
+    """The ``n_genes`` most variable genes of ``adata`` among genes seen in >= 3 cells, as a new AnnData.
+
+    :func:`scanpy.pp.highly_variable_genes` with ``flavor="seurat_v3"`` on ``layers["counts"]`` (per batch with
+    ``batch_key``).
+    """
+    import scanpy as sc
+
+    adata = adata[:, np.asarray((adata.layers["counts"] > 0).sum(0)).ravel() >= 3].copy()
+    with torch_threads(None):  # numba's OpenMP layer resets torch's thread count
+        hvg = sc.pp.highly_variable_genes(
+            adata, layer="counts", flavor="seurat_v3", n_top_genes=n_genes, batch_key=batch_key, inplace=False
+        )
+    return adata[:, np.asarray(hvg["highly_variable"], dtype=bool)].copy()
+
+
+def quick_subsample(adata: AnnData, n_genes: int, seed: int = 0, n_cells: int = 300) -> AnnData:
+    """The data of a quick smoke run: ``n_cells`` cells drawn with ``seed``, then their ``n_genes`` most variable
+    genes (:func:`variable_genes`, without batches: about 100 cells per batch are too few for per-batch loess).
+    """
+    rng = np.random.default_rng(seed)
+    adata = adata[np.sort(rng.choice(adata.n_obs, size=min(n_cells, adata.n_obs), replace=False))].copy()
+    return variable_genes(adata, min(n_genes, adata.n_vars))

@@ -5,7 +5,7 @@ The output folder and ``results.csv`` (:func:`make_output_dir`, :func:`write_res
 (:func:`summary_head`); the "met / not met" words of its targets (:func:`target_verdict`,
 :func:`count_verdict`); the file itself (:func:`write_summary`); figures (:func:`new_figure`,
 :func:`save_figure`); the end of a run (:func:`wrote_line`, :func:`finish_run`). The benchmarks import this
-module as ``report``; the tables of a summary are :mod:`._common`'s (``markdown_table``). This module imports
+module as ``report``; the tables of a summary are :mod:`._tables`'s (``markdown_table``). This module imports
 no other module of the benchmarks.
 """
 

@@ -32,26 +32,21 @@ import numpy as np
 import pandas as pd
 
 from scsparse.generic.datasets import TextCorpus, eval_subset, split_rows, text_corpus
+from scsparse.utils import torch_threads
 
 from . import _report as report
-from ._common import (
-    PAPER_DEPTH_NOTE,
-    PAPER_HIDDEN_LAYERS,
+from ._documents import METHOD_NAMES, NLL_DEFINITION, check_corpus, resolve_run, resolve_settings, score_methods
+from ._documents_summary import (
     beaten_by,
-    check_corpus,
-    markdown_table,
-    no_active_factor_note,
     paper_comparison_table,
-    quiet_training_logs,
     reduced_settings,
-    resolve_settings,
     run_labels,
-    slab_threshold_note,
-    torch_threads,
     unigram_lines,
     verdict_best,
 )
-from ._documents import METHOD_NAMES, NLL_DEFINITION, resolve_run, score_methods
+from ._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS, no_active_factor_note, slab_threshold_note
+from ._process import quiet_training_logs
+from ._tables import markdown_table
 
 __all__ = [
     "PAPER_SEMISYNTHETIC_NLL",
@@ -78,7 +73,7 @@ SEMISYNTHETIC_SETTINGS: dict[str, Any] = {
     "max_epochs": 50,
     "batch_size": 128,
     "lambda0": 5.0,
-    "lambda1": 1.0,  # Table 6: 0.01 (PAPER_SEMISYNTHETIC_LAMBDA1), see _common.slab_threshold_note
+    "lambda1": 1.0,  # Table 6: 0.01 (PAPER_SEMISYNTHETIC_LAMBDA1), see _paper.slab_threshold_note
     "betas": (2.0, 4.0, 6.0, 8.0, 16.0),
     "vsc_alpha": 0.01,
     "oivae_lambda": 1.0,
@@ -418,7 +413,7 @@ def run_semisynthetic(
         Level name -> ``sigma`` (default :data:`SHIFT_LEVELS`).
     lambda1
         Slab rate of the SparseVAE (default 1; the paper's 0.01, :data:`PAPER_SEMISYNTHETIC_LAMBDA1`, leaves no
-        factor active with scsparse's exact E-step: :func:`~scsparse.generic.benchmarks._common.slab_threshold_note`).
+        factor active with scsparse's exact E-step: :func:`~scsparse.generic.benchmarks._paper.slab_threshold_note`).
     n_docs, vocab_size, n_is_samples, n_eval_docs, betas, source
         As in :func:`~scsparse.generic.benchmarks._text.run_text`.
 

@@ -17,9 +17,11 @@ import numpy as np
 import pandas as pd
 
 from scsparse.generic.models import VAE, VSC
+from scsparse.utils import check_integer, torch_threads
 
 from . import _report as report
-from ._common import check_positive_int, markdown_table, run_settings, torch_threads
+from ._settings import run_settings
+from ._tables import markdown_table
 from ._vae_scores import active_fraction, heldout_elbo
 
 __all__ = ["RESULT_COLUMNS", "SMILEY_SETTINGS", "attribute_correlation", "run_smiley"]
@@ -209,7 +211,7 @@ def run_smiley(
     """
     from scsparse.generic.datasets import smiley
 
-    check_positive_int("seeds", seeds)
+    check_integer("seeds", seeds)
     cfg = run_settings(
         SMILEY_SETTINGS, QUICK_SETTINGS, quick, n_latent=n_latent, n_hidden=n_hidden, max_epochs=max_epochs
     )

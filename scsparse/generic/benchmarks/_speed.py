@@ -13,7 +13,7 @@ On the same simulated counts, with the same batch size and architecture:
   work a gene needs when it only computes its active factors.
 - **memory / cells** — peak memory for several numbers of genes at batch size 128 and epoch time and
   peak memory for several numbers of cells read from a backed ``.X``, each training run in a fresh
-  process (:mod:`._scale`).
+  process (:mod:`._speed_scale`).
 """
 
 from __future__ import annotations
@@ -27,13 +27,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scsparse.utils import check_integer, torch_threads
+
 from . import _report as report
-from ._common import check_positive_int, chosen_names, quiet_training_logs, torch_threads
-from ._pergene import per_gene_loop_copy
+from ._process import quiet_training_logs
+from ._settings import chosen_names
+from ._speed_pergene import per_gene_loop_copy
 from ._speed_settled import SETTLED_LATENTS, settled_rows
 from ._speed_summary import summary_lines
+from ._speed_time_to_fit import TIME_TO_FIT_DATASETS, time_to_fit_rows
 from ._speed_timing import SCVI_DEFAULT_LATENT, EpochTimer, scvi_epoch_seconds, sync_device, timed_train_kwargs
-from ._time_to_fit import TIME_TO_FIT_DATASETS, time_to_fit_rows
 
 __all__ = ["RESULT_COLUMNS", "SECTIONS", "decoder_step_flops", "run_speed", "simulate_counts"]
 
@@ -59,7 +62,7 @@ RESULT_COLUMNS = [
 def simulate_counts(n_cells: int, n_genes: int, n_programmes: int = 10, seed: int = 0):
     """Simulated counts in memory, as an AnnData with a ``"counts"`` layer (CSR; a copy in ``X``).
 
-    The same model as the on-disk counts of the scaling runs (:func:`._scale.write_simulated_h5ad`): each
+    The same model as the on-disk counts of the scaling runs (:func:`._speed_scale.write_simulated_h5ad`): each
     gene follows one of ``n_programmes`` cell programmes (``var["programme"]``) at 0.6 log-fold per sd of the
     programme, negative-binomial counts around log-normal gene means (median 0.5) and library sizes, at least
     one count in every gene and cell.
@@ -73,7 +76,7 @@ def simulate_counts(n_cells: int, n_genes: int, n_programmes: int = 10, seed: in
     import anndata as ad
     import scipy.sparse as sp
 
-    from ._scale import simulate_rows, simulation_parameters
+    from ._speed_scale import simulate_rows, simulation_parameters
 
     rng = np.random.default_rng(seed)
     gene_mean, owner = simulation_parameters(rng, n_genes, n_programmes)
@@ -576,7 +579,7 @@ def run_speed(
         cells from a backed ``.X`` (default: on in full mode, off in quick mode).
     time_to_fit
         Also time default fits on real data to the point where they stop, against SCVI's default fit, with their
-        quality (:mod:`._time_to_fit`; Kang and PBMC 3k, seed 0; default: on in full mode on the CPU, off
+        quality (:mod:`._speed_time_to_fit`; Kang and PBMC 3k, seed 0; default: on in full mode on the CPU, off
         otherwise; quick: Kang only, 300 cells).
     sections
         Sections to run, comma-separated or a list, from :data:`SECTIONS` (default: all; ``scale`` and
@@ -599,7 +602,7 @@ def run_speed(
     >>> from scsparse.generic.benchmarks import run
     >>> df = run("speed", out="bench_speed", quick=True)  # doctest: +SKIP
     """
-    check_positive_int("seeds", seeds)
+    check_integer("seeds", seeds)
     if not (device == "cpu" or device.startswith("cuda")):
         raise ValueError(f"device must be 'cpu' or 'cuda[:N]', got {device!r}")
     if device.startswith("cuda"):
@@ -662,18 +665,18 @@ def run_speed(
         df["dataset"] = ""
     report.write_results(df, out_dir, RESULT_COLUMNS)
     report.write_summary(out_dir, summary_lines(df, prov, SECTIONS))
-    return df.loc[:, RESULT_COLUMNS]
+    return report.finish_run(df.loc[:, RESULT_COLUMNS], out_dir, verbose=verbose)
 
 
 def _scale_rows(*, device: str, batch_size: int, quick: bool, verbose: bool) -> list[dict[str, Any]]:
-    """Peak memory against genes and epoch time / memory against cells (backed ``.X``), from :mod:`._scale`."""
-    from . import _scale
+    """Peak memory against genes and epoch time / memory against cells (backed ``.X``), from :mod:`._speed_scale`."""
+    from . import _speed_scale
 
     genes: Sequence[int] = (200, 400) if quick else (2_000, 5_000, 20_000)
     cells: Sequence[int] = (1_000, 2_000) if quick else (10_000, 50_000, 200_000)
     rows: list[dict[str, Any]] = []
-    g = _scale.gene_scaling(n_genes=genes, batch_size=batch_size, device=device)
-    c = _scale.cell_scaling(n_cells=cells, batch_size=batch_size, device=device)
+    g = _speed_scale.gene_scaling(n_genes=genes, batch_size=batch_size, device=device)
+    c = _speed_scale.cell_scaling(n_cells=cells, batch_size=batch_size, device=device)
     for section, frame in (("memory_genes", g), ("cells_backed", c)):
         for rec in frame.to_dict("records"):
             for metric in ("peak_memory_mb", "rss_after_import_mb", "seconds_per_epoch", "seconds_per_step"):

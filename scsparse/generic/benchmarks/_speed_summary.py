@@ -10,8 +10,8 @@ import pandas as pd
 
 from . import _report as report
 from ._speed_settled import settled_targets
+from ._speed_time_to_fit import time_to_fit_summary, time_to_fit_targets
 from ._speed_timing import SCVI_DEFAULT_LATENT
-from ._time_to_fit import time_to_fit_summary, time_to_fit_targets
 
 __all__ = ["summary_lines"]
 

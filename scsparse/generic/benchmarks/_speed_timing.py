@@ -9,6 +9,8 @@ from typing import Any
 
 from lightning.pytorch.callbacks import Callback
 
+from ._fits import scvi_tools_fit
+
 __all__ = ["SCVI_DEFAULT_LATENT", "EpochTimer", "sync_device", "timed_train_kwargs"]
 
 #: SCVI's default number of latent factors; the epoch section also times both models at it.
@@ -70,9 +72,8 @@ def scvi_epoch_seconds(
     """Median epoch time of a fresh ``scvi.model.SCVI`` trained ``epochs`` epochs on ``adata`` (the first left out)."""
     import scvi
 
-    scvi.model.SCVI.setup_anndata(adata, layer="counts")
-    ref = scvi.model.SCVI(adata, n_hidden=n_hidden, n_latent=n_latent)
     timer = EpochTimer(device)
-    scvi.settings.seed = seed
-    ref.train(max_epochs=epochs, **timed_train_kwargs(device, batch_size, timer, scsparse_model=False))
-    return timer.per_epoch()
+    network = {"n_hidden": n_hidden, "n_latent": n_latent}
+    train = {"max_epochs": epochs, **timed_train_kwargs(device, batch_size, timer, scsparse_model=False)}
+    with scvi_tools_fit(scvi.model.SCVI, adata, seed, setup={"layer": "counts"}, model=network, train=train):
+        return timer.per_epoch()

@@ -55,15 +55,16 @@ import pandas as pd
 from lightning.pytorch import Callback
 
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_agreement
-from scsparse.utils import atomic_path, write_text
+from scsparse.utils import atomic_path, check_integer, write_text
 
-from ._common import check_positive_int, chosen_names, cpu_threads, markdown_table, quiet_training_logs
 from ._fits import fit_sparsevae, measured, user_model
+from ._process import cpu_threads, quiet_training_logs
 from ._programme_fit import FitBudget, read_sparsevae
 from ._programme_scores import score_fit
 from ._real_data import REAL_DATASETS, RealDataset, load_real_dataset
 from ._report import (
     NOT_ASSESSED_QUICK,
+    finish_run,
     make_output_dir,
     provenance,
     run_options,
@@ -73,6 +74,7 @@ from ._report import (
     write_summary,
     wrote_line,
 )
+from ._settings import chosen_names
 from ._stability_consensus import (
     CONSENSUS_COLUMNS,
     REPRODUCIBILITY_COLUMNS,
@@ -82,6 +84,7 @@ from ._stability_consensus import (
 )
 from ._stability_halves import HALVES_COLUMNS, HALVES_PEERS, halves_agreement, halves_lines
 from ._stability_same_seed import SAME_SEED_COLUMNS, same_seed_agreement, same_seed_lines
+from ._tables import markdown_table
 
 __all__ = ["AGREEMENT_COLUMNS", "RESULT_COLUMNS", "VARIANTS", "Lambda0Ladder", "StabilityVariant", "run_stability"]
 
@@ -573,10 +576,11 @@ def run_stability(
         two seeds, or (``resume``) fits made with other settings.
     """
     seeds = (2 if quick else 5) if seeds is None else seeds
-    check_positive_int("seeds", seeds)
+    check_integer("seeds", seeds)
     if seeds < 2:
         raise ValueError(f"Stability needs at least 2 seeds, got {seeds}.")
-    check_positive_int("max_epochs", max_epochs, optional=True)
+    if max_epochs is not None:
+        check_integer("max_epochs", max_epochs)
     single = [n for n in REAL_DATASETS if n not in _MULTI_STUDY]
     if datasets is None:
         chosen_data = ["kang"] if quick else single
@@ -669,8 +673,5 @@ def run_stability(
             consensus_programmes=programmes_df, halves=halves_df, same_seed=same_seed_df,
         ),
     )  # fmt: skip
-    if verbose:
-        print(wrote_line("stability", written, out_dir=out_dir, seconds=seconds))
-    df.attrs["out_dir"] = str(out_dir)
     df.attrs["agreement"] = agreement
-    return df
+    return finish_run(df, out_dir, wrote_line("stability", written, out_dir=out_dir, seconds=seconds), verbose=verbose)

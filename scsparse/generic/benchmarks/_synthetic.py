@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 
 from scsparse.generic.metrics import dci_disentanglement, estimated_support, match_factors, support_confusion
-from scsparse.utils import write_csv
+from scsparse.utils import check_integer, torch_threads, write_csv
 
 from . import _report as report
-from ._common import check_positive_int, markdown_table, quiet_training_logs, torch_threads
+from ._process import quiet_training_logs
 from ._synthetic_methods import (
     ACTIVE_UNIT_THRESHOLD,
     BETA_GRID,
@@ -40,6 +40,7 @@ from ._synthetic_methods import (
     make_split,
 )
 from ._synthetic_summary import write_figure, write_figure3, write_summary
+from ._tables import markdown_table
 
 __all__ = ["RESULT_COLUMNS", "active_units", "run_synthetic", "select_beta"]
 
@@ -175,7 +176,7 @@ def select_beta(
     betas = [float(b) for b in betas]
     if not betas or any(not (b > 0 and math.isfinite(b)) for b in betas):
         raise ValueError(f"betas must be a non-empty list of positive numbers, got {betas}")
-    check_positive_int("n_validation", n_validation)
+    check_integer("n_validation", n_validation)
     rows = []
     for i in range(int(n_validation)):
         data, split = make_split(n_obs, rho, VALIDATION_SEED + i)
@@ -288,7 +289,7 @@ def run_synthetic(
     if any(not -1.0 <= r <= 1.0 for r in rhos):
         raise ValueError(f"every rho must lie in [-1, 1] (a correlation), got {rhos}")
     seeds = (1 if quick else PAPER_SEEDS) if seeds is None else seeds
-    check_positive_int("seeds", seeds)
+    check_integer("seeds", seeds)
     if isinstance(first_seed, bool) or not isinstance(first_seed, int) or first_seed < 0:
         raise ValueError(f"first_seed must be a non-negative integer, got {first_seed!r}")
     if first_seed + int(seeds) > VALIDATION_SEED:
@@ -296,7 +297,8 @@ def run_synthetic(
             f"test seeds must stay below {VALIDATION_SEED}, where beta's validation datasets start; got first_seed="
             f"{first_seed} and seeds={seeds}"
         )
-    check_positive_int("max_epochs", max_epochs, optional=True)
+    if max_epochs is not None:
+        check_integer("max_epochs", max_epochs)
     if n_latent < 2:
         raise ValueError(f"n_latent must be at least the 2 true factors, got {n_latent}")
     seeds = int(seeds)
@@ -310,7 +312,7 @@ def run_synthetic(
     betas = [float(b) for b in betas]
     if not betas:
         raise ValueError("betas must contain at least one value, e.g. betas=[2, 4, 6, 8, 16]")
-    check_positive_int("n_validation", n_validation)
+    check_integer("n_validation", n_validation)
     has_beta = any(fn is fit_beta_vae for _, fn in methods)
     out_dir = report.make_output_dir(out)
     options = {

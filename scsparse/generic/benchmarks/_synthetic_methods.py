@@ -14,8 +14,9 @@ import numpy as np
 from scsparse.data import simulate_eq9
 from scsparse.generic.datasets import split_rows
 
-from ._common import PAPER_HIDDEN_LAYERS, best_of_restarts
 from ._fits import paper_model_kwargs, train_fixed_epochs
+from ._paper import PAPER_HIDDEN_LAYERS
+from ._restarts import best_of_restarts
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
@@ -232,7 +233,7 @@ def fit_sparsevae(
     the paper's decoder without a first-layer bias (``SYNTHETIC_SETTINGS["first_bias"]``; the package's
     default has one), ``lambda0=10``, ``lambda1=1``, no dropout, Adam with ``lr=0.01``, minibatches of 100,
     every training cell used for training (``train_size=1``). Of ``n_restarts`` fits
-    (:func:`._common.best_of_restarts`) the one with the lowest training objective is kept
+    (:func:`._restarts.best_of_restarts`) the one with the lowest training objective is kept
     (:func:`scsparse.model.select_best`); the true factors play no part in the choice.
 
     Parameters

@@ -14,7 +14,8 @@ import pandas as pd
 from scsparse.data import EQ9_FEATURE_NAMES
 
 from . import _report as report
-from ._common import PAPER_DEPTH_NOTE, RESTART_SEED_STEP, markdown_table
+from ._paper import PAPER_DEPTH_NOTE
+from ._restarts import RESTART_SEED_STEP
 from ._synthetic_methods import (
     ACTIVE_UNIT_THRESHOLD,
     BETA_NAME,
@@ -37,6 +38,7 @@ from ._synthetic_methods import (
     VALIDATION_SEED,
     VSC_NAME,
 )
+from ._tables import markdown_table
 
 __all__: list[str] = []
 

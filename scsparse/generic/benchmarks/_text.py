@@ -19,33 +19,29 @@ import pandas as pd
 
 from scsparse.generic.datasets import TextCorpus, eval_subset, split_rows, text_corpus
 from scsparse.generic.models import ArrayModel, ArraySparseVAE
-from scsparse.utils import write_csv
+from scsparse.utils import torch_threads, write_csv
 
 from . import _report as report
-from ._common import (
-    PAPER_DEPTH_NOTE,
-    PAPER_HIDDEN_LAYERS,
-    beaten_by,
-    best_beta_rows,
-    check_corpus,
-    markdown_table,
-    no_active_factor_note,
-    paper_comparison_table,
-    quiet_training_logs,
-    reduced_settings,
-    resolve_settings,
-    run_labels,
-    slab_threshold_note,
-    torch_threads,
-    unigram_lines,
-    verdict_best,
-)
 from ._documents import (
     METHOD_NAMES,
     NLL_DEFINITION,
+    check_corpus,
     resolve_run,
+    resolve_settings,
     score_methods,
 )
+from ._documents_summary import (
+    beaten_by,
+    best_beta_rows,
+    paper_comparison_table,
+    reduced_settings,
+    run_labels,
+    unigram_lines,
+    verdict_best,
+)
+from ._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS, no_active_factor_note, slab_threshold_note
+from ._process import quiet_training_logs
+from ._tables import markdown_table
 
 __all__ = [
     "PAPER_TEXT_LAMBDA1",
@@ -65,7 +61,7 @@ TEXT_SETTINGS: dict[str, Any] = {
     "max_epochs": 40,
     "batch_size": 128,
     "lambda0": 5.0,
-    "lambda1": 1.0,  # Table 6: 0.001 (PAPER_TEXT_LAMBDA1), see _common.slab_threshold_note
+    "lambda1": 1.0,  # Table 6: 0.001 (PAPER_TEXT_LAMBDA1), see _paper.slab_threshold_note
     "betas": (2.0, 4.0, 6.0, 8.0, 16.0),
     "vsc_alpha": 0.01,
     "oivae_lambda": 1.0,
@@ -408,7 +404,7 @@ def run_text(
         KL weights of the beta-VAE (the paper's sweep: 2, 4, 6, 8, 16).
     lambda1
         Slab rate of the SparseVAE (default 1; the paper's 0.001, :data:`PAPER_TEXT_LAMBDA1`, leaves no factor
-        active with scsparse's exact E-step: :func:`~scsparse.generic.benchmarks._common.slab_threshold_note`).
+        active with scsparse's exact E-step: :func:`~scsparse.generic.benchmarks._paper.slab_threshold_note`).
     source
         Corpus: ``None`` for the registry's NeurIPS abstracts, a PeerRead directory, or JSONL file(s).
 

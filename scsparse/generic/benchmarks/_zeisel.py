@@ -27,16 +27,13 @@ import numpy as np
 import pandas as pd
 
 from scsparse.tl import predict_labels
+from scsparse.utils import check_integer, torch_threads
 
 from . import _report as report
-from ._common import (
-    PAPER_DEPTH_NOTE,
-    PAPER_HIDDEN_LAYERS,
-    check_positive_int,
-    format_mean_sd,
-    quiet_training_logs,
-    torch_threads,
-)
+from ._fits import scvi_tools_fit
+from ._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS
+from ._process import quiet_training_logs
+from ._tables import format_mean_sd
 from ._zeisel_prep import TEST_FRACTION, ZeiselData, prepare_zeisel, split_cells
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -256,6 +253,11 @@ def _count_adata(x: np.ndarray) -> AnnData:
 
 def _fit_scvi_model(model: Any, train_kwargs: dict[str, Any], x_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     model.train(**train_kwargs, train_size=1.0, enable_progress_bar=False)
+    return _latent_factors(model, x_test)
+
+
+def _latent_factors(model: Any, x_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The trained model's latent representation of the training cells and of ``x_test``, in eval mode."""
     model.module.eval()
     f_train = np.asarray(model.get_latent_representation(model.adata), dtype=np.float64)
     f_test = np.asarray(model.get_latent_representation(_count_adata(x_test)), dtype=np.float64)
@@ -305,16 +307,17 @@ def _fit_scvi(x_train: np.ndarray, x_test: np.ndarray, epochs: int, seed: int, s
 
     adata = _count_adata(x_train)
     t0 = time.perf_counter()
-    scvi.settings.seed = seed
-    scvi.model.SCVI.setup_anndata(adata, layer="counts")
-    model = scvi.model.SCVI(
-        adata, n_latent=s["n_latent"], n_hidden=s["n_hidden"], n_layers=s["n_layers"], gene_likelihood="nb"
-    )
-    warmup = max(1, round(0.25 * epochs))
-    plan = {"lr": s["lr"], "n_epochs_kl_warmup": warmup}
-    f_train, f_test = _fit_scvi_model(
-        model, {"max_epochs": epochs, "batch_size": s["batch_size"], "plan_kwargs": plan}, x_test
-    )
+    network = {"n_latent": s["n_latent"], "n_hidden": s["n_hidden"], "n_layers": s["n_layers"], "gene_likelihood": "nb"}
+    plan = {"lr": s["lr"], "n_epochs_kl_warmup": max(1, round(0.25 * epochs))}
+    train = {
+        "max_epochs": epochs,
+        "batch_size": s["batch_size"],
+        "plan_kwargs": plan,
+        "train_size": 1.0,
+        "enable_progress_bar": False,
+    }
+    with scvi_tools_fit(scvi.model.SCVI, adata, seed, setup={"layer": "counts"}, model=network, train=train) as fit:
+        f_train, f_test = _latent_factors(fit.model, x_test)
     return FactorOutput(f_train, f_test, time.perf_counter() - t0)
 
 
@@ -631,8 +634,9 @@ def run_zeisel(
     """
     if seeds is None:
         seeds = 1 if quick else DEFAULT_SEEDS
-    check_positive_int("seeds", seeds)
-    check_positive_int("max_epochs", max_epochs, optional=True)
+    check_integer("seeds", seeds)
+    if max_epochs is not None:
+        check_integer("max_epochs", max_epochs)
     settings = [str(s) for s in ([settings] if isinstance(settings, str) else settings)]
     unknown = [s for s in settings if s not in SETTINGS]
     if not settings or unknown:

@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from ._cell_scores import interferon_enrichment
-from ._common import INTERFERON_TERMS, quick_subsample, variable_genes
+from ._fits import scvi_tools_fit
+from ._real_data import INTERFERON_TERMS, quick_subsample, variable_genes
 
 __all__ = ["TIME_TO_FIT_DATASETS", "time_to_fit_rows", "time_to_fit_summary", "time_to_fit_targets"]
 
@@ -95,13 +96,11 @@ def _sparsevae_fit(
 def _scvi_fit(adata, seed: int, held_out: np.ndarray, max_epochs: int | None) -> dict[str, float]:
     import scvi
 
-    scvi.settings.seed = seed
-    scvi.model.SCVI.setup_anndata(adata, layer="counts")
-    model = scvi.model.SCVI(adata)
-    seconds = _timed(lambda: model.train(max_epochs=max_epochs, enable_progress_bar=False))
-    # scvi-tools returns the mean log-likelihood; its negative is the held-out NLL
-    nll = -float(model.get_marginal_ll(indices=held_out, n_mc_samples=100))
-    return {"seconds": seconds, "epochs": float(len(model.history["elbo_train"])), "heldout_nll": nll}
+    train = {"max_epochs": max_epochs, "enable_progress_bar": False}
+    with scvi_tools_fit(scvi.model.SCVI, adata, seed, setup={"layer": "counts"}, train=train) as fit:
+        # scvi-tools returns the mean log-likelihood; its negative is the held-out NLL
+        nll = -float(fit.model.get_marginal_ll(indices=held_out, n_mc_samples=100))
+    return {"seconds": fit.seconds, "epochs": float(len(fit.model.history["elbo_train"])), "heldout_nll": nll}
 
 
 def time_to_fit_rows(

@@ -30,7 +30,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._common import check_positive_int, proc_status_mb
+from scsparse.utils import check_integer
+
+from ._process import proc_status_mb
 
 __all__ = ["SCALE_COLUMNS", "cell_scaling", "gene_scaling", "write_simulated_h5ad"]
 
@@ -170,7 +172,7 @@ def _train_job(spec: dict[str, Any]) -> dict[str, Any]:
     import anndata as ad
     from lightning.pytorch.callbacks import Callback
 
-    from scsparse.generic.benchmarks._common import quiet_training_logs
+    from scsparse.generic.benchmarks._process import quiet_training_logs
     from scsparse.model import SparseVAE
 
     class StepTimer(Callback):
@@ -260,7 +262,7 @@ def _run_in_subprocess(spec: dict[str, Any], timeout: float | None) -> dict[str,
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(spec["n_threads"])
-    code = "from scsparse.generic.benchmarks._scale import _child_main; _child_main()"
+    code = "from scsparse.generic.benchmarks._speed_scale import _child_main; _child_main()"
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", code],
@@ -306,8 +308,8 @@ def _measure(
     timeout: float | None,
     verbose: bool,
 ) -> pd.DataFrame:
-    check_positive_int("batch_size", batch_size)
-    check_positive_int("epochs", epochs)
+    check_integer("batch_size", batch_size)
+    check_integer("epochs", epochs)
     if not (device == "cpu" or device.startswith("cuda")):
         raise ValueError(f"device must be 'cpu' or 'cuda[:i]', got {device!r}.")
     rows = []
@@ -421,7 +423,7 @@ def gene_scaling(
     >>> df = gene_scaling(n_genes=(2_000, 20_000), batch_size=128)  # doctest: +SKIP
     >>> df[["n_genes", "peak_memory_mb", "seconds_per_step"]]  # doctest: +SKIP
     """
-    check_positive_int("n_cells", n_cells)
+    check_integer("n_cells", n_cells)
     sizes = [(int(n_cells), g) for g in _check_sizes("n_genes", n_genes)]
     return _measure(
         "genes",
@@ -489,7 +491,7 @@ def cell_scaling(
     >>> df = cell_scaling(n_cells=(10_000, 200_000))  # doctest: +SKIP
     >>> df["peak_memory_mb"].iloc[-1] / df["peak_memory_mb"].iloc[0]  # doctest: +SKIP
     """
-    check_positive_int("n_genes", n_genes)
+    check_integer("n_genes", n_genes)
     sizes = [(n, int(n_genes)) for n in _check_sizes("n_cells", n_cells)]
     return _measure(
         "cells",
