@@ -1,3 +1,4 @@
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -156,3 +157,34 @@ def test_time_to_fit_section_reports_fits_side_by_side(tmp_path):
     targets = dict((text.split(":")[0], ok) for ok, text in time_to_fit_targets(df))
     assert targets["Kang with defaults settles in under 5 minutes"] is False  # 20 epochs cannot settle
     assert "Kang with exact zeros and the active set faster than SCVI's default fit" in targets
+
+
+def test_consensus_section_times_a_consensus_against_one_fit():
+    from scsparse.generic.benchmarks._speed_consensus import (
+        QUICK_EPOCHS,
+        consensus_rows,
+        consensus_summary,
+        consensus_targets,
+    )
+
+    df = pd.DataFrame(consensus_rows(datasets=("kang",), quick=True, verbose=False))
+    assert set(df["method"]) == {"SparseVAE (defaults), R = 1", "SparseVAE.consensus, R = 2"}
+    values = df.set_index(["method", "metric"])["value"]
+    single, pair = values["SparseVAE (defaults), R = 1"], values["SparseVAE.consensus, R = 2"]
+    assert single["ratio_to_single"] == 1.0
+    assert pair["seconds"] > 0 and pair["ratio_to_single"] == pytest.approx(pair["seconds"] / single["seconds"])
+    assert pair["seconds_per_restart"] == pytest.approx(pair["seconds"] / 2)
+    assert single["restart_epochs"] <= QUICK_EPOCHS and pair["restart_epochs"] <= QUICK_EPOCHS
+    assert np.isnan(single["refit_epochs"]) and 1 <= pair["refit_epochs"] <= QUICK_EPOCHS
+    lines = consensus_summary(df)
+    assert any(line.startswith("### kang (300 cells x 200 genes)") for line in lines)
+    ((ok, text),) = consensus_targets(df)
+    assert ok == (pair["ratio_to_single"] <= 5.0) and "a consensus of 2 restarts" in text
+
+
+def test_a_full_run_leaves_the_consensus_section_out_unless_named():
+    from scsparse.generic.benchmarks._speed import SECTIONS, chosen_sections
+
+    assert "consensus" not in chosen_sections(None, quick=False)  # about 25 single fits
+    assert chosen_sections(None, quick=True) == set(SECTIONS)
+    assert chosen_sections("consensus,epoch", quick=False) == {"consensus", "epoch"}

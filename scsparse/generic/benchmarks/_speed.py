@@ -32,6 +32,7 @@ from scsparse.utils import check_integer, torch_threads
 from . import _report as report
 from ._process import quiet_training_logs
 from ._settings import chosen_names
+from ._speed_consensus import consensus_rows
 from ._speed_pergene import per_gene_loop_copy
 from ._speed_settled import SETTLED_LATENTS, settled_rows
 from ._speed_summary import summary_lines
@@ -41,7 +42,9 @@ from ._speed_timing import SCVI_DEFAULT_LATENT, EpochTimer, scvi_epoch_seconds, 
 __all__ = ["RESULT_COLUMNS", "SECTIONS", "decoder_step_flops", "run_speed", "simulate_counts"]
 
 #: The sections of the benchmark, in the order they run (``epoch`` includes the training step against the loop).
-SECTIONS: list[str] = ["epoch", "flops", "sparsity", "settled", "scale", "time_to_fit"]
+SECTIONS: list[str] = ["epoch", "flops", "sparsity", "settled", "scale", "time_to_fit", "consensus"]
+#: Sections a full run leaves out unless named (``consensus`` takes about 25 single fits); quick runs run them all.
+NAMED_ONLY: frozenset[str] = frozenset({"consensus"})
 
 #: Columns of ``results.csv`` (long format: one measurement per row).
 RESULT_COLUMNS = [
@@ -530,6 +533,20 @@ def _simulated_rows(
     return rows
 
 
+def chosen_sections(sections: str | Sequence[str] | None, quick: bool) -> set[str]:
+    """The sections a run chose: those named, else every one (a full run leaves out :data:`NAMED_ONLY`).
+
+    Examples
+    --------
+    >>> sorted(chosen_sections(None, quick=False)) == sorted(set(SECTIONS) - NAMED_ONLY)
+    True
+    >>> chosen_sections("consensus", quick=False)
+    {'consensus'}
+    """
+    chosen = set(chosen_names(sections, SECTIONS, "section(s)"))
+    return chosen - NAMED_ONLY if sections is None and not quick else chosen
+
+
 def run_speed(
     out: str | Path,
     *,
@@ -582,11 +599,14 @@ def run_speed(
         quality (:mod:`._speed_time_to_fit`; Kang and PBMC 3k, seed 0; default: on in full mode on the CPU, off
         otherwise; quick: Kang only, 300 cells).
     sections
-        Sections to run, comma-separated or a list, from :data:`SECTIONS` (default: all; ``scale`` and
-        ``time_to_fit`` as ``scale`` and ``time_to_fit`` say). ``settled``: epochs once the mask has settled, every
-        entry against the active set against SCVI, at K = 10, 20 and 40 (:mod:`._speed_settled`).
+        Sections to run, comma-separated or a list, from :data:`SECTIONS` (default: all but ``consensus`` in a full
+        run, all in a quick one; ``scale`` and ``time_to_fit`` as ``scale`` and ``time_to_fit`` say). ``settled``:
+        epochs once the mask has settled, every entry against the active set against SCVI, at K = 10, 20 and 40
+        (:mod:`._speed_settled`). ``consensus``: the wall time of a consensus of 5 and 20 restarts against a single
+        fit, on the ``datasets`` (:mod:`._speed_consensus`).
     datasets
-        Data sets of the time-to-fit section, comma-separated or a list (default: Kang and PBMC 3k; quick: Kang).
+        Data sets of the time-to-fit section, comma-separated or a list (default: Kang and PBMC 3k; quick: Kang),
+        and of the consensus section (default: Kang).
     n_threads
         Torch threads (default 1; ``None`` leaves torch's setting).
     verbose
@@ -619,9 +639,10 @@ def run_speed(
     time_to_fit = (not quick and device == "cpu") if time_to_fit is None else time_to_fit
     sparsity_cells = sparsity_cells or (n_cells if quick else 3_000)
     sparsity_epochs = sparsity_epochs or (2 if quick else 40)
-    chosen = set(chosen_names(sections, SECTIONS, "section(s)"))
+    chosen = chosen_sections(sections, quick)
     default_data = ["kang"] if quick else list(TIME_TO_FIT_DATASETS)
     fit_data = default_data if datasets is None else chosen_names(datasets, list(TIME_TO_FIT_DATASETS), "data set(s)")
+    consensus_data = ["kang"] if datasets is None else fit_data
     scale, time_to_fit = scale and "scale" in chosen, time_to_fit and "time_to_fit" in chosen
     out_dir = report.make_output_dir(out)
     options = {
@@ -642,6 +663,7 @@ def run_speed(
         "time_to_fit": time_to_fit,
         "sections": [name for name in SECTIONS if name in chosen],
         "datasets": fit_data if time_to_fit else [],
+        "consensus_datasets": consensus_data if "consensus" in chosen else [],
     }
     rows: list[dict[str, Any]] = []
     with torch_threads(n_threads), quiet_training_logs():
@@ -659,9 +681,11 @@ def run_speed(
             rows += _scale_rows(device=device, batch_size=batch_size, quick=quick, verbose=verbose)
         if time_to_fit:
             rows += [{**r, "seed": 0} for r in time_to_fit_rows(datasets=fit_data, quick=quick, verbose=verbose)]
+        if "consensus" in chosen:
+            rows += [{**r, "seed": 0} for r in consensus_rows(datasets=consensus_data, quick=quick, verbose=verbose)]
     df = pd.DataFrame(rows)
     df["device"] = device
-    if "dataset" not in df:  # only the time-to-fit section runs on named data sets
+    if "dataset" not in df:  # only the time-to-fit and consensus sections run on named data sets
         df["dataset"] = ""
     report.write_results(df, out_dir, RESULT_COLUMNS)
     report.write_summary(out_dir, summary_lines(df, prov, SECTIONS))

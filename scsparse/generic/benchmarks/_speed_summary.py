@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from . import _report as report
+from ._speed_consensus import consensus_summary, consensus_targets
 from ._speed_settled import settled_targets
 from ._speed_time_to_fit import time_to_fit_summary, time_to_fit_targets
 from ._speed_timing import SCVI_DEFAULT_LATENT
@@ -50,7 +51,7 @@ def summary_lines(df: pd.DataFrame, prov: dict[str, Any], sections: Sequence[str
         "| section | method | metric | value | unit |",
         "|---|---|---|---|---|",
     ]
-    measured = df[df["section"] != "time_to_fit"]  # its own tables, per data set, below
+    measured = df[~df["section"].isin(["time_to_fit", "consensus"])]  # their own tables, per data set, below
     for (section, method, metric, unit), grp in measured.groupby(["section", "method", "metric", "unit"], sort=False):
         extra = ""
         if section in ("memory_genes", "cells_backed"):
@@ -117,6 +118,7 @@ def summary_lines(df: pd.DataFrame, prov: dict[str, Any], sections: Sequence[str
             )
     lines += [_target(ok, text) for ok, text in settled_targets(df)]
     lines += [_target(ok, text) for ok, text in time_to_fit_targets(df)]
+    lines += [_target(ok, text) for ok, text in consensus_targets(df)]
     if {"flops", "sparsity"} <= ran:
         lines += _where_the_time_goes(df, opts)
     if "settled" in ran:
@@ -130,7 +132,7 @@ def summary_lines(df: pd.DataFrame, prov: dict[str, Any], sections: Sequence[str
             "with every entry computed, with the active set (its check steps included), and SCVI fresh at the same "
             f"K, in turn, {opts.get('rounds', 1)} round(s) (`scsparse.generic.benchmarks._speed_settled`).",
         ]
-    return lines + time_to_fit_summary(df)
+    return lines + time_to_fit_summary(df) + consensus_summary(df)
 
 
 def _where_the_time_goes(df: pd.DataFrame, opts: dict[str, Any]) -> list[str]:

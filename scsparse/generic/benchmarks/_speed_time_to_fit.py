@@ -29,7 +29,7 @@ from ._cell_scores import interferon_enrichment
 from ._fits import scvi_tools_fit
 from ._real_data import INTERFERON_TERMS, quick_subsample, variable_genes
 
-__all__ = ["TIME_TO_FIT_DATASETS", "time_to_fit_rows", "time_to_fit_summary", "time_to_fit_targets"]
+__all__ = ["TIME_TO_FIT_DATASETS", "fit_dataset", "time_to_fit_rows", "time_to_fit_summary", "time_to_fit_targets"]
 
 #: Data sets of the time-to-fit section: the embedded Kang PBMCs and PBMC 3k (its 2,000 most variable genes).
 TIME_TO_FIT_DATASETS: tuple[str, ...] = ("kang", "pbmc3k")
@@ -41,7 +41,7 @@ UNITS = {"seconds": "s", "heldout_nll": "nats/cell"}
 N_TOP_GENES = 50
 
 
-def _dataset(name: str, quick: bool, seed: int):
+def fit_dataset(name: str, quick: bool, seed: int):
     """The AnnData of a time-to-fit data set (quick: 300 cells and the 200 most variable genes)."""
     from scsparse.data import kang_pbmc, pbmc3k
 
@@ -128,7 +128,7 @@ def time_to_fit_rows(
     fixed = 20 if quick else FIXED_EPOCHS
     rows: list[dict[str, Any]] = []
     for name in datasets:
-        adata = _dataset(name, quick, seed)
+        adata = fit_dataset(name, quick, seed)
         base = {"section": "time_to_fit", "n_genes": adata.n_vars, "n_cells": adata.n_obs, "batch_size": 128}
         settled, values, held_out = _sparsevae_fit(adata.copy(), seed, cap, True, None)
         fits = {"SparseVAE (defaults, stops when settled)": (settled, values)}
