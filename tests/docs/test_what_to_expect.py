@@ -117,7 +117,8 @@ def test_consensus_figures_are_the_records(page, kang, stability):
     halves = table(stability, "fits | R | same cells: programmes (Jaccard)")
     single = halves[0]
     assert single[:2] == ["single fits", "1"]
-    pooled = halves[1 : next(i for i, r in enumerate(halves) if r[0].startswith("reference"))]
+    pooled = halves[1:]
+    assert pooled[0][0] == "pooled consensus" and all(r[0] in ("", "pooled consensus") for r in pooled)
     by_r = {r[1]: r for r in pooled}
     ten, single_across = find(rf"reach ({NUMBER}) on the same index \(one pair\), against ({NUMBER} ± {NUMBER})", page)
     assert (num(ten), single_across) == (num(by_r["10"][3]), single[3])
