@@ -247,7 +247,7 @@ def _expimap(adata: AnnData, sets: dict[str, list[str]], seed: int, budget: Guid
         model.latent_directions(adata=data)
         latent = np.asarray(model.get_latent(mean=True), dtype=np.float64)
     latent = latent * np.asarray(data.uns["directions"], dtype=np.float64)[None, :]
-    active = set(np.asarray(model.nonzero_terms()).ravel().tolist())
+    active = set(np.flatnonzero(np.asarray(model.nonzero_terms(), dtype=bool)).tolist())  # a mask of the terms
     programmes, activity, tied, off = {}, {}, {}, {}
     for i, name in enumerate(names):
         with warnings.catch_warnings():
