@@ -30,6 +30,8 @@ only pays for the benchmark it runs. The names:
 - ``"programme_size"`` — programme size, precision and recall against planted supports as the number of cells
   grows (2,000 to 100,000), with and without a dense background of small effects, and of a programme active in a
   rare population (2% of the cells).
+- ``"guided"`` — programmes started from known gene sets on Kang (Hallmark interferon, cell-type markers, a planted
+  decoy): SparseVAE guided and unguided against Spectra and expiMap given the same sets.
 - ``"patches"``, ``"smiley"``, ``"fmnist"`` — sparse coding of whitened image patches with a linear generator
   (Fallah & Rozell 2022, Table 1); VSC vs beta-VAE latent-attribute correlation on Smiley and held-out ELBO
   against latent size on Fashion-MNIST (Tonolini et al. 2019).
@@ -106,6 +108,7 @@ _REGISTRY: dict[str, str] = {
     "zeisel": "_zeisel:run_zeisel",
     "stability": "_stability:run_stability",
     "programme_size": "_programme_size:run_programme_size",
+    "guided": "_guided:run_guided",
 }
 
 
