@@ -47,13 +47,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse.utils import write_text
+from scsparse.utils import check_integer, write_text
 
-from ._common import check_positive_int, chosen_names, cpu_threads, quiet_training_logs
 from ._guided_methods import GUIDED_METHODS, GuidedBudget, GuidedFit, fit_guided_method
 from ._guided_summary import guided_summary
+from ._process import cpu_threads, quiet_training_logs
 from ._programme_methods import MethodUnavailable
-from ._report import make_output_dir, provenance, run_options, write_results, write_summary, wrote_line
+from ._report import finish_run, make_output_dir, provenance, run_options, write_results, write_summary, wrote_line
+from ._settings import chosen_names
 
 __all__ = [
     "DECOY",
@@ -294,8 +295,9 @@ def run_guided(
         One row per method and seed (the content of ``results.csv``).
     """
     seeds = (2 if quick else 3) if seeds is None else seeds
-    check_positive_int("seeds", seeds)
-    check_positive_int("max_epochs", max_epochs, optional=True)
+    check_integer("seeds", seeds)
+    if max_epochs is not None:
+        check_integer("max_epochs", max_epochs, fix="Or None: the default.")
     chosen = chosen_names(methods, GUIDED_METHODS, "method(s)")
     budget = _QUICK if quick else _FULL
     if max_epochs is not None:
@@ -345,8 +347,6 @@ def run_guided(
         total_seconds=time.perf_counter() - start,
     )  # fmt: skip
     write_summary(out_dir, lines)
-    if verbose:
-        files = ["results.csv", "agreement.csv", "programmes.json", "summary.md"]
-        print(wrote_line("guided", files, out_dir=out_dir, seconds=time.perf_counter() - start), flush=True)
-    df.attrs["out_dir"] = str(out_dir)
-    return df
+    files = ["results.csv", "agreement.csv", "programmes.json", "summary.md"]
+    done = wrote_line("guided", files, out_dir=out_dir, seconds=time.perf_counter() - start)
+    return finish_run(df, out_dir, done, verbose=verbose)
