@@ -140,7 +140,7 @@ def test_consensus_figures_are_the_records(page, kang, stability):
 
 def test_consensus_figures_are_one_sentence_each(page):
     """The consensus's figures sit in one sentence each, so that a redesign replaces them sentence by sentence."""
-    bullet = next(b for b in page.split(" - ") if "A consensus climbs with the number of restarts" in b)
+    bullet = next(b for b in page.split(" - ") if "a consensus climbs with the number of restarts" in b)
     sentences = re.split(r"(?<=[.)])\s+(?=[A-Z])", bullet)
     topics = (
         "(one pair)",
