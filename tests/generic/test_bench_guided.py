@@ -108,3 +108,26 @@ def test_quick_run_fits_every_installed_method(tmp_path):
     agreement = pd.read_csv(tmp_path / "agreement.csv")
     assert set(agreement["gene_set"]) == {IFN_SET, *MARKER_SETS, DECOY}
     assert (tmp_path / "programmes.json").is_file()
+
+
+def test_importing_expimap_leaves_the_print_options_alone():
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, torch\n"
+        "from scsparse.generic.benchmarks._guided_methods import _import_expimap\n"
+        "from scsparse.generic.benchmarks._programme_methods import MethodUnavailable\n"
+        "before = (np.get_printoptions(), torch._tensor_str.PRINT_OPTS.precision)\n"
+        "try:\n"
+        "    _import_expimap()\n"
+        "except MethodUnavailable:\n"
+        "    print('unavailable')\n"
+        "assert (np.get_printoptions(), torch._tensor_str.PRINT_OPTS.precision) == before, np.get_printoptions()\n"
+        "print(repr(np.array([1 / 3])))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    if "unavailable" in out.stdout:
+        pytest.skip("scarches is not installed")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "0.33333333" in out.stdout  # numpy's default precision, not scArches' 2 digits

@@ -132,6 +132,25 @@ def _missing_names(patches: Mapping[tuple[Any, str], Any]) -> Iterator[None]:
             delattr(owner, name)
 
 
+@contextlib.contextmanager
+def _print_options_kept() -> Iterator[None]:
+    """Put numpy's and torch's print options back after the block: scArches sets both when its plotting modules are
+    imported (numpy's precision to 2), which would change how every later array prints in the process.
+    """
+    import dataclasses
+
+    import torch
+
+    numpy_options = np.get_printoptions()
+    torch_options = dataclasses.asdict(torch._tensor_str.PRINT_OPTS)  # torch has no public getter
+    try:
+        yield
+    finally:
+        np.set_printoptions(**numpy_options)
+        for name, value in torch_options.items():
+            setattr(torch._tensor_str.PRINT_OPTS, name, value)
+
+
 def _import_spectra():
     try:
         with contextlib.suppress(ImportError):
@@ -155,7 +174,11 @@ def _import_expimap():
     previous = logging.root.manager.disable
     logging.disable(max(previous, logging.WARNING))  # scArches logs a warning per optional model it cannot load
     try:
-        with _missing_names({(anndata, "read"): anndata.read_h5ad}), contextlib.redirect_stdout(io.StringIO()):
+        with (
+            _missing_names({(anndata, "read"): anndata.read_h5ad}),
+            contextlib.redirect_stdout(io.StringIO()),
+            _print_options_kept(),
+        ):
             import scarches  # noqa: F401 - registers its models
             from scarches.models import EXPIMAP
     except ImportError as exc:
