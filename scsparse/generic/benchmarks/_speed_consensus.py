@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ._speed_time_to_fit import dataset_tables, fit_dataset
+
 __all__ = [
     "CONSENSUS_RESTARTS",
     "CONSENSUS_TARGET",
@@ -103,8 +105,6 @@ def consensus_rows(
         One measurement per row, with the columns of ``results.csv`` (``ratio_to_single``: seconds over the single
         fit's).
     """
-    from ._speed_time_to_fit import fit_dataset
-
     chosen = sorted({1, *(restarts or (QUICK_RESTARTS if quick else CONSENSUS_RESTARTS))})
     cap = QUICK_EPOCHS if quick else None
     rows: list[dict[str, Any]] = []
@@ -132,8 +132,6 @@ def _unit(metric: str) -> str:
 
 def consensus_summary(df) -> list[str]:
     """Markdown lines of the consensus section: one table per data set."""
-    from scsparse.utils import markdown_rows
-
     sel = df[df["section"] == "consensus"]
     if not len(sel):
         return []
@@ -146,12 +144,7 @@ def consensus_summary(df) -> list[str]:
         "wall time, the refit included; per restart is seconds over R; the ratio is to the single fit.",
     ]
     metrics = ["seconds", "seconds_per_restart", "ratio_to_single", "restart_epochs", "refit_epochs", "programmes"]
-    for name, frame in sel.groupby("dataset", sort=False):
-        table = frame.pivot_table(index="method", columns="metric", values="value", aggfunc="mean", sort=False)
-        body = [[method, *(_cell(m, table.loc[method, m]) for m in metrics)] for method in table.index]
-        header = f"{name} ({int(frame['n_cells'].iloc[0])} cells x {int(frame['n_genes'].iloc[0])} genes)"
-        lines += ["", f"### {header}", "", *markdown_rows(["method", *metrics], body)]
-    return lines
+    return lines + dataset_tables(sel, metrics, _cell)
 
 
 def consensus_targets(df) -> list[tuple[bool, str]]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,14 @@ from ._cell_scores import interferon_enrichment
 from ._fits import scvi_tools_fit
 from ._real_data import INTERFERON_TERMS, quick_subsample, variable_genes
 
-__all__ = ["TIME_TO_FIT_DATASETS", "fit_dataset", "time_to_fit_rows", "time_to_fit_summary", "time_to_fit_targets"]
+__all__ = [
+    "TIME_TO_FIT_DATASETS",
+    "dataset_tables",
+    "fit_dataset",
+    "time_to_fit_rows",
+    "time_to_fit_summary",
+    "time_to_fit_targets",
+]
 
 #: Data sets of the time-to-fit section: the embedded Kang PBMCs and PBMC 3k (its 2,000 most variable genes).
 TIME_TO_FIT_DATASETS: tuple[str, ...] = ("kang", "pbmc3k")
@@ -153,8 +160,6 @@ def time_to_fit_rows(
 
 def time_to_fit_summary(df) -> list[str]:
     """Markdown lines of the time-to-fit section: one table per data set and the Kang targets."""
-    from scsparse.utils import markdown_rows
-
     sel = df[df["section"] == "time_to_fit"]
     if not len(sel):
         return []
@@ -171,11 +176,21 @@ def time_to_fit_summary(df) -> list[str]:
         f"(top {N_TOP_GENES} genes per factor and direction).",
     ]
     metrics = ["seconds", "epochs", "settled", "active_factors", "heldout_nll", "interferon_p_adj"]
+    return lines + dataset_tables(sel, metrics, _cell)
+
+
+def dataset_tables(sel, metrics: Sequence[str], cell: Callable[[str, float], str]) -> list[str]:
+    """Markdown lines of one table per data set of a section's rows: a row per method, a column per metric of
+    ``metrics`` the rows have (the mean over seeds, written by ``cell(metric, value)``).
+    """
+    from scsparse.utils import markdown_rows
+
+    lines: list[str] = []
     for name, frame in sel.groupby("dataset", sort=False):
         table = frame.pivot_table(index="method", columns="metric", values="value", aggfunc="mean", sort=False)
         shown = [m for m in metrics if m in table.columns]
         header = f"{name} ({int(frame['n_cells'].iloc[0])} cells x {int(frame['n_genes'].iloc[0])} genes)"
-        body = [[method, *(_cell(m, table.loc[method, m]) for m in shown)] for method in table.index]
+        body = [[method, *(cell(m, table.loc[method, m]) for m in shown)] for method in table.index]
         lines += ["", f"### {header}", "", *markdown_rows(["method", *shown], body)]
     return lines
 
