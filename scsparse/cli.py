@@ -576,7 +576,8 @@ def build_parser(bench_choices: Sequence[str] | None = None) -> argparse.Argumen
         default=None,
         metavar="A,B",
         help="sections to run, comma-separated, for benchmarks that have them (speed: epoch, flops, sparsity, "
-        "settled, scale, time_to_fit, consensus; default: all but consensus)",
+        "settled, scale, time_to_fit, consensus; default: all but consensus; stability: seeds, halves; default: "
+        "both)",
     )
     bench.add_argument(
         "--cells",

@@ -166,6 +166,21 @@ def test_quick_run_with_resampled_cells(shared_data, tmp_path, monkeypatch):
         run_stability(tmp_path, quick=True, halves=-1)
 
 
+def test_halves_section_alone_fits_only_the_halves(shared_data, tmp_path, monkeypatch):
+    monkeypatch.setattr(stability, "HALVES_PEERS", ())
+    run_stability(tmp_path, quick=True, seeds=2, max_epochs=20, halves=1, sections="halves", verbose=False)
+    assert not list((tmp_path / "fits" / "kang").glob("default_seed*.json"))  # no fit of all the cells
+    assert len(list((tmp_path / "fits" / "kang" / "halves" / "draw0b").glob("default_seed*.json"))) == 2
+    assert len(pd.read_csv(tmp_path / "results.csv")) == 0
+    summary = (tmp_path / "summary.md").read_text()
+    assert "**Resampled cells** (1 random halving(s)" in summary
+    assert "- target: consensus fits of 2 restarts on the two halves" in summary
+    with pytest.raises(ValueError, match="needs at least one random halving"):
+        run_stability(tmp_path, quick=True, sections="halves", halves=0)
+    with pytest.raises(ValueError, match="section"):
+        run_stability(tmp_path, quick=True, sections="everything")
+
+
 def test_lambda0_ladder_climbs_to_the_model_rate_and_ends_there(counts_factory):
     """Dynamic posterior exploration: lambda0 rises geometrically over the first epochs; the fit ends at its own."""
     import warnings

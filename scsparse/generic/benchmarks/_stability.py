@@ -86,7 +86,7 @@ from ._stability_halves import HALVES_COLUMNS, HALVES_PEERS, halves_agreement, h
 from ._stability_same_seed import SAME_SEED_COLUMNS, same_seed_agreement, same_seed_lines
 from ._tables import markdown_table
 
-__all__ = ["AGREEMENT_COLUMNS", "RESULT_COLUMNS", "VARIANTS", "Lambda0Ladder", "StabilityVariant", "run_stability"]
+__all__ = ["AGREEMENT_COLUMNS", "RESULT_COLUMNS", "SECTIONS", "VARIANTS", "Lambda0Ladder", "StabilityVariant", "run_stability"]
 
 
 class Lambda0Ladder(Callback):
@@ -177,6 +177,9 @@ class StabilityVariant:
 
 
 #: The variants, in the order they run.
+#: The parts of a run: the variants with several seeds on all the cells, and the resampling reading.
+SECTIONS: tuple[str, ...] = ("seeds", "halves")
+
 VARIANTS: dict[str, StabilityVariant] = {
     v.name: v
     for v in (
@@ -240,6 +243,8 @@ AGREEMENT_COLUMNS: list[str] = [
 TARGETS: dict[str, float] = {"jaccard": 0.6, "top_overlap": 0.8}
 #: Target of two consensus fits of disjoint seeds (programmes, Jaccard): cNMF's level.
 CONSENSUS_TARGET = 0.9
+#: Consensus fits of two disjoint halves of the cells must agree at least this well (Jaccard by factor).
+HALVES_TARGET = 0.75
 
 _LABELS = {
     "jaccard": "programmes (Jaccard)",
@@ -483,23 +488,26 @@ def stability_summary(
         "without a counterpart counts 0 (`scsparse.generic.metrics.programme_agreement`).",
         "",
     ]
-    for dataset, part in agreement.groupby("dataset", sort=False):
+    for dataset in dict.fromkeys([*agreement["dataset"], *halves["dataset"]]):
         lines += [f"## {REAL_DATASETS[dataset].title}", ""]
-        lines.append(
-            markdown_table(part, ["variant"], list(AGREEMENT_MEASURES), digits=2, labels=_LABELS).replace(
-                "n seeds", "n pairs"
+        part = agreement[agreement["dataset"] == dataset]
+        if len(part):
+            lines.append(
+                markdown_table(part, ["variant"], list(AGREEMENT_MEASURES), digits=2, labels=_LABELS).replace(
+                    "n seeds", "n pairs"
+                )
             )
-        )
-        fits = results[results["dataset"] == dataset]
-        shown = [m for m in FIT_METRICS if fits[m].notna().any() and m != "interferon_p"]
-        lines += ["", "The fits (mean ± sd over seeds):", ""]
-        lines.append(markdown_table(fits, ["variant"], shown, digits=2))
-        lines.append("")
+            fits = results[results["dataset"] == dataset]
+            shown = [m for m in FIT_METRICS if fits[m].notna().any() and m != "interferon_p"]
+            lines += ["", "The fits (mean ± sd over seeds):", ""]
+            lines.append(markdown_table(fits, ["variant"], shown, digits=2))
+            lines.append("")
         in_data = consensus[consensus["dataset"] == dataset]
         lines += consensus_lines(
             in_data, consensus_programmes[consensus_programmes["dataset"] == dataset], dict(_LABELS)
         )
         lines += halves_lines(halves, dataset)
+        lines += _halves_target_lines(halves[halves["dataset"] == dataset], quick)
         lines += same_seed_lines(same_seed, agreement, dataset, dict(_LABELS))
         default = part[part["variant"] == "default"]
         if len(default):
@@ -521,6 +529,33 @@ def stability_summary(
     return lines
 
 
+def _halves_target_lines(halves: pd.DataFrame, quick: bool) -> list[str]:
+    """The resampling target: consensus fits of the two halves agree >= :data:`HALVES_TARGET`, and as well as
+    cNMF's (a difference inside the larger sd of the two is a tie)."""
+    across = halves[(halves["reading"] == "halves") & (halves["method"] == "SparseVAE (consensus)")]
+    if not len(across):
+        return []
+    most = int(across["restarts"].max())
+    ours = across.loc[across["restarts"] == most, "jaccard"]
+    mean = float(ours.mean())
+    verdict = target_verdict(mean >= HALVES_TARGET, assessed=not quick, unassessed=NOT_ASSESSED_QUICK)
+    lines = [
+        f"- target: consensus fits of {most} restarts on the two halves, programmes (Jaccard) >= {HALVES_TARGET}: "
+        f"{mean:.2f}, {verdict}"
+    ]
+    cnmf = halves.loc[(halves["reading"] == "halves") & (halves["method"] == "cNMF"), "jaccard"]
+    if len(cnmf):
+        spread = max(float(ours.std(ddof=1)) if len(ours) > 1 else 0.0, float(cnmf.std(ddof=1)) if len(cnmf) > 1
+                     else 0.0)  # fmt: skip
+        gap = mean - float(cnmf.mean())
+        word = "tie" if abs(gap) <= spread else ("ahead" if gap > 0 else "behind")
+        lines.append(
+            f"- the same against cNMF's fits of the two halves ({float(cnmf.mean()):.2f}): {word} "
+            f"(difference {gap:+.2f}, spread {spread:.2f})"
+        )
+    return [*lines, ""]
+
+
 def run_stability(
     out: str | Path,
     *,
@@ -532,6 +567,7 @@ def run_stability(
     n_threads: int | None = 1,
     resume: bool = False,
     halves: int | None = None,
+    sections: str | Sequence[str] | None = None,
     verbose: bool = True,
 ) -> pd.DataFrame:
     """Fit SparseVAE with several seeds per data set and variant and measure what the programmes keep.
@@ -561,6 +597,10 @@ def run_stability(
         Random halvings of each single-study data set's cells for the resampling reading (``halves.csv``; default
         1, quick: 0): each half fitted with ``seeds`` seeds of the default variant, and NMF and cNMF fitted to the
         same halves; fits of one half compared with fits of the other (:mod:`._stability_halves`).
+    sections
+        Parts of :data:`SECTIONS` to run (comma-separated or a list; default: both): ``"seeds"``, the variants
+        fitted with several seeds to all the cells; ``"halves"``, the resampling reading alone (with ``halves``
+        of at least 1).
     verbose
         Print one line per fit.
 
@@ -572,8 +612,9 @@ def run_stability(
     Raises
     ------
     ValueError
-        An unknown data set or variant, a variant named for a multi-study data set it does not apply to, fewer than
-        two seeds, or (``resume``) fits made with other settings.
+        An unknown data set, variant or section, a variant named for a multi-study data set it does not apply to,
+        fewer than two seeds, the ``halves`` section without halvings, or (``resume``) fits made with other
+        settings.
     """
     seeds = (2 if quick else 5) if seeds is None else seeds
     check_integer("seeds", seeds)
@@ -598,12 +639,16 @@ def run_stability(
     halves = (0 if quick else 1) if halves is None else halves
     if isinstance(halves, bool) or not isinstance(halves, int) or halves < 0:
         raise ValueError(f"halves must be a whole number of random halvings (0: none), got {halves!r}.")
+    chosen_sections = set(chosen_names(sections if sections is not None else list(SECTIONS), SECTIONS, "section(s)"))
+    if chosen_sections == {"halves"} and not halves:
+        raise ValueError("The 'halves' section needs at least one random halving: pass halves >= 1 (--halves N).")
     base = _QUICK if quick else _FULL
     budget = FitBudget(**{**base.__dict__, "max_epochs": max_epochs or base.max_epochs})
     out_dir = make_output_dir(out)
     options = run_options(
         out_dir, seeds, quick, budget.max_epochs, datasets=chosen_data, methods=chosen, n_threads=n_threads,
         resume=resume, n_factors=budget.n_factors, halves=halves,
+        sections=[name for name in SECTIONS if name in chosen_sections],
     )  # fmt: skip
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
@@ -616,7 +661,7 @@ def run_stability(
             if verbose:
                 print(f"[stability] {name}: {adata.n_obs} cells x {adata.n_vars} genes", flush=True)
             programme_sets: dict[str, dict[int, ProgrammeSet]] = {}
-            for variant in chosen:
+            for variant in chosen if "seeds" in chosen_sections else []:
                 if name in _MULTI_STUDY and not VARIANTS[variant].multi_study:
                     continue  # not named by the user (refused above): left out where it does not apply
                 new_rows, new_pairs, programme_sets[variant], masks = _run_variant(
@@ -645,11 +690,13 @@ def run_stability(
                 write_results(
                     pd.DataFrame(pairs, columns=AGREEMENT_COLUMNS), out_dir, AGREEMENT_COLUMNS, "agreement.csv"
                 )
-            if halves and name not in _MULTI_STUDY:
+            if halves and "halves" in chosen_sections and name not in _MULTI_STUDY:
                 resampled.append(_halves(name, adata, seeds, halves, budget, out_dir, resume, verbose))
                 write_results(pd.concat(resampled, ignore_index=True), out_dir, HALVES_COLUMNS, "halves.csv")
     df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     agreement = pd.DataFrame(pairs, columns=AGREEMENT_COLUMNS)
+    write_results(df, out_dir, RESULT_COLUMNS)  # written above fit by fit; empty (headers only) without "seeds"
+    write_results(agreement, out_dir, AGREEMENT_COLUMNS, "agreement.csv")
     written = ["results.csv", "agreement.csv", "summary.md"]
     if consensus:
         consensus_df = pd.concat(consensus, ignore_index=True)
