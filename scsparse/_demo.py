@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["DEFAULT_LR", "DEFAULT_MAX_EPOCHS", "DEFAULT_N_HIDDEN", "run_demo"]
 
 #: Training settings of the default demo (``scsparse demo``, ``make demo``): a short preview, not a default fit,
-#: chosen so that it finishes in minutes on a laptop CPU. The masked decoder evaluates a
+#: chosen to finish in a fraction of a default fit's time on a CPU. The masked decoder evaluates a
 #: (cells x genes x hidden) tensor per minibatch, so the width is the main cost: 64 hidden units instead of the
 #: model's 128. With ``lr=1e-2`` (the paper's rate and the model's default; ``1e-3`` moves ``W`` too little in so
 #: few epochs) 60 epochs over the embedded 1975 x 2004 data (batch 128) give a sparse mask (8 of 20 factors active,

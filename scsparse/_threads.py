@@ -17,9 +17,9 @@ def torch_threads(n_threads: int | None) -> Iterator[None]:
     thread count to one per core when its pool starts, so the first ``sc.pp.normalize_total`` inside the block
     would otherwise raise torch from one thread to one per core for the rest of it.
 
-    Small models gain nothing from intra-op threads, and on a shared machine (another job on the same cores)
-    torch's default of one thread per core oversubscribes them: each step then waits for a descheduled thread
-    and training can run an order of magnitude slower. One or two threads avoid that.
+    On cores shared with another job, torch's default of one thread per core oversubscribes them: each step then
+    waits for a descheduled thread and training can run an order of magnitude slower. Cap the threads at the
+    cores no other job uses.
 
     Parameters
     ----------

@@ -74,7 +74,9 @@ class TrainMixin:
             Stop once the fit has settled: after the KL warm-up, the active factors, the mask's slab entries
             (``p* > 0.5``) and the validation ELBO stopped moving for a window of epochs
             (:class:`~scsparse.train.SettledStopping`; pass one to change its window and tolerances).
-            ``max_epochs`` is then an upper bound. ``model.history["stopping"]`` says why training stopped, and
+            ``max_epochs`` then bounds the epochs, and still sets the warm-up's length (``kl_warmup_fraction``
+            of it), so a smaller ``max_epochs`` gives another fit, not the same one sooner.
+            ``model.history["stopping"]`` says why training stopped, and
             a :class:`~scsparse.train.FitNotSettledWarning` says when it stopped before the fit settled.
         seed
             Seed for the split and training; defaults to the model's seed.
