@@ -360,7 +360,12 @@ def test_no_module_reaches_into_another_modules_private_names():
 
 
 def _benchmark_of(module: str, names: list[str]) -> str | None:
-    """The registered benchmark whose modules include ``module`` (``_NAME`` and ``_NAME_*``), else ``None``."""
+    """The registered benchmark whose folder (``benchmarks._NAME``) holds ``module``, or whose modules (``_NAME`` and
+    ``_NAME_*``) include it, else ``None``."""
+    prefix = "scsparse.generic.benchmarks."
+    top = module.removeprefix(prefix).split(".")[0] if module.startswith(prefix) else ""
+    if top.startswith("_") and top[1:] in names:
+        return top[1:]
     stem = module.rpartition(".")[2]
     owners = [n for n in names if stem == f"_{n}" or stem.startswith(f"_{n}_")]
     return max(owners, key=len) if owners else None

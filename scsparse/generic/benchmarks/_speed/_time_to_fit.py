@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from ._cell_scores import interferon_enrichment
-from ._fits import scvi_tools_fit
-from ._real_data import INTERFERON_TERMS, quick_subsample, variable_genes
+from .._cell_scores import interferon_enrichment
+from .._fits import scvi_tools_fit
+from .._real_data import INTERFERON_TERMS, quick_subsample, variable_genes
 
 __all__ = [
     "TIME_TO_FIT_DATASETS",

@@ -32,7 +32,7 @@ import pandas as pd
 
 from scsparse.utils import check_integer
 
-from ._process import proc_status_mb
+from .._process import proc_status_mb
 
 __all__ = ["SCALE_COLUMNS", "cell_scaling", "gene_scaling", "write_simulated_h5ad"]
 
@@ -262,7 +262,7 @@ def _run_in_subprocess(spec: dict[str, Any], timeout: float | None) -> dict[str,
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(spec["n_threads"])
-    code = "from scsparse.generic.benchmarks._speed_scale import _child_main; _child_main()"
+    code = "from scsparse.generic.benchmarks._speed._scale import _child_main; _child_main()"
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", code],

@@ -13,7 +13,7 @@ On the same simulated counts, with the same batch size and architecture:
   work a gene needs when it only computes its active factors.
 - **memory / cells** — peak memory for several numbers of genes at batch size 128 and epoch time and
   peak memory for several numbers of cells read from a backed ``.X``, each training run in a fresh
-  process (:mod:`._speed_scale`).
+  process (:mod:`._scale`).
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ import pandas as pd
 
 from scsparse.utils import check_integer, torch_threads
 
-from . import _report as report
-from ._process import quiet_training_logs
-from ._settings import chosen_names
-from ._speed_consensus import consensus_rows
-from ._speed_pergene import per_gene_loop_copy
-from ._speed_settled import SETTLED_LATENTS, settled_rows
-from ._speed_summary import summary_lines
-from ._speed_time_to_fit import TIME_TO_FIT_DATASETS, time_to_fit_rows
-from ._speed_timing import SCVI_DEFAULT_LATENT, EpochTimer, scvi_epoch_seconds, sync_device, timed_train_kwargs
+from .. import _report as report
+from .._process import quiet_training_logs
+from .._settings import chosen_names
+from ._consensus import consensus_rows
+from ._pergene import per_gene_loop_copy
+from ._settled import SETTLED_LATENTS, settled_rows
+from ._summary import summary_lines
+from ._time_to_fit import TIME_TO_FIT_DATASETS, time_to_fit_rows
+from ._timing import SCVI_DEFAULT_LATENT, EpochTimer, scvi_epoch_seconds, sync_device, timed_train_kwargs
 
 __all__ = ["RESULT_COLUMNS", "SECTIONS", "decoder_step_flops", "run_speed", "simulate_counts"]
 
@@ -65,7 +65,7 @@ RESULT_COLUMNS = [
 def simulate_counts(n_cells: int, n_genes: int, n_programmes: int = 10, seed: int = 0):
     """Simulated counts in memory, as an AnnData with a ``"counts"`` layer (CSR; a copy in ``X``).
 
-    The same model as the on-disk counts of the scaling runs (:func:`._speed_scale.write_simulated_h5ad`): each
+    The same model as the on-disk counts of the scaling runs (:func:`._scale.write_simulated_h5ad`): each
     gene follows one of ``n_programmes`` cell programmes (``var["programme"]``) at 0.6 log-fold per sd of the
     programme, negative-binomial counts around log-normal gene means (median 0.5) and library sizes, at least
     one count in every gene and cell.
@@ -79,7 +79,7 @@ def simulate_counts(n_cells: int, n_genes: int, n_programmes: int = 10, seed: in
     import anndata as ad
     import scipy.sparse as sp
 
-    from ._speed_scale import simulate_rows, simulation_parameters
+    from ._scale import simulate_rows, simulation_parameters
 
     rng = np.random.default_rng(seed)
     gene_mean, owner = simulation_parameters(rng, n_genes, n_programmes)
@@ -596,14 +596,14 @@ def run_speed(
         cells from a backed ``.X`` (default: on in full mode, off in quick mode).
     time_to_fit
         Also time default fits on real data to the point where they stop, against SCVI's default fit, with their
-        quality (:mod:`._speed_time_to_fit`; Kang and PBMC 3k, seed 0; default: on in full mode on the CPU, off
+        quality (:mod:`._time_to_fit`; Kang and PBMC 3k, seed 0; default: on in full mode on the CPU, off
         otherwise; quick: Kang only, 300 cells).
     sections
         Sections to run, comma-separated or a list, from :data:`SECTIONS` (default: all but ``consensus`` in a full
         run, all in a quick one; ``scale`` and ``time_to_fit`` as ``scale`` and ``time_to_fit`` say). ``settled``:
         epochs once the mask has settled, every entry against the active set against SCVI, at K = 10, 20 and 40
-        (:mod:`._speed_settled`). ``consensus``: the wall time of a consensus of 5 and 20 restarts against a single
-        fit, on the ``datasets`` (:mod:`._speed_consensus`).
+        (:mod:`._settled`). ``consensus``: the wall time of a consensus of 5 and 20 restarts against a single
+        fit, on the ``datasets`` (:mod:`._consensus`).
     datasets
         Data sets of the time-to-fit section, comma-separated or a list (default: Kang and PBMC 3k; quick: Kang),
         and of the consensus section (default: Kang).
@@ -693,14 +693,14 @@ def run_speed(
 
 
 def _scale_rows(*, device: str, batch_size: int, quick: bool, verbose: bool) -> list[dict[str, Any]]:
-    """Peak memory against genes and epoch time / memory against cells (backed ``.X``), from :mod:`._speed_scale`."""
-    from . import _speed_scale
+    """Peak memory against genes and epoch time / memory against cells (backed ``.X``), from :mod:`._scale`."""
+    from . import _scale
 
     genes: Sequence[int] = (200, 400) if quick else (2_000, 5_000, 20_000)
     cells: Sequence[int] = (1_000, 2_000) if quick else (10_000, 50_000, 200_000)
     rows: list[dict[str, Any]] = []
-    g = _speed_scale.gene_scaling(n_genes=genes, batch_size=batch_size, device=device)
-    c = _speed_scale.cell_scaling(n_cells=cells, batch_size=batch_size, device=device)
+    g = _scale.gene_scaling(n_genes=genes, batch_size=batch_size, device=device)
+    c = _scale.cell_scaling(n_cells=cells, batch_size=batch_size, device=device)
     for section, frame in (("memory_genes", g), ("cells_backed", c)):
         for rec in frame.to_dict("records"):
             for metric in ("peak_memory_mb", "rss_after_import_mb", "seconds_per_epoch", "seconds_per_step"):

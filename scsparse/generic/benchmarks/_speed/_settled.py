@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._speed_timing import EpochTimer, scvi_epoch_seconds, timed_train_kwargs
+from ._timing import EpochTimer, scvi_epoch_seconds, timed_train_kwargs
 
 __all__ = ["SETTLED_LATENTS", "settled_rows", "settled_targets"]
 

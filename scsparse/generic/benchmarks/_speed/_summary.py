@@ -8,11 +8,11 @@ from typing import Any
 
 import pandas as pd
 
-from . import _report as report
-from ._speed_consensus import consensus_summary, consensus_targets
-from ._speed_settled import settled_targets
-from ._speed_time_to_fit import time_to_fit_summary, time_to_fit_targets
-from ._speed_timing import SCVI_DEFAULT_LATENT
+from .. import _report as report
+from ._consensus import consensus_summary, consensus_targets
+from ._settled import settled_targets
+from ._time_to_fit import time_to_fit_summary, time_to_fit_targets
+from ._timing import SCVI_DEFAULT_LATENT
 
 __all__ = ["summary_lines"]
 
@@ -130,7 +130,7 @@ def summary_lines(df: pd.DataFrame, prov: dict[str, Any], sections: Sequence[str
             f"Each model trained first with exact zeros and the decoder on its active set for {opts['sparsity_epochs']}"
             f" epochs on {cells} of the cells. Its weights then trained for {opts['epochs']} epochs on all the cells "
             "with every entry computed, with the active set (its check steps included), and SCVI fresh at the same "
-            f"K, in turn, {opts.get('rounds', 1)} round(s) (`scsparse.generic.benchmarks._speed_settled`).",
+            f"K, in turn, {opts.get('rounds', 1)} round(s) (`scsparse.generic.benchmarks._speed._settled`).",
         ]
     return lines + time_to_fit_summary(df) + consensus_summary(df)
 

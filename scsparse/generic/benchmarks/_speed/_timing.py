@@ -9,7 +9,7 @@ from typing import Any
 
 from lightning.pytorch.callbacks import Callback
 
-from ._fits import scvi_tools_fit
+from .._fits import scvi_tools_fit
 
 __all__ = ["SCVI_DEFAULT_LATENT", "EpochTimer", "sync_device", "timed_train_kwargs"]
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ._speed_time_to_fit import dataset_tables, fit_dataset
+from ._time_to_fit import dataset_tables, fit_dataset
 
 __all__ = [
     "CONSENSUS_RESTARTS",
@@ -88,7 +88,7 @@ def consensus_rows(
     Parameters
     ----------
     datasets
-        Names from :data:`._speed_time_to_fit.TIME_TO_FIT_DATASETS`.
+        Names from :data:`._time_to_fit.TIME_TO_FIT_DATASETS`.
     seed
         Seed of the single fit and first seed of each consensus.
     quick
