@@ -14,7 +14,7 @@ import pandas as pd
 
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, programme_agreement
 
-from ._tables import markdown_table
+from .._tables import markdown_table
 
 __all__ = ["SAME_SEED_COLUMNS", "same_seed_agreement", "same_seed_lines"]
 

@@ -25,7 +25,7 @@ import pandas as pd
 
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, block_jaccard, programme_agreement
 
-from ._tables import markdown_table
+from .._tables import markdown_table
 
 __all__ = [
     "CONSENSUS_COLUMNS",

@@ -28,11 +28,11 @@ apply to it (``nmf_start``: the multi-study model has the constant start only) a
 
 ``results.csv`` has one row per data set, variant and seed; ``agreement.csv`` one row per pair of seeds;
 ``summary.md`` the mean ± sd of each measure per data set and variant with the targets. With at least 4 seeds, a
-variant's single fits also give its consensus fits at no cost (:mod:`._stability_consensus`): two disjoint sets of
+variant's single fits also give its consensus fits at no cost (:mod:`._consensus`): two disjoint sets of
 ``R`` seeds, each set's consensus, compared (``consensus.csv``), and each kept programme's reproducibility against
 its best match in the other consensus (``consensus_programmes.csv``). Seeds on the same cells cannot tell whether
 other cells of the same tissue would give the same programmes (and a deterministic method passes them by
-construction): the resampling reading (``halves``, :mod:`._stability_halves`) splits each single-study data set's
+construction): the resampling reading (``halves``, :mod:`._halves`) splits each single-study data set's
 cells into two random halves, fits each with its own seeds (single fits, their pooled consensus, and NMF and cNMF
 on the same halves) and compares fits of one half with fits of the other (``halves.csv``). The fits' programmes,
 loadings and ``p*`` are saved under ``fits/``, so ``resume`` fits only what an earlier run into the same folder
@@ -57,12 +57,12 @@ from lightning.pytorch import Callback
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_agreement
 from scsparse.utils import atomic_path, check_integer, write_text
 
-from ._fits import fit_sparsevae, measured, user_model
-from ._process import cpu_threads, quiet_training_logs
-from ._programme_fit import FitBudget, read_sparsevae
-from ._programme_scores import score_fit
-from ._real_data import REAL_DATASETS, RealDataset, load_real_dataset
-from ._report import (
+from .._fits import fit_sparsevae, measured, user_model
+from .._process import cpu_threads, quiet_training_logs
+from .._programme_fit import FitBudget, read_sparsevae
+from .._programme_scores import score_fit
+from .._real_data import REAL_DATASETS, RealDataset, load_real_dataset
+from .._report import (
     NOT_ASSESSED_QUICK,
     finish_run,
     make_output_dir,
@@ -74,19 +74,27 @@ from ._report import (
     write_summary,
     wrote_line,
 )
-from ._settings import chosen_names
-from ._stability_consensus import (
+from .._settings import chosen_names
+from .._tables import markdown_table
+from ._consensus import (
     CONSENSUS_COLUMNS,
     REPRODUCIBILITY_COLUMNS,
     FitMask,
     consensus_agreement,
     consensus_lines,
 )
-from ._stability_halves import HALVES_COLUMNS, HALVES_PEERS, halves_agreement, halves_lines
-from ._stability_same_seed import SAME_SEED_COLUMNS, same_seed_agreement, same_seed_lines
-from ._tables import markdown_table
+from ._halves import HALVES_COLUMNS, HALVES_PEERS, halves_agreement, halves_lines
+from ._same_seed import SAME_SEED_COLUMNS, same_seed_agreement, same_seed_lines
 
-__all__ = ["AGREEMENT_COLUMNS", "RESULT_COLUMNS", "SECTIONS", "VARIANTS", "Lambda0Ladder", "StabilityVariant", "run_stability"]
+__all__ = [
+    "AGREEMENT_COLUMNS",
+    "RESULT_COLUMNS",
+    "SECTIONS",
+    "VARIANTS",
+    "Lambda0Ladder",
+    "StabilityVariant",
+    "run_stability",
+]
 
 
 class Lambda0Ladder(Callback):
@@ -154,7 +162,7 @@ class StabilityVariant:
     train_kwargs
         Arguments of :meth:`~scsparse.model.SparseVAE.train` beyond the defaults.
     same_seed
-        Compare each seed's fit with the default fit of the same seed (:mod:`._stability_same_seed`): for variants
+        Compare each seed's fit with the default fit of the same seed (:mod:`._same_seed`): for variants
         that change how a fit computes, not what it fits.
     """
 
@@ -374,7 +382,7 @@ def _halves(
     dataset: str, adata, seeds: int, draws: int, budget: FitBudget, out_dir: Path, resume: bool, verbose: bool
 ) -> pd.DataFrame:
     """The resampling reading of one data set: the default variant and the peers on random halves of its cells."""
-    from ._programme_methods import MethodUnavailable, fit_peer
+    from .._programme_methods import MethodUnavailable, fit_peer
 
     spec = REAL_DATASETS[dataset]
 
@@ -468,9 +476,9 @@ def stability_summary(
     """The lines of ``summary.md``: per data set, the agreement measures and the fits' scores per variant.
 
     ``consensus`` and ``consensus_programmes``: the consensus fits read off the single fits
-    (:func:`._stability_consensus.consensus_agreement`), shown under each data set; ``halves``: the resampling
-    reading (:func:`._stability_halves.halves_agreement`); ``same_seed``: variants against the default fit of the
-    same seed (:func:`._stability_same_seed.same_seed_agreement`).
+    (:func:`._consensus.consensus_agreement`), shown under each data set; ``halves``: the resampling
+    reading (:func:`._halves.halves_agreement`); ``same_seed``: variants against the default fit of the
+    same seed (:func:`._same_seed.same_seed_agreement`).
     """
     same_seed = pd.DataFrame(columns=SAME_SEED_COLUMNS) if same_seed is None else same_seed
     halves = pd.DataFrame(columns=HALVES_COLUMNS) if halves is None else halves
@@ -531,7 +539,8 @@ def stability_summary(
 
 def _halves_target_lines(halves: pd.DataFrame, quick: bool) -> list[str]:
     """The resampling target: consensus fits of the two halves agree >= :data:`HALVES_TARGET`, and as well as
-    cNMF's (a difference inside the larger sd of the two is a tie)."""
+    cNMF's (a difference inside the larger sd of the two is a tie).
+    """
     across = halves[(halves["reading"] == "halves") & (halves["method"] == "SparseVAE (consensus)")]
     if not len(across):
         return []
@@ -596,7 +605,7 @@ def run_stability(
     halves
         Random halvings of each single-study data set's cells for the resampling reading (``halves.csv``; default
         1, quick: 0): each half fitted with ``seeds`` seeds of the default variant, and NMF and cNMF fitted to the
-        same halves; fits of one half compared with fits of the other (:mod:`._stability_halves`).
+        same halves; fits of one half compared with fits of the other (:mod:`._halves`).
     sections
         Parts of :data:`SECTIONS` to run (comma-separated or a list; default: both): ``"seeds"``, the variants
         fitted with several seeds to all the cells; ``"halves"``, the resampling reading alone (with ``halves``

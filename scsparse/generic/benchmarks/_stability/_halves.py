@@ -23,8 +23,8 @@ import pandas as pd
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, programme_agreement
 from scsparse.utils import markdown_rows
 
-from ._stability_consensus import FitMask, consensus_set
-from ._tables import format_mean_sd
+from .._tables import format_mean_sd
+from ._consensus import FitMask, consensus_set
 
 __all__ = ["HALVES_COLUMNS", "HALVES_PEERS", "halves_agreement", "halves_lines", "split_halves"]
 
