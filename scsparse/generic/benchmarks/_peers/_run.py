@@ -2,7 +2,7 @@
 
 On each data set of :data:`._real_data.REAL_DATASETS`, every chosen method of :data:`._programme_methods.PEER_METHODS`
 (by default :data:`._programme_methods.DEFAULT_METHODS`; on the data sets of the multi-study arm, of
-:data:`._peers_multistudy.MULTISTUDY_METHODS`) is fitted with
+:data:`._multistudy.MULTISTUDY_METHODS`) is fitted with
 the same genes, the same maximum number of factors, the same seeds and the same epoch budget,
 one after the other in one process, and its programmes are read the way its authors recommend. Each fit is
 scored on biology recovered, parsimony, information, batch leakage, stability over seeds and cost
@@ -37,15 +37,13 @@ import pandas as pd
 
 from scsparse.utils import check_integer, write_text
 
-from ._fits import ModelStore
-from ._peers_multistudy import MULTISTUDY_METHODS, fit_multistudy_peer
-from ._peers_summary import peers_figure, peers_summary
-from ._process import cpu_threads, quiet_training_logs
-from ._programme_fit import FitBudget
-from ._programme_methods import DEFAULT_METHODS, PEER_METHODS, MethodUnavailable, fit_peer
-from ._programme_scores import METRICS, score_fit, stability_scores
-from ._real_data import REAL_DATASETS, load_real_dataset
-from ._report import (
+from .._fits import ModelStore
+from .._process import cpu_threads, quiet_training_logs
+from .._programme_fit import FitBudget
+from .._programme_methods import DEFAULT_METHODS, PEER_METHODS, MethodUnavailable, fit_peer
+from .._programme_scores import METRICS, score_fit, stability_scores
+from .._real_data import REAL_DATASETS, load_real_dataset
+from .._report import (
     finish_run,
     make_output_dir,
     provenance,
@@ -55,7 +53,9 @@ from ._report import (
     write_summary,
     wrote_line,
 )
-from ._settings import chosen_names
+from .._settings import chosen_names
+from ._multistudy import MULTISTUDY_METHODS, fit_multistudy_peer
+from ._summary import peers_figure, peers_summary
 
 __all__ = ["RESULT_COLUMNS", "run_peers"]
 
@@ -298,7 +298,7 @@ def run_peers(
     methods
         Methods to run (default: :data:`._programme_methods.DEFAULT_METHODS`, all of
         :data:`._programme_methods.PEER_METHODS` but the restarts, and, on the multi-study data sets, all of
-        :data:`._peers_multistudy.MULTISTUDY_METHODS`).
+        :data:`._multistudy.MULTISTUDY_METHODS`).
     n_threads
         CPU threads for torch and for the BLAS and OpenMP pools of the other methods (NMF, cNMF, MOFA+, PCA),
         through ``threadpoolctl`` (``None``: the libraries' defaults). One thread per method keeps methods that

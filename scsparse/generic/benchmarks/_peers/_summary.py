@@ -10,7 +10,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._peers_compare import (
+from .._programme_fit import EQUAL_SIZES, FitBudget
+from .._programme_methods import DETERMINISTIC, READING
+from .._programme_scores import (
+    DISENTANGLEMENT,
+    EQUAL_SIZE_METRICS,
+    HIGHER_IS_BETTER,
+    LOWER_IS_BETTER,
+    METRICS,
+    SIGNIFICANCE,
+    STABILITY,
+)
+from .._real_data import REAL_DATASETS
+from .._report import NOT_ASSESSED_QUICK, new_figure, save_figure, summary_head, target_verdict
+from .._tables import markdown_table
+from ._compare import (
     COSTS,
     DIGITS,
     OURS,
@@ -29,21 +43,7 @@ from ._peers_compare import (
     versus,
     winner_lines,
 )  # fmt: skip
-from ._peers_multistudy import MULTISTUDY_READING
-from ._programme_fit import EQUAL_SIZES, FitBudget
-from ._programme_methods import DETERMINISTIC, READING
-from ._programme_scores import (
-    DISENTANGLEMENT,
-    EQUAL_SIZE_METRICS,
-    HIGHER_IS_BETTER,
-    LOWER_IS_BETTER,
-    METRICS,
-    SIGNIFICANCE,
-    STABILITY,
-)
-from ._real_data import REAL_DATASETS
-from ._report import NOT_ASSESSED_QUICK, new_figure, save_figure, summary_head, target_verdict
-from ._tables import markdown_table
+from ._multistudy import MULTISTUDY_READING
 
 __all__ = ["peers_figure", "peers_summary", "peers_targets"]
 

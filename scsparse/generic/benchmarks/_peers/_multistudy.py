@@ -32,10 +32,10 @@ import numpy as np
 import scipy.sparse as sp
 from anndata import AnnData
 
-from ._fits import MULTISTUDY_SPECIFIC, fit_sparsevae, measured
-from ._programme_fit import EQUAL_SIZES, FitBudget, ProgrammeFit, read_sparsevae
-from ._programme_methods import MethodUnavailable, counts_matrix, slab_programmes
-from ._real_data import study_names
+from .._fits import MULTISTUDY_SPECIFIC, fit_sparsevae, measured
+from .._programme_fit import EQUAL_SIZES, FitBudget, ProgrammeFit, read_sparsevae
+from .._programme_methods import MethodUnavailable, counts_matrix, slab_programmes
+from .._real_data import study_names
 
 __all__ = [
     "MOFA_MIN_R2",

@@ -16,9 +16,9 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from ._programme_fit import EQUAL_SIZES
-from ._programme_methods import DETERMINISTIC
-from ._programme_scores import HIGHER_IS_BETTER, LOWER_IS_BETTER, METRICS, SIZE_DEPENDENT, STABILITY
+from .._programme_fit import EQUAL_SIZES
+from .._programme_methods import DETERMINISTIC
+from .._programme_scores import HIGHER_IS_BETTER, LOWER_IS_BETTER, METRICS, SIZE_DEPENDENT, STABILITY
 
 __all__ = [
     "COSTS", "DIGITS", "IN_SHORT", "OURS", "P_VALUES", "SEVERAL_FITS", "SPARSEVAE", "ahead_of_all", "better",
