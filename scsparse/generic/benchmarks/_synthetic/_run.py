@@ -20,9 +20,10 @@ import pandas as pd
 from scsparse.generic.metrics import dci_disentanglement, estimated_support, match_factors, support_confusion
 from scsparse.utils import check_integer, torch_threads, write_csv
 
-from . import _report as report
-from ._process import quiet_training_logs
-from ._synthetic_methods import (
+from .. import _report as report
+from .._process import quiet_training_logs
+from .._tables import markdown_table
+from ._methods import (
     ACTIVE_UNIT_THRESHOLD,
     BETA_GRID,
     DCI_SEED,
@@ -39,8 +40,7 @@ from ._synthetic_methods import (
     fit_beta_vae,
     make_split,
 )
-from ._synthetic_summary import write_figure, write_figure3, write_summary
-from ._tables import markdown_table
+from ._summary import write_figure, write_figure3, write_summary
 
 __all__ = ["RESULT_COLUMNS", "active_units", "run_synthetic", "select_beta"]
 
@@ -168,7 +168,7 @@ def select_beta(
 
     Examples
     --------
-    >>> from scsparse.generic.benchmarks._synthetic import select_beta
+    >>> from scsparse.generic.benchmarks._synthetic._run import select_beta
     >>> beta, table = select_beta(0.4, betas=[2.0, 8.0], n_obs=200, max_epochs=2)
     >>> beta in (2.0, 8.0), len(table)
     (True, 2)
@@ -279,7 +279,7 @@ def run_synthetic(
 
     Examples
     --------
-    >>> from scsparse.generic.benchmarks._synthetic import run_synthetic
+    >>> from scsparse.generic.benchmarks._synthetic._run import run_synthetic
     >>> df = run_synthetic("bench_syn", rho=[0.0, 0.4], seeds=5)  # doctest: +SKIP
     """
     start = time.perf_counter()

@@ -13,10 +13,11 @@ import pandas as pd
 
 from scsparse.data import EQ9_FEATURE_NAMES
 
-from . import _report as report
-from ._paper import PAPER_DEPTH_NOTE
-from ._restarts import RESTART_SEED_STEP
-from ._synthetic_methods import (
+from .. import _report as report
+from .._paper import PAPER_DEPTH_NOTE
+from .._restarts import RESTART_SEED_STEP
+from .._tables import markdown_table
+from ._methods import (
     ACTIVE_UNIT_THRESHOLD,
     BETA_NAME,
     DCI_SEED,
@@ -38,7 +39,6 @@ from ._synthetic_methods import (
     VALIDATION_SEED,
     VSC_NAME,
 )
-from ._tables import markdown_table
 
 __all__: list[str] = []
 

@@ -14,9 +14,9 @@ import numpy as np
 from scsparse.data import simulate_eq9
 from scsparse.generic.datasets import split_rows
 
-from ._fits import paper_model_kwargs, train_fixed_epochs
-from ._paper import PAPER_HIDDEN_LAYERS
-from ._restarts import best_of_restarts
+from .._fits import paper_model_kwargs, train_fixed_epochs
+from .._paper import PAPER_HIDDEN_LAYERS
+from .._restarts import best_of_restarts
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
@@ -259,7 +259,7 @@ def fit_sparsevae(
 
     Examples
     --------
-    >>> from scsparse.generic.benchmarks._synthetic_methods import make_split, fit_sparsevae
+    >>> from scsparse.generic.benchmarks._synthetic._methods import make_split, fit_sparsevae
     >>> data, split = make_split(200, rho=0.4, seed=0)
     >>> fit_sparsevae(split, max_epochs=2).W.shape  # doctest: +SKIP
     (7, 5)
@@ -387,7 +387,7 @@ def fit_beta_vae(split: SyntheticSplit, max_epochs: int, n_latent: int = 5, beta
 
     Examples
     --------
-    >>> from scsparse.generic.benchmarks._synthetic_methods import make_split, fit_beta_vae
+    >>> from scsparse.generic.benchmarks._synthetic._methods import make_split, fit_beta_vae
     >>> data, split = make_split(200, rho=0.4, seed=0)
     >>> res = fit_beta_vae(split, max_epochs=2, beta=4.0)
     >>> res.z.shape, res.beta
@@ -416,7 +416,7 @@ def fit_vae(split: SyntheticSplit, max_epochs: int, n_latent: int = 5) -> Method
 
     Examples
     --------
-    >>> from scsparse.generic.benchmarks._synthetic_methods import make_split, fit_vae
+    >>> from scsparse.generic.benchmarks._synthetic._methods import make_split, fit_vae
     >>> data, split = make_split(200, rho=0.0, seed=0)
     >>> fit_vae(split, max_epochs=2).W is None
     True
@@ -436,7 +436,7 @@ def fit_vsc(split: SyntheticSplit, max_epochs: int, n_latent: int = 5) -> Method
 
     Examples
     --------
-    >>> from scsparse.generic.benchmarks._synthetic_methods import make_split, fit_vsc
+    >>> from scsparse.generic.benchmarks._synthetic._methods import make_split, fit_vsc
     >>> data, split = make_split(200, rho=0.0, seed=0)
     >>> fit_vsc(split, max_epochs=2).z.shape
     (200, 5)
@@ -468,7 +468,7 @@ def fit_oivae(split: SyntheticSplit, max_epochs: int, n_latent: int = 5) -> Meth
 
     Examples
     --------
-    >>> from scsparse.generic.benchmarks._synthetic_methods import make_split, fit_oivae
+    >>> from scsparse.generic.benchmarks._synthetic._methods import make_split, fit_oivae
     >>> data, split = make_split(200, rho=0.0, seed=0)
     >>> fit_oivae(split, max_epochs=2).W.shape
     (7, 5)
