@@ -7,10 +7,10 @@ import pytest
 from scsparse.data._simulate_multistudy import simulate_multistudy
 from scsparse.generic.benchmarks import BENCHMARKS, run
 from scsparse.generic.benchmarks._cell_scores import transfer_accuracy, transfer_predictions
-from scsparse.generic.benchmarks._multistudy import MULTISTUDY_RESULT_COLUMNS, run_multistudy
+from scsparse.generic.benchmarks._multistudy._run import MULTISTUDY_RESULT_COLUMNS, run_multistudy
+from scsparse.generic.benchmarks._multistudy._scoring import EstimatedBlock, MultiStudyFit, score_multistudy
 from scsparse.generic.benchmarks._multistudy_real import REAL_RESULT_COLUMNS, _confusion_section, run_multistudy_real
 from scsparse.generic.benchmarks._multistudy_real_checks import confusion_table, largest_confusion, marker_labels
-from scsparse.generic.benchmarks._multistudy_scoring import EstimatedBlock, MultiStudyFit, score_multistudy
 
 EXPECTED_COLUMNS = [
     "method",

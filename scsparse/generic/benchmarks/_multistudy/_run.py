@@ -22,18 +22,18 @@ from scsparse.data import MultiStudyData, simulate_multistudy
 from scsparse.results import match_pairs
 from scsparse.utils import check_integer, torch_threads
 
-from . import _report as report
-from ._fits import bias_words, paper_model_kwargs, train_fixed_epochs
-from ._multistudy_scoring import (
+from .. import _report as report
+from .._fits import bias_words, paper_model_kwargs, train_fixed_epochs
+from .._process import quiet_training_logs
+from .._restarts import RESTART_SEED_STEP, best_of_restarts
+from .._tables import markdown_table
+from ._scoring import (
     EstimatedBlock,
     MultiStudyFit,
     block_correlation,
     score_multistudy,
     true_support,
 )
-from ._process import quiet_training_logs
-from ._restarts import RESTART_SEED_STEP, best_of_restarts
-from ._tables import markdown_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
