@@ -1,4 +1,4 @@
-"""``scsparse bench multistudy``: :func:`run_multistudy` (in ``_run``) and the modules it uses, one job each."""
+"""The ``multistudy`` benchmark: :func:`run_multistudy` (in ``_run``) and its helpers, one module per job."""
 
 from ._run import run_multistudy
 

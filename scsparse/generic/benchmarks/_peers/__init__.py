@@ -1,4 +1,4 @@
-"""``scsparse bench peers``: :func:`run_peers` (in ``_run``) and the modules it uses, one job each."""
+"""The ``peers`` benchmark: :func:`run_peers` (in ``_run``) and its helpers, one module per job."""
 
 from ._run import run_peers
 

@@ -1,4 +1,4 @@
-"""``scsparse bench speed``: :func:`run_speed` (in ``_run``) and the modules it uses, one job each."""
+"""The ``speed`` benchmark: :func:`run_speed` (in ``_run``) and its helpers, one module per job."""
 
 from ._run import run_speed
 

@@ -1,4 +1,4 @@
-"""``scsparse bench stability``: :func:`run_stability` (in ``_run``) and the modules it uses, one job each."""
+"""The ``stability`` benchmark: :func:`run_stability` (in ``_run``) and its helpers, one module per job."""
 
 from ._run import run_stability
 

@@ -1,4 +1,4 @@
-"""``scsparse bench synthetic``: :func:`run_synthetic` (in ``_run``) and the modules it uses, one job each."""
+"""The ``synthetic`` benchmark: :func:`run_synthetic` (in ``_run``) and its helpers, one module per job."""
 
 from ._run import run_synthetic
 

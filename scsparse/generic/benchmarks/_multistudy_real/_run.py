@@ -14,9 +14,11 @@ import pandas as pd
 
 from scsparse.utils import check_integer, markdown_rows, torch_threads
 
-from . import _report as report
-from ._fits import bias_words
-from ._multistudy_real_checks import (
+from .. import _report as report
+from .._fits import bias_words
+from .._process import quiet_training_logs
+from .._tables import format_mean_sd
+from ._checks import (
     PBMC_MARKERS,
     cellbench_check,
     cellbench_query_check,
@@ -24,8 +26,6 @@ from ._multistudy_real_checks import (
     largest_confusion,
     pbmc_3batch_check,
 )
-from ._process import quiet_training_logs
-from ._tables import format_mean_sd
 
 __all__ = ["REAL_RESULT_COLUMNS", "REAL_SETTINGS", "run_multistudy_real"]
 

@@ -13,9 +13,9 @@ import pandas as pd
 from scsparse.generic.metrics import neighbour_agreement, random_agreement
 from scsparse.utils import torch_threads
 
-from ._cell_scores import interferon_enrichment, transfer_accuracy, transfer_predictions
-from ._fits import paper_model_kwargs, scvi_tools_fit, train_fixed_epochs
-from ._real_data import INTERFERON_TERMS, variable_genes
+from .._cell_scores import interferon_enrichment, transfer_accuracy, transfer_predictions
+from .._fits import paper_model_kwargs, scvi_tools_fit, train_fixed_epochs
+from .._real_data import INTERFERON_TERMS, variable_genes
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
