@@ -29,12 +29,12 @@ import pandas as pd
 from scsparse.tl import predict_labels
 from scsparse.utils import check_integer, torch_threads
 
-from . import _report as report
-from ._fits import scvi_tools_fit
-from ._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS
-from ._process import quiet_training_logs
-from ._tables import format_mean_sd
-from ._zeisel_prep import TEST_FRACTION, ZeiselData, prepare_zeisel, split_cells
+from .. import _report as report
+from .._fits import scvi_tools_fit
+from .._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS
+from .._process import quiet_training_logs
+from .._tables import format_mean_sd
+from ._prep import TEST_FRACTION, ZeiselData, prepare_zeisel, split_cells
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
