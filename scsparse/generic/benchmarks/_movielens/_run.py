@@ -29,13 +29,13 @@ from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, ArraySpars
 from scsparse.nn import MaskedDecoder, slab_threshold
 from scsparse.utils import check_integer, torch_threads
 
-from . import _report as report
-from ._documents_summary import best_beta, best_beta_rows
-from ._movielens_factors import describe_factors, factor_section, write_factors
-from ._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS, no_active_factor_note
-from ._process import quiet_training_logs
-from ._settings import run_settings
-from ._tables import format_mean_sd, markdown_table
+from .. import _report as report
+from .._documents_summary import best_beta, best_beta_rows
+from .._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS, no_active_factor_note
+from .._process import quiet_training_logs
+from .._settings import run_settings
+from .._tables import format_mean_sd, markdown_table
+from ._factors import describe_factors, factor_section, write_factors
 
 __all__ = [
     "METHODS",
