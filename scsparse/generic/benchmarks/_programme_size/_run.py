@@ -16,7 +16,7 @@ fits (:func:`._fits.fit_sparsevae`: defaults, the settled stop), at growing numb
   population (``rare_share``, 2%): whether a programme of few cells survives the prior, which is weighed against
   at most ``max_prior_cells`` cells (``rare_*`` columns: the rare programme's pair).
 
-and on real data (``chemistries``, :mod:`._programme_size_real`): nested subsamples of the 10x PBMCs in three
+and on real data (``chemistries``, :mod:`._real`): nested subsamples of the 10x PBMCs in three
 chemistries, 500 cells to all 2,860, scored by what needs no truth (programme sizes by both readings, redundancy,
 active factors, and the 10 strongest genes of each programme against the largest subsample's).
 
@@ -43,10 +43,9 @@ from scsparse.model import DEFAULT_MAX_PRIOR_CELLS
 from scsparse.results import match_pairs
 from scsparse.utils import check_integer
 
-from ._fits import fit_sparsevae, measured
-from ._process import cpu_threads, quiet_training_logs
-from ._programme_size_real import REAL_SCENARIO, fit_subsample, load_subsampled_data, score_cores, subsample_sizes
-from ._report import (
+from .._fits import fit_sparsevae, measured
+from .._process import cpu_threads, quiet_training_logs
+from .._report import (
     NOT_ASSESSED_QUICK,
     finish_run,
     make_output_dir,
@@ -60,8 +59,9 @@ from ._report import (
     write_summary,
     wrote_line,
 )
-from ._settings import chosen_names
-from ._tables import markdown_table
+from .._settings import chosen_names
+from .._tables import markdown_table
+from ._real import REAL_SCENARIO, fit_subsample, load_subsampled_data, score_cores, subsample_sizes
 
 __all__ = [
     "PROGRAMME_SIZE_SETTINGS",

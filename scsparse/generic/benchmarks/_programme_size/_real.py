@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from anndata import AnnData
 
-from ._fits import fit_sparsevae, measured
-from ._real_data import REAL_DATASETS, load_real_dataset
+from .._fits import fit_sparsevae, measured
+from .._real_data import REAL_DATASETS, load_real_dataset
 
 __all__ = ["REAL_SCENARIO", "fit_subsample", "load_subsampled_data", "score_cores", "subsample_sizes"]
 
