@@ -415,7 +415,7 @@ def run_semisynthetic(
         Slab rate of the SparseVAE (default 1; the paper's 0.01, :data:`PAPER_SEMISYNTHETIC_LAMBDA1`, leaves no
         factor active with scsparse's exact E-step: :func:`~scsparse.generic.benchmarks._paper.slab_threshold_note`).
     n_docs, vocab_size, n_is_samples, n_eval_docs, betas, source
-        As in :func:`~scsparse.generic.benchmarks._text.run_text`.
+        As in :func:`~scsparse.generic.benchmarks._text._run.run_text`.
 
     Returns
     -------

@@ -21,8 +21,8 @@ from scsparse.generic.datasets import TextCorpus, eval_subset, split_rows, text_
 from scsparse.generic.models import ArrayModel, ArraySparseVAE
 from scsparse.utils import torch_threads, write_csv
 
-from . import _report as report
-from ._documents import (
+from .. import _report as report
+from .._documents import (
     METHOD_NAMES,
     NLL_DEFINITION,
     check_corpus,
@@ -30,7 +30,7 @@ from ._documents import (
     resolve_settings,
     score_methods,
 )
-from ._documents_summary import (
+from .._documents_summary import (
     beaten_by,
     best_beta_rows,
     paper_comparison_table,
@@ -39,9 +39,9 @@ from ._documents_summary import (
     unigram_lines,
     verdict_best,
 )
-from ._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS, no_active_factor_note, slab_threshold_note
-from ._process import quiet_training_logs
-from ._tables import markdown_table
+from .._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS, no_active_factor_note, slab_threshold_note
+from .._process import quiet_training_logs
+from .._tables import markdown_table
 
 __all__ = [
     "PAPER_TEXT_LAMBDA1",

@@ -29,8 +29,8 @@ import pandas as pd
 
 from scsparse.utils import check_integer, torch_threads, write_csv
 
-from . import _report as report
-from ._tables import markdown_table
+from .. import _report as report
+from .._tables import markdown_table
 
 __all__ = ["JOINT_NAMES", "MOCAP_SETTINGS", "RESULT_COLUMNS", "MocapSplit", "prepare_mocap", "run_mocap"]
 

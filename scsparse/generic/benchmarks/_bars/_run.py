@@ -36,9 +36,9 @@ import torch
 
 from scsparse.utils import check_integer, torch_threads
 
-from . import _report as report
-from ._restarts import RESTART_SEED_STEP, best_of_restarts
-from ._tables import markdown_table
+from .. import _report as report
+from .._restarts import RESTART_SEED_STEP, best_of_restarts
+from .._tables import markdown_table
 
 __all__ = [
     "BARS_SETTINGS",
