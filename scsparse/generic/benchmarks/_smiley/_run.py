@@ -19,10 +19,10 @@ import pandas as pd
 from scsparse.generic.models import VAE, VSC
 from scsparse.utils import check_integer, torch_threads
 
-from . import _report as report
-from ._settings import run_settings
-from ._tables import markdown_table
-from ._vae_scores import active_fraction, heldout_elbo
+from .. import _report as report
+from .._settings import run_settings
+from .._tables import markdown_table
+from .._vae_scores import active_fraction, heldout_elbo
 
 __all__ = ["RESULT_COLUMNS", "SMILEY_SETTINGS", "attribute_correlation", "run_smiley"]
 

@@ -34,9 +34,9 @@ import pandas as pd
 from scsparse.generic.datasets import TextCorpus, eval_subset, split_rows, text_corpus
 from scsparse.utils import torch_threads
 
-from . import _report as report
-from ._documents import METHOD_NAMES, NLL_DEFINITION, check_corpus, resolve_run, resolve_settings, score_methods
-from ._documents_summary import (
+from .. import _report as report
+from .._documents import METHOD_NAMES, NLL_DEFINITION, check_corpus, resolve_run, resolve_settings, score_methods
+from .._documents_summary import (
     beaten_by,
     paper_comparison_table,
     reduced_settings,
@@ -44,9 +44,9 @@ from ._documents_summary import (
     unigram_lines,
     verdict_best,
 )
-from ._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS, no_active_factor_note, slab_threshold_note
-from ._process import quiet_training_logs
-from ._tables import markdown_table
+from .._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS, no_active_factor_note, slab_threshold_note
+from .._process import quiet_training_logs
+from .._tables import markdown_table
 
 __all__ = [
     "PAPER_SEMISYNTHETIC_NLL",

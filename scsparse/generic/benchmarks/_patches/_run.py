@@ -46,9 +46,9 @@ from scsparse.generic.models import (
 )
 from scsparse.utils import check_integer, torch_threads
 
-from . import _report as report
-from ._settings import run_settings
-from ._tables import markdown_table
+from .. import _report as report
+from .._settings import run_settings
+from .._tables import markdown_table
 
 __all__ = [
     "METHODS",

@@ -24,10 +24,10 @@ import torch
 from scsparse.generic.models import VAE, VSC, init_observation_variance
 from scsparse.utils import check_integer, torch_threads
 
-from . import _report as report
-from ._settings import run_settings
-from ._tables import markdown_table
-from ._vae_scores import active_fraction, heldout_elbo
+from .. import _report as report
+from .._settings import run_settings
+from .._tables import markdown_table
+from .._vae_scores import active_fraction, heldout_elbo
 
 __all__ = ["FMNIST_SETTINGS", "RESULT_COLUMNS", "run_fmnist"]
 
