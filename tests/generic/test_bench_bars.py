@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from scsparse.generic.benchmarks import run
-from scsparse.generic.benchmarks._bars import (
+from scsparse.generic.benchmarks._bars._run import (
     RESULT_COLUMNS,
     gaussian_reference_ll,
     jacobian_group_influence,

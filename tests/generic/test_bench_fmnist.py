@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
-from scsparse.generic.benchmarks._fmnist import RESULT_COLUMNS, run_fmnist
+from scsparse.generic.benchmarks._fmnist._run import RESULT_COLUMNS, run_fmnist
 from scsparse.generic.benchmarks._vae_scores import active_fraction, heldout_elbo
 from scsparse.generic.models import VAE, VSC
 
@@ -60,7 +60,7 @@ def test_run_fmnist_rejects_bad_options(tmp_path):
 
 
 def test_prepare_binarises_or_scales():
-    from scsparse.generic.benchmarks._fmnist import _prepare
+    from scsparse.generic.benchmarks._fmnist._run import _prepare
 
     images = np.array([[[0, 127], [128, 255]]], dtype=np.uint8)
     np.testing.assert_array_equal(_prepare(images, "bernoulli"), [[0.0, 0.0, 1.0, 1.0]])

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from scsparse.generic.benchmarks import run
-from scsparse.generic.benchmarks._mocap import RESULT_COLUMNS, prepare_mocap, run_mocap, top_joints
+from scsparse.generic.benchmarks._mocap._run import RESULT_COLUMNS, prepare_mocap, run_mocap, top_joints
 
 
 def test_top_joints_orders_factors_and_joints_by_group_norm() -> None:

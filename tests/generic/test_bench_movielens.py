@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
-from scsparse.generic.benchmarks import _movielens as ml
-from scsparse.generic.benchmarks import _movielens_factors as ml_factors
+from scsparse.generic.benchmarks._movielens import _factors as ml_factors
+from scsparse.generic.benchmarks._movielens import _run as ml
 from scsparse.generic.datasets import MovieLensData, split_rows
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"

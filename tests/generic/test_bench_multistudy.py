@@ -7,10 +7,14 @@ import pytest
 from scsparse.data._simulate_multistudy import simulate_multistudy
 from scsparse.generic.benchmarks import BENCHMARKS, run
 from scsparse.generic.benchmarks._cell_scores import transfer_accuracy, transfer_predictions
-from scsparse.generic.benchmarks._multistudy import MULTISTUDY_RESULT_COLUMNS, run_multistudy
-from scsparse.generic.benchmarks._multistudy_real import REAL_RESULT_COLUMNS, _confusion_section, run_multistudy_real
-from scsparse.generic.benchmarks._multistudy_real_checks import confusion_table, largest_confusion, marker_labels
-from scsparse.generic.benchmarks._multistudy_scoring import EstimatedBlock, MultiStudyFit, score_multistudy
+from scsparse.generic.benchmarks._multistudy._run import MULTISTUDY_RESULT_COLUMNS, run_multistudy
+from scsparse.generic.benchmarks._multistudy._scoring import EstimatedBlock, MultiStudyFit, score_multistudy
+from scsparse.generic.benchmarks._multistudy_real._checks import confusion_table, largest_confusion, marker_labels
+from scsparse.generic.benchmarks._multistudy_real._run import (
+    REAL_RESULT_COLUMNS,
+    _confusion_section,
+    run_multistudy_real,
+)
 
 EXPECTED_COLUMNS = [
     "method",
@@ -157,7 +161,7 @@ def test_reference_representations_of_the_real_data_checks():
     import anndata as ad
     import scipy.sparse as sp
 
-    from scsparse.generic.benchmarks._multistudy_real_checks import lognormalised_genes, pca_reference
+    from scsparse.generic.benchmarks._multistudy_real._checks import lognormalised_genes, pca_reference
 
     counts = np.random.default_rng(0).poisson(3.0, size=(40, 12)).astype(np.float32)
     adata = ad.AnnData(X=sp.csr_matrix(counts), layers={"counts": sp.csr_matrix(counts)})
@@ -175,7 +179,7 @@ def test_scvi_reference_is_fitted_on_a_copy_with_the_study_as_batch():
     import anndata as ad
     import scipy.sparse as sp
 
-    from scsparse.generic.benchmarks._multistudy_real_checks import scvi_reference
+    from scsparse.generic.benchmarks._multistudy_real._checks import scvi_reference
 
     rng = np.random.default_rng(0)
     counts = rng.poisson(3.0, size=(60, 15)).astype(np.float32)

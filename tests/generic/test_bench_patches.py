@@ -11,7 +11,7 @@ import torch
 
 from scsparse.data import registry
 from scsparse.generic.benchmarks import BENCHMARKS
-from scsparse.generic.benchmarks._patches import METHODS, RESULT_COLUMNS, load_patch_data, run_patches
+from scsparse.generic.benchmarks._patches._run import METHODS, RESULT_COLUMNS, load_patch_data, run_patches
 from scsparse.generic.models import (
     SPARSE_CODING_PRIORS,
     LinearSparseCodingVAE,
@@ -112,7 +112,7 @@ def test_dictionary_step_is_a_gradient_step_on_the_half_squared_error_and_froben
 
 
 def test_warmups_are_fractions_of_the_papers_run():
-    from scsparse.generic.benchmarks._patches import _PAPER_STEPS, _paper_fraction, _ramp
+    from scsparse.generic.benchmarks._patches._run import _PAPER_STEPS, _paper_fraction, _ramp
 
     assert _PAPER_STEPS == 240_000
     assert _paper_fraction(1500, _PAPER_STEPS) == 1500  # full length: the paper's own steps
@@ -124,7 +124,7 @@ def test_warmups_are_fractions_of_the_papers_run():
 
 
 def test_encoder_schedule_is_one_cycle_for_any_number_of_steps():
-    from scsparse.generic.benchmarks._patches import _one_cycle
+    from scsparse.generic.benchmarks._patches._run import _one_cycle
 
     # 8,000 steps: lr/25 at the start, the peak after 5% (400 steps), lr/25e4 at the end
     assert _one_cycle(0, 8000) == pytest.approx(1 / 25)
@@ -195,7 +195,7 @@ def test_long_fits_report_progress_at_every_tenth(tmp_path, capsys):
 
 
 def test_claims_name_missed_targets_and_collapse():
-    from scsparse.generic.benchmarks._patches import _claims
+    from scsparse.generic.benchmarks._patches._run import _claims
 
     rows = [
         {"method": m, "val_loss": v, "feature_collapse": fc}

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
-from scsparse.generic.benchmarks._peers import RESULT_COLUMNS, run_peers
-from scsparse.generic.benchmarks._peers_summary import peers_summary, peers_targets
+from scsparse.generic.benchmarks._peers._run import RESULT_COLUMNS, run_peers
+from scsparse.generic.benchmarks._peers._summary import peers_summary, peers_targets
 from scsparse.generic.benchmarks._programme_fit import FitBudget, ProgrammeFit
 from scsparse.generic.benchmarks._programme_methods import (
     PEER_METHODS,
@@ -357,7 +357,7 @@ def test_registered_and_rejects_unknown_names(tmp_path):
 
 
 def test_a_run_not_told_which_methods_fits_all_but_the_restarts(offline_data, tmp_path, monkeypatch):
-    from scsparse.generic.benchmarks import _peers
+    from scsparse.generic.benchmarks._peers import _run as _peers
 
     calls = []
 
@@ -398,7 +398,7 @@ def test_quick_run_on_kang(offline_data, tmp_path):
 
 
 def test_resume_keeps_the_finished_fits_and_fits_the_rest(offline_data, tmp_path, monkeypatch):
-    from scsparse.generic.benchmarks import _peers
+    from scsparse.generic.benchmarks._peers import _run as _peers
 
     calls = []
     real = _peers.fit_peer
@@ -481,7 +481,7 @@ def test_sparsevae_fits_are_stored_so_a_consensus_reuses_the_plain_fit_and_a_res
 
 
 def test_summary_calls_differences_inside_the_seeds_spread_ties_and_skips_deterministic_stability():
-    from scsparse.generic.benchmarks._peers_compare import loss_lines, method_means, method_spreads, winner_lines
+    from scsparse.generic.benchmarks._peers._compare import loss_lines, method_means, method_spreads, winner_lines
     from scsparse.generic.benchmarks._programme_scores import METRICS
 
     rows = []
@@ -520,7 +520,7 @@ def test_summary_calls_differences_inside_the_seeds_spread_ties_and_skips_determ
 
 
 def test_losses_compare_like_with_like_single_fits_and_consensus_methods_apart():
-    from scsparse.generic.benchmarks._peers_compare import loss_lines, method_means
+    from scsparse.generic.benchmarks._peers._compare import loss_lines, method_means
 
     values = {"SparseVAE": 0.10, "SparseVAE (consensus)": 0.05, "LDVAE": 0.08, "cNMF": 0.04}
     rows = [{"dataset": "d", "method": k, "seed": 0, "status": "ok", "redundancy": v} for k, v in values.items()]
@@ -534,7 +534,7 @@ def test_losses_compare_like_with_like_single_fits_and_consensus_methods_apart()
 
 
 def test_close_values_are_written_with_the_digits_that_tell_them_apart():
-    from scsparse.generic.benchmarks._peers_compare import loss_lines, method_means, verdict, versus, winner_lines
+    from scsparse.generic.benchmarks._peers._compare import loss_lines, method_means, verdict, versus, winner_lines
 
     values = {"SparseVAE": 0.064843, "DRVI": 0.064514, "PCA": 0.15}  # one seed: no spread, DRVI ahead
     rows = [{"dataset": "d", "method": k, "seed": 0, "status": "ok", "redundancy": v} for k, v in values.items()]
@@ -551,7 +551,7 @@ def test_close_values_are_written_with_the_digits_that_tell_them_apart():
 
 
 def test_in_short_compares_each_scsparse_model_with_its_budget_group_in_both_readings():
-    from scsparse.generic.benchmarks._peers_compare import in_short_rows, method_means, method_spreads
+    from scsparse.generic.benchmarks._peers._compare import in_short_rows, method_means, method_spreads
 
     values = {  # method: (redundancy, at 20, at 50, accuracy) over two seeds
         "SparseVAE": [(0.10, 0.05, 0.12, 0.80), (0.12, 0.05, 0.14, 0.82)],
@@ -606,7 +606,7 @@ def test_equal_size_reading_cuts_every_method_by_its_own_ranking():
 
 
 def test_p_values_are_compared_by_the_spread_of_their_log10_over_seeds():
-    from scsparse.generic.benchmarks._peers_compare import (
+    from scsparse.generic.benchmarks._peers._compare import (
         ahead_of_all,
         loss_lines,
         method_means,

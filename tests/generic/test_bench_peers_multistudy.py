@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scsparse.generic.benchmarks._peers import run_peers
-from scsparse.generic.benchmarks._peers_multistudy import MULTISTUDY_METHODS, fit_multistudy_peer
+from scsparse.generic.benchmarks._peers._multistudy import MULTISTUDY_METHODS, fit_multistudy_peer
+from scsparse.generic.benchmarks._peers._run import run_peers
 from scsparse.generic.benchmarks._programme_fit import FitBudget, ProgrammeFit
 from scsparse.generic.benchmarks._programme_scores import score_fit
 from scsparse.generic.benchmarks._real_data import RealDataset

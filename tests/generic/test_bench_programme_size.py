@@ -7,7 +7,13 @@ import pandas as pd
 import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
-from scsparse.generic.benchmarks._programme_size import (
+from scsparse.generic.benchmarks._programme_size._real import (
+    _factor_programmes,
+    _subsample,
+    score_cores,
+    subsample_sizes,
+)
+from scsparse.generic.benchmarks._programme_size._run import (
     PROGRAMME_SIZE_SETTINGS,
     RESULT_COLUMNS,
     _effect_pip,
@@ -18,12 +24,6 @@ from scsparse.generic.benchmarks._programme_size import (
     rare_cells,
     run_programme_size,
     support_scores,
-)
-from scsparse.generic.benchmarks._programme_size_real import (
-    _factor_programmes,
-    _subsample,
-    score_cores,
-    subsample_sizes,
 )
 from scsparse.generic.metrics import ProgrammeSet
 
@@ -212,7 +212,7 @@ def test_unknown_scenario_and_bad_sizes_are_refused(tmp_path):
 
 
 def test_max_prior_cells_reaches_every_fit_and_the_summary(tmp_path, monkeypatch):
-    from scsparse.generic.benchmarks import _programme_size
+    from scsparse.generic.benchmarks._programme_size import _run as _programme_size
 
     seen = []
     real_fit = _programme_size.fit_sparsevae

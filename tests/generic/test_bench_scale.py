@@ -1,4 +1,4 @@
-"""Scaling measurements (scsparse.generic.benchmarks._speed_scale) at tiny sizes."""
+"""Scaling measurements (scsparse.generic.benchmarks._speed._scale) at tiny sizes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from scsparse.generic.benchmarks import _speed_scale
+from scsparse.generic.benchmarks._speed import _scale as _speed_scale
 
 
 def test_simulated_h5ad_written_in_chunks_reads_back_backed(tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
-from scsparse.generic.benchmarks._semisynthetic import (
+from scsparse.generic.benchmarks._semisynthetic._run import (
     RESULT_COLUMNS,
     SHIFT_LEVELS,
     fit_lda,

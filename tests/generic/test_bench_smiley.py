@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
-from scsparse.generic.benchmarks._smiley import RESULT_COLUMNS, attribute_correlation, run_smiley
+from scsparse.generic.benchmarks._smiley._run import RESULT_COLUMNS, attribute_correlation, run_smiley
 
 
 def test_attribute_correlation_finds_the_best_dimension_whatever_its_sign_and_position():

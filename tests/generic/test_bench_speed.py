@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from scsparse.generic.benchmarks import BENCHMARKS
-from scsparse.generic.benchmarks._speed import RESULT_COLUMNS, decoder_step_flops, run_speed, simulate_counts
-from scsparse.generic.benchmarks._speed_pergene import PerGeneLoopDecoder, per_gene_loop_copy
+from scsparse.generic.benchmarks._speed._pergene import PerGeneLoopDecoder, per_gene_loop_copy
+from scsparse.generic.benchmarks._speed._run import RESULT_COLUMNS, decoder_step_flops, run_speed, simulate_counts
 from scsparse.module import SparseVAEModule
 from scsparse.nn import MaskedDecoder
 
@@ -111,8 +111,8 @@ def test_run_speed_tiny(tmp_path):
 
 
 def test_settled_section_times_every_entry_the_active_set_and_scvi_in_turn(tmp_path):
-    from scsparse.generic.benchmarks._speed import simulate_counts
-    from scsparse.generic.benchmarks._speed_settled import settled_rows, settled_targets
+    from scsparse.generic.benchmarks._speed._run import simulate_counts
+    from scsparse.generic.benchmarks._speed._settled import settled_rows, settled_targets
 
     adata = simulate_counts(96, 24, n_programmes=3, seed=0)
     rows = settled_rows(
@@ -133,7 +133,7 @@ def test_settled_section_times_every_entry_the_active_set_and_scvi_in_turn(tmp_p
 
 
 def test_time_to_fit_section_reports_fits_side_by_side(tmp_path):
-    from scsparse.generic.benchmarks._speed_time_to_fit import (
+    from scsparse.generic.benchmarks._speed._time_to_fit import (
         time_to_fit_rows,
         time_to_fit_summary,
         time_to_fit_targets,
@@ -160,7 +160,7 @@ def test_time_to_fit_section_reports_fits_side_by_side(tmp_path):
 
 
 def test_consensus_section_times_a_consensus_against_one_fit():
-    from scsparse.generic.benchmarks._speed_consensus import (
+    from scsparse.generic.benchmarks._speed._consensus import (
         QUICK_EPOCHS,
         consensus_rows,
         consensus_summary,
@@ -183,7 +183,7 @@ def test_consensus_section_times_a_consensus_against_one_fit():
 
 
 def test_a_full_run_leaves_the_consensus_section_out_unless_named():
-    from scsparse.generic.benchmarks._speed import SECTIONS, chosen_sections
+    from scsparse.generic.benchmarks._speed._run import SECTIONS, chosen_sections
 
     assert "consensus" not in chosen_sections(None, quick=False)  # about 25 single fits
     assert chosen_sections(None, quick=True) == set(SECTIONS)

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
-from scsparse.generic.benchmarks import _stability as stability
 from scsparse.generic.benchmarks._real_data import load_real_dataset
 from scsparse.generic.benchmarks._report import provenance
-from scsparse.generic.benchmarks._stability import AGREEMENT_COLUMNS, RESULT_COLUMNS, VARIANTS, run_stability
+from scsparse.generic.benchmarks._stability import _run as stability
+from scsparse.generic.benchmarks._stability._run import AGREEMENT_COLUMNS, RESULT_COLUMNS, VARIANTS, run_stability
 from scsparse.generic.metrics import AGREEMENT_MEASURES, programme_agreement
 
 
@@ -122,7 +122,7 @@ def test_quick_consensus_runs_use_disjoint_seeds(shared_data, tmp_path, monkeypa
 
 
 def test_halves_are_disjoint_and_keep_the_genes_expressed_in_both(shared_data):
-    from scsparse.generic.benchmarks._stability_halves import split_halves
+    from scsparse.generic.benchmarks._stability._halves import split_halves
 
     adata = load_real_dataset("kang", quick=True)
     a, b = split_halves(adata, 0)
@@ -136,8 +136,8 @@ def test_halves_are_disjoint_and_keep_the_genes_expressed_in_both(shared_data):
 
 
 def test_quick_run_with_resampled_cells(shared_data, tmp_path, monkeypatch):
-    from scsparse.generic.benchmarks import _stability_halves
-    from scsparse.generic.benchmarks._stability_halves import HALVES_COLUMNS
+    from scsparse.generic.benchmarks._stability import _halves as _stability_halves
+    from scsparse.generic.benchmarks._stability._halves import HALVES_COLUMNS
 
     monkeypatch.setattr(stability, "HALVES_PEERS", ("NMF (KL)",))  # cNMF's 100 replicates are a full run's
     run_stability(tmp_path, quick=True, seeds=3, max_epochs=40, halves=1, verbose=False)
@@ -243,7 +243,7 @@ def test_quick_multistudy_run_compares_fits_block_by_block(shared_data, tmp_path
 def test_consensus_read_off_single_fits_keeps_what_each_set_of_seeds_shares():
     """Seeds 0 and 1 find programmes A and B, seeds 2 and 3 find A and C: the consensus of {0, 1} against that of
     {2, 3} agrees on A only, and every programme each keeps is recovered by both of its restarts."""
-    from scsparse.generic.benchmarks._stability_consensus import FitMask, consensus_agreement
+    from scsparse.generic.benchmarks._stability._consensus import FitMask, consensus_agreement
 
     n_genes = 40
     pip_b, pip_c = np.zeros((n_genes, 3)), np.zeros((n_genes, 3))

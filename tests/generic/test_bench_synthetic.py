@@ -7,11 +7,11 @@ import torch
 
 from scsparse.data._simulate import simulate_eq9
 from scsparse.generic.benchmarks import BENCHMARKS, run
-from scsparse.generic.benchmarks import _synthetic as syn
-from scsparse.generic.benchmarks import _synthetic_methods as syn_methods
-from scsparse.generic.benchmarks import _synthetic_summary as syn_summary
-from scsparse.generic.benchmarks._synthetic import RESULT_COLUMNS, active_units, run_synthetic, select_beta
-from scsparse.generic.benchmarks._synthetic_methods import BETA_GRID, VALIDATION_SEED, MethodOutput, split_indices
+from scsparse.generic.benchmarks._synthetic import _methods as syn_methods
+from scsparse.generic.benchmarks._synthetic import _run as syn
+from scsparse.generic.benchmarks._synthetic import _summary as syn_summary
+from scsparse.generic.benchmarks._synthetic._methods import BETA_GRID, VALIDATION_SEED, MethodOutput, split_indices
+from scsparse.generic.benchmarks._synthetic._run import RESULT_COLUMNS, active_units, run_synthetic, select_beta
 from scsparse.generic.benchmarks._tables import format_mean_sd, markdown_table
 
 EXPECTED_COLUMNS = [

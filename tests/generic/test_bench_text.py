@@ -15,7 +15,7 @@ from scipy.special import gammaln
 from scsparse.generic.benchmarks import BENCHMARKS, run
 from scsparse.generic.benchmarks._documents import METHOD_NAMES, build_models, nmf_marginal_nll
 from scsparse.generic.benchmarks._documents_summary import beaten_by, verdict_best
-from scsparse.generic.benchmarks._text import RESULT_COLUMNS, run_text, top_words
+from scsparse.generic.benchmarks._text._run import RESULT_COLUMNS, run_text, top_words
 from scsparse.generic.datasets import split_rows
 from scsparse.generic.models import NMF, ArraySparseVAE
 

@@ -11,19 +11,19 @@ import pandas as pd
 import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS, run
-from scsparse.generic.benchmarks import _zeisel as zb
-from scsparse.generic.benchmarks._zeisel import (
+from scsparse.generic.benchmarks._zeisel import _run as zb
+from scsparse.generic.benchmarks._zeisel._prep import (
+    prepare_zeisel,
+    quantile_normalise,
+    select_variable_genes,
+    split_cells,
+)
+from scsparse.generic.benchmarks._zeisel._run import (
     GENES_REFERENCE,
     METHODS,
     RESULT_COLUMNS,
     classify_cell_types,
     run_zeisel,
-)
-from scsparse.generic.benchmarks._zeisel_prep import (
-    prepare_zeisel,
-    quantile_normalise,
-    select_variable_genes,
-    split_cells,
 )
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"

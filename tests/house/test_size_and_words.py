@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+import sys
 import tokenize
 from pathlib import Path
 
@@ -56,13 +57,29 @@ def hardware_timings(source: str) -> list[str]:
     ]
 
 
-def test_no_module_is_over_800_lines():
-    long = {
+def long_modules(paths: list[Path]) -> dict[str, int]:
+    """The modules among ``paths`` over :data:`MAX_LINES` lines, as path (from the repository) -> lines."""
+    return {
         str(path.relative_to(PACKAGE.parent)): n
-        for path in _modules()
+        for path in paths
         if (n := len(path.read_text().splitlines())) > MAX_LINES
     }
-    assert long == {}, f"split these modules into pieces of one job each (at most {MAX_LINES} lines)"
+
+
+def test_no_module_is_over_800_lines():
+    """Every file of the package, the benchmarks' folders included, is at most :data:`MAX_LINES` lines."""
+    assert long_modules(_modules()) == {}, (
+        f"split these modules into pieces of one job each (at most {MAX_LINES} lines)"
+    )
+
+
+def test_the_size_rule_sees_a_long_module(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "scsparse")
+    folder = tmp_path / "scsparse" / "generic" / "benchmarks" / "_speed"
+    folder.mkdir(parents=True)
+    (folder / "_run.py").write_text("x = 1\n" * (MAX_LINES + 1))
+    (folder / "_timing.py").write_text("x = 1\n" * MAX_LINES)
+    assert long_modules(sorted(folder.glob("*.py"))) == {"scsparse/generic/benchmarks/_speed/_run.py": MAX_LINES + 1}
 
 
 def test_the_timing_rule_finds_timings_in_docstrings_and_comments_only():

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scsparse.generic.benchmarks._multistudy_real import REAL_TARGETS, run_multistudy_real
+from scsparse.generic.benchmarks._multistudy_real._run import REAL_TARGETS, run_multistudy_real
 
 pytestmark = pytest.mark.slow
 

@@ -361,7 +361,7 @@ def test_default_decoder_selects_weak_programmes():
     # With the first-layer bias at unit column norm the same fit put every gene of 3 of the 4 programmes in the
     # spike (best F 0.33 / 0.08 / 1.00 / 0.99): the bias doubles the network's gain, so |w| stayed under the slab
     # threshold; the default half norm keeps |w| on the scale the prior's rates were set for.
-    from scsparse.generic.benchmarks._speed import simulate_counts
+    from scsparse.generic.benchmarks._speed._run import simulate_counts
 
     adata = simulate_counts(2000, 400, n_programmes=4, seed=0)
     SparseVAE.setup_anndata(adata, layer="counts")

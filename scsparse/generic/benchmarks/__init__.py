@@ -5,7 +5,7 @@
 seeds, the paper's claims beside ours, which data it ran on) and figures into ``out``, and returns the
 per-run results. :func:`run_all` runs every benchmark (``scsparse bench all``).
 
-Each benchmark lives in its own module and is imported on first use, so that ``scsparse bench NAME``
+Each benchmark lives in a folder of its own, ``_NAME/``, imported on first use, so that ``scsparse bench NAME``
 only pays for the benchmark it runs. The names:
 
 - ``"synthetic"`` — recovery of the ground-truth factors of Eq. 9 of Moran et al. (2022).
@@ -43,9 +43,12 @@ Every benchmark function has the signature ``fn(out, *, seeds, quick, max_epochs
 options it takes beyond those are discovered from its signature (e.g. ``rho`` for ``"synthetic"``,
 ``device`` for ``"speed"``).
 
-A benchmark's modules are ``_NAME`` and ``_NAME_*``: its settings (full and ``quick``), a fit function per
-method, its scoring and its summary. What several benchmarks share is written once, in modules that belong to no
-benchmark, and a benchmark imports no other benchmark's modules (``tests/house`` checks it):
+A benchmark's folder ``_NAME/`` holds ``_run`` (its settings, full and ``quick``, and ``run_NAME``, which the
+folder's ``__init__`` exports) and, beside it, a module per job: the methods' fits (``_methods``), their scoring
+(``_scoring``), the summary (``_summary``), helpers named by what they do (``_timing``, ``_scale`` of ``speed``).
+What several benchmarks share is written once, in the modules at the top of this package, which belong to no
+benchmark; a benchmark imports no other benchmark's folder, and every module at the top serves more than one
+benchmark (``tests/house`` checks both):
 
 - ``_fits`` — how SparseVAE is fitted (as a user fits it, or the papers' fixed epochs), how scvi-tools' own
   models are fitted (seeded), and how a fit is measured; ``_restarts`` — restarts and the best of them;
@@ -89,7 +92,7 @@ except ImportError as exc:
 
 __all__ = ["BENCHMARKS", "run", "run_all"]
 
-#: Benchmark name -> ``"module:function"`` inside this package (imported lazily). ``run_all`` runs them in this
+#: Benchmark name -> ``"folder:function"`` inside this package (imported lazily). ``run_all`` runs them in this
 #: order; the peers comparison, the longest, comes first so that benchmarks run side by side finish together.
 _REGISTRY: dict[str, str] = {
     "peers": "_peers:run_peers",

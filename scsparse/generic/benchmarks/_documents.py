@@ -155,7 +155,7 @@ class FittedMethod:
 
 
 def build_models(cfg: Mapping[str, Any], seed: int, methods: Sequence[str] = METHOD_NAMES) -> list[FittedMethod]:
-    """Unfitted models of ``methods`` with the settings ``cfg`` (see :data:`._text.TEXT_SETTINGS`), all multinomial.
+    """Unfitted models of ``methods`` with settings ``cfg`` (see :data:`._text._run.TEXT_SETTINGS`), all multinomial.
 
     The beta-VAE gives one entry per ``cfg["betas"]``. OI-VAE puts every word in its own group (the
     paper's p = 5 rows per group, lambda = 1) with ``cfg["oivae_layers"]`` hidden layers per word generator.

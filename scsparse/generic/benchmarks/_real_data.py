@@ -15,7 +15,7 @@ Known programmes, the biology each data set is known to hold:
 CellBench's genes are Ensembl ids with no symbol table offline, so it has no enrichment; the three 10x PBMC
 chemistries have no labels. Each is scored on what it has (see :mod:`._programme_scores`).
 
-The multi-study arm (:mod:`._peers_multistudy`) takes Kang with control and stimulated cells as two studies (the
+The multi-study arm (:mod:`._peers._multistudy`) takes Kang with control and stimulated cells as two studies (the
 interferon programme belongs to the stimulated study, the cell types to both) and CellBench with its two
 technologies as studies (the cell lines shared, the technologies' differences specific).
 """
@@ -94,7 +94,7 @@ class RealDataset:
         ``(obs column, group)`` whose known programme is :data:`INTERFERON_TERMS` (Kang).
     study_key
         ``obs`` column of the studies: set for the data sets of the multi-study arm
-        (:mod:`._peers_multistudy`), whose first study (sorted) is the reference of ``transfer_accuracy``.
+        (:mod:`._peers._multistudy`), whose first study (sorted) is the reference of ``transfer_accuracy``.
     """
 
     name: str
