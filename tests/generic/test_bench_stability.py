@@ -181,6 +181,23 @@ def test_halves_section_alone_fits_only_the_halves(shared_data, tmp_path, monkey
         run_stability(tmp_path, quick=True, sections="everything")
 
 
+def test_halves_target_judges_against_cnmf_only_with_a_spread():
+    def rows(method, restarts, values):
+        return [{"dataset": "kang", "method": method, "restarts": restarts, "reading": "halves", "jaccard": v}
+                for v in values]  # fmt: skip
+
+    cnmf = rows("cNMF", 1, [0.27, 0.27, 0.28])
+    one = pd.DataFrame(rows("SparseVAE (consensus)", 3, [0.35]) + cnmf)
+    lines = stability._halves_target_lines(one, quick=False)
+    assert lines[0].endswith(": 0.35, not met") and "not judged (one pair" in lines[1]
+    close = pd.DataFrame(rows("SparseVAE (consensus)", 3, [0.20, 0.36]) + cnmf)
+    assert ": tie (" in stability._halves_target_lines(close, quick=False)[1]
+    far = pd.DataFrame(rows("SparseVAE (consensus)", 3, [0.80, 0.82]) + cnmf)
+    lines = stability._halves_target_lines(far, quick=False)
+    assert lines[0].endswith(", met") and ": ahead (" in lines[1]
+    assert stability._halves_target_lines(pd.DataFrame(cnmf), quick=False) == []
+
+
 def test_lambda0_ladder_climbs_to_the_model_rate_and_ends_there(counts_factory):
     """Dynamic posterior exploration: lambda0 rises geometrically over the first epochs; the fit ends at its own."""
     import warnings

@@ -488,11 +488,12 @@ def stability_summary(
     lines = summary_head(
         "# Stability of the programmes over seeds", prov, total_seconds=total_seconds, mode="quick" if quick else "full"
     )
-    lines += ["## Variants", ""]
-    lines += [f"- **{v.name}**: {v.description}." for v in VARIANTS.values() if v.name in set(results["variant"])]
+    if len(results):  # the seeds section ran
+        lines += ["## Variants", ""]
+        lines += [f"- **{v.name}**: {v.description}." for v in VARIANTS.values() if v.name in set(results["variant"])]
+        lines += [""]
     lines += [
-        "",
-        "Agreement of every pair of seeds (mean ± sd over the pairs): programmes paired one to one, a programme "
+        "Agreement of every pair of fits (mean ± sd over the pairs): programmes paired one to one, a programme "
         "without a counterpart counts 0 (`scsparse.generic.metrics.programme_agreement`).",
         "",
     ]
@@ -553,9 +554,13 @@ def _halves_target_lines(halves: pd.DataFrame, quick: bool) -> list[str]:
         f"{mean:.2f}, {verdict}"
     ]
     cnmf = halves.loc[(halves["reading"] == "halves") & (halves["method"] == "cNMF"), "jaccard"]
-    if len(cnmf):
-        spread = max(float(ours.std(ddof=1)) if len(ours) > 1 else 0.0, float(cnmf.std(ddof=1)) if len(cnmf) > 1
-                     else 0.0)  # fmt: skip
+    if len(cnmf) and len(ours) < 2:  # one pair has no spread, so no tie rule can be applied
+        lines.append(
+            f"- the same against cNMF's fits of the two halves ({float(cnmf.mean()):.2f}): not judged (one pair "
+            f"of consensus fits, no spread; difference {mean - float(cnmf.mean()):+.2f})"
+        )
+    elif len(cnmf):
+        spread = max(float(ours.std(ddof=1)), float(cnmf.std(ddof=1)) if len(cnmf) > 1 else 0.0)
         gap = mean - float(cnmf.mean())
         word = "tie" if abs(gap) <= spread else ("ahead" if gap > 0 else "behind")
         lines.append(
