@@ -35,12 +35,11 @@ __all__ = [
 DEFAULT_MIN_SET_GENES = 5
 #: The prior inclusion of a set's genes in the set's factor (``set_prior``).
 DEFAULT_SET_PRIOR = 0.5
-#: Where a guided factor's set genes start in ``W``: well inside the slab (``p* = 0.99`` at ``set_prior = 0.5`` and
-#: the default rates), so the factor begins as its set's programme and the data, not the race with the free factors,
-#: decide which set genes it keeps. From 0.5 (``p* = 0.90``) the weights were too small for the encoder to route the
-#: set's signal into the factor before the KL warm-up shrank it: on Kang the interferon factor collapsed and a free
-#: factor took its genes in one of two seeds. A start at 1.0 (``p* = 0.999``) kept a decoy set in a planted fit.
-GUIDED_START = 0.75
+#: Where a guided factor's set genes start in ``W``: in the slab (``p* = 0.90`` at ``set_prior = 0.5`` and the default
+#: rates), so the factor begins as its set's programme and the data, not the race with the free factors, decide
+#: which set genes it keeps. A start at 1.0 (``p* = 0.999``) kept a decoy set whole in a 60-epoch fit of a planted
+#: simulation.
+GUIDED_START = 0.5
 
 GeneSetsArgument = str | PathLike[str] | Mapping[str, Iterable[str]]
 
