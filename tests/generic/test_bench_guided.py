@@ -10,7 +10,8 @@ import pytest
 from anndata import AnnData
 
 from scsparse.generic.benchmarks import BENCHMARKS
-from scsparse.generic.benchmarks._guided import (
+from scsparse.generic.benchmarks._guided._methods import NOT_INSTALLED, GuidedFit
+from scsparse.generic.benchmarks._guided._run import (
     DECOY,
     IFN_SET,
     MARKER_SETS,
@@ -19,8 +20,7 @@ from scsparse.generic.benchmarks._guided import (
     run_guided,
     score_fit,
 )
-from scsparse.generic.benchmarks._guided_methods import NOT_INSTALLED, GuidedFit
-from scsparse.generic.benchmarks._guided_summary import compare
+from scsparse.generic.benchmarks._guided._summary import compare
 
 
 def test_registered_and_rejects_bad_arguments(tmp_path):
@@ -116,7 +116,7 @@ def test_importing_expimap_leaves_the_print_options_alone():
 
     code = (
         "import numpy as np, torch\n"
-        "from scsparse.generic.benchmarks._guided_methods import _import_expimap\n"
+        "from scsparse.generic.benchmarks._guided._methods import _import_expimap\n"
         "from scsparse.generic.benchmarks._programme_methods import MethodUnavailable\n"
         "before = (np.get_printoptions(), torch._tensor_str.PRINT_OPTS.precision)\n"
         "try:\n"

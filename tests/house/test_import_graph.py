@@ -361,11 +361,6 @@ def test_no_module_reaches_into_another_modules_private_names():
 
 BENCHMARKS_PACKAGE = "scsparse.generic.benchmarks"
 
-#: Modules of a benchmark that still lie at the top of the benchmarks package, beside the shared ones -> their
-#: benchmark: the guided benchmark's, until they move into ``benchmarks/_guided/``. Empty it when they do (the folder
-#: rule below fails until then).
-NOT_YET_IN_A_FOLDER: dict[str, str] = {"_guided": "guided", "_guided_methods": "guided", "_guided_summary": "guided"}
-
 
 def _benchmark_of(module: str, names: list[str]) -> str | None:
     """The registered benchmark whose folder (``benchmarks._NAME``) holds ``module``, else ``None`` (a shared module
@@ -373,8 +368,6 @@ def _benchmark_of(module: str, names: list[str]) -> str | None:
     if not module.startswith(BENCHMARKS_PACKAGE + "."):
         return None
     top = module.removeprefix(BENCHMARKS_PACKAGE + ".").split(".")[0]
-    if top in NOT_YET_IN_A_FOLDER:
-        return NOT_YET_IN_A_FOLDER[top]
     return top[1:] if top.startswith("_") and top[1:] in names else None
 
 
@@ -388,7 +381,7 @@ def test_every_benchmark_is_a_folder():
     (``_methods``, ``_scoring``, ``_summary``, ...); what lies at the top of the benchmarks package is shared."""
     from scsparse.generic.benchmarks import BENCHMARKS
 
-    assert _benchmarks_not_in_a_folder(_modules(), list(BENCHMARKS)) == sorted(set(NOT_YET_IN_A_FOLDER.values()))
+    assert _benchmarks_not_in_a_folder(_modules(), list(BENCHMARKS)) == []
 
 
 def test_the_house_rule_sees_a_benchmark_that_is_not_a_folder(tmp_path):

@@ -16,8 +16,8 @@ import pandas as pd
 
 from scsparse.utils import markdown_rows
 
-from ._report import NOT_ASSESSED_QUICK, count_verdict, summary_head, target_verdict
-from ._tables import format_mean_sd
+from .._report import NOT_ASSESSED_QUICK, count_verdict, summary_head, target_verdict
+from .._tables import format_mean_sd
 
 __all__ = ["COMPARED", "compare", "guided_summary"]
 

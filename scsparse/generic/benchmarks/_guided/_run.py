@@ -1,6 +1,6 @@
 """``scsparse bench guided``: programmes that start from known gene sets, SparseVAE against Spectra and expiMap.
 
-Every method of :data:`._guided_methods.GUIDED_METHODS` is given the same cells, genes and gene sets on the
+Every method of :data:`._methods.GUIDED_METHODS` is given the same cells, genes and gene sets on the
 embedded Kang PBMCs (:func:`scsparse.data.kang_pbmc`: 1,975 cells, 2,004 genes, control and IFN-beta stimulated):
 
 - the interferon set, ``HALLMARK_INTERFERON_ALPHA_RESPONSE`` (MSigDB Hallmark, the copy shipped with scsparse);
@@ -29,7 +29,7 @@ Per method and seed (``results.csv``):
 - ``seconds``, ``peak_mb`` — wall time and peak resident-memory growth of the fit and its reading.
 
 The methods' programmes are kept in ``programmes.json``; ``agreement.csv`` has, per method and set, the mean Jaccard
-of its programmes over pairs of seeds. ``summary.md`` (:mod:`._guided_summary`) has the table with ties written as
+of its programmes over pairs of seeds. ``summary.md`` (:mod:`._summary`) has the table with ties written as
 ties. A method that is not installed gets rows with ``status`` "not installed: <reason>"; in a full run a method
 that fails is recorded as "failed: <error>" and the run goes on, a ``quick`` run raises.
 """
@@ -49,12 +49,12 @@ import pandas as pd
 
 from scsparse.utils import check_integer, write_text
 
-from ._guided_methods import GUIDED_METHODS, GuidedBudget, GuidedFit, fit_guided_method
-from ._guided_summary import guided_summary
-from ._process import cpu_threads, quiet_training_logs
-from ._programme_methods import MethodUnavailable
-from ._report import finish_run, make_output_dir, provenance, run_options, write_results, write_summary, wrote_line
-from ._settings import chosen_names
+from .._process import cpu_threads, quiet_training_logs
+from .._programme_methods import MethodUnavailable
+from .._report import finish_run, make_output_dir, provenance, run_options, write_results, write_summary, wrote_line
+from .._settings import chosen_names
+from ._methods import GUIDED_METHODS, GuidedBudget, GuidedFit, fit_guided_method
+from ._summary import guided_summary
 
 __all__ = [
     "DECOY",
@@ -283,7 +283,7 @@ def run_guided(
     max_epochs
         SparseVAE's most epochs (default 400; ``quick``: 15); the peers keep their recommended budgets.
     methods
-        Methods to run, comma-separated (default: all of :data:`._guided_methods.GUIDED_METHODS`).
+        Methods to run, comma-separated (default: all of :data:`._methods.GUIDED_METHODS`).
     n_threads
         CPU threads of each fit (default 1).
     verbose

@@ -50,9 +50,9 @@ from typing import Any
 import numpy as np
 from anndata import AnnData
 
-from ._fits import fit_sparsevae, measured
-from ._programme_fit import read_sparsevae
-from ._programme_methods import MethodUnavailable, counts_matrix
+from .._fits import fit_sparsevae, measured
+from .._programme_fit import read_sparsevae
+from .._programme_methods import MethodUnavailable, counts_matrix
 
 __all__ = [
     "GUIDED_METHODS",
