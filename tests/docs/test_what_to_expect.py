@@ -226,6 +226,14 @@ def test_the_demo_is_named_with_its_settings(page, kang):
         assert f"keeps {int(factors.min())}-{int(factors.max())} factors" in caption
 
 
+def test_demo_time_is_the_speed_records(page):
+    seconds = find(rf"its fit and report took ({NUMBER}) s on two threads", page)[0]
+    record = flat(SPEED.read_text("utf-8"))
+    assert f"`scsparse demo` (60 epochs at 64 hidden units, a preview; 8 active factors) took {seconds} s" in record
+    two_threads = default_fit_times()[2][0]
+    assert find(rf"against ({NUMBER}) s for a default fit's training alone", page)[0] == f"{two_threads:.0f}"
+
+
 def test_settle_ranges_in_the_settings_guide_are_the_peers_records():
     df = pd.read_csv(RESULTS)
     single = df[(df["method"] == "SparseVAE") & (df["status"] == "ok")]
