@@ -120,7 +120,9 @@ def test_consensus_figures_are_the_records(page, kang, stability):
     pooled = halves[1:]
     assert pooled[0][0] == "pooled consensus" and all(r[0] in ("", "pooled consensus") for r in pooled)
     by_r = {r[1]: r for r in pooled}
-    ten, single_across = find(rf"reach ({NUMBER}) on the same index read by factor \(one pair\), against ({NUMBER} ± {NUMBER})", page)
+    ten, single_across = find(
+        rf"reach ({NUMBER}) on the same index read by factor \(one pair\), against ({NUMBER} ± {NUMBER})", page
+    )
     assert (num(ten), single_across) == (num(by_r["10"][3]), single[3])
     assert find(rf"With 5 restarts on each set they reach ({NUMBER} ± {NUMBER}): a tie", page)[0] == by_r["5"][3]
     # the ties are ties: the mean ± sd ranges of consensus and single fits overlap
