@@ -12,7 +12,39 @@ from scsparse.utils import markdown_rows
 __all__ = [
     "format_mean_sd",
     "markdown_table",
+    "mean_sd",
+    "within_spread",
 ]
+
+
+def mean_sd(values: Sequence[float] | np.ndarray | pd.Series) -> tuple[float, float] | None:
+    """Mean and sample sd (``ddof=1``) of the finite values; sd 0 for one value, ``None`` for none.
+
+    Examples
+    --------
+    >>> mean_sd([0.5, 0.7, float("nan")])
+    (0.6, 0.14142135623730948)
+    >>> mean_sd([2.0]), mean_sd([])
+    ((2.0, 0.0), None)
+    """
+    arr = np.asarray(values, dtype=np.float64).ravel()
+    finite = arr[np.isfinite(arr)]
+    if finite.size == 0:
+        return None
+    return float(finite.mean()), float(finite.std(ddof=1)) if finite.size > 1 else 0.0
+
+
+def within_spread(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """A tie of two ``(mean, sd)`` readings: the means differ by at most the larger sd (the seeds' spread).
+
+    Examples
+    --------
+    >>> within_spread((0.35, 0.05), (0.27, 0.0)), within_spread((0.80, 0.01), (0.27, 0.01))
+    (False, False)
+    >>> within_spread((0.30, 0.05), (0.27, 0.0))
+    True
+    """
+    return abs(a[0] - b[0]) <= max(a[1], b[1])
 
 
 def format_mean_sd(values: Sequence[float] | np.ndarray | pd.Series, digits: int = 3) -> str:

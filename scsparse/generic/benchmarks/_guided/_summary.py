@@ -17,7 +17,7 @@ import pandas as pd
 from scsparse.utils import markdown_rows
 
 from .._report import NOT_ASSESSED_QUICK, count_verdict, summary_head, target_verdict
-from .._tables import format_mean_sd
+from .._tables import format_mean_sd, mean_sd, within_spread
 
 __all__ = ["COMPARED", "compare", "guided_summary"]
 
@@ -59,21 +59,16 @@ def compare(values: Mapping[str, Sequence[float]], higher: bool) -> dict[str, st
     >>> compare({"a": [0.9, 0.92], "b": [0.89, 0.91], "c": [0.5, 0.52]}, higher=True)
     {'a': 'best', 'b': 'tie', 'c': 'behind'}
     """
-    stats = {}
-    for method, vals in values.items():
-        arr = np.asarray(vals, dtype=np.float64)
-        arr = arr[np.isfinite(arr)]
-        if arr.size:
-            stats[method] = (float(arr.mean()), float(arr.std(ddof=1)) if arr.size > 1 else 0.0)
+    stats = {method: found for method, vals in values.items() if (found := mean_sd(vals)) is not None}
     if not stats:
         return {}
     best = (max if higher else min)(stats, key=lambda m: stats[m][0])
     verdicts = {}
-    for method, (mean, sd) in stats.items():
+    for method, reading in stats.items():
         if method == best:
             verdicts[method] = "best"
         else:
-            verdicts[method] = "tie" if abs(mean - stats[best][0]) <= max(sd, stats[best][1]) else "behind"
+            verdicts[method] = "tie" if within_spread(reading, stats[best]) else "behind"
     return verdicts
 
 

@@ -75,7 +75,7 @@ from .._report import (
     wrote_line,
 )
 from .._settings import chosen_names
-from .._tables import markdown_table
+from .._tables import markdown_table, mean_sd, within_spread
 from ._consensus import (
     CONSENSUS_COLUMNS,
     REPRODUCIBILITY_COLUMNS,
@@ -184,10 +184,10 @@ class StabilityVariant:
         return (0 if self.fixed_init else seed), (0 if self.fixed_training else seed)
 
 
-#: The variants, in the order they run.
 #: The parts of a run: the variants with several seeds on all the cells, and the resampling reading.
 SECTIONS: tuple[str, ...] = ("seeds", "halves")
 
+#: The variants, in the order they run.
 VARIANTS: dict[str, StabilityVariant] = {
     v.name: v
     for v in (
@@ -540,7 +540,7 @@ def stability_summary(
 
 def _halves_target_lines(halves: pd.DataFrame, quick: bool) -> list[str]:
     """The resampling target: consensus fits of the two halves agree >= :data:`HALVES_TARGET`, and as well as
-    cNMF's (a difference inside the larger sd of the two is a tie).
+    cNMF's (``within_spread``: a difference inside the larger sd of the two is a tie).
     """
     across = halves[(halves["reading"] == "halves") & (halves["method"] == "SparseVAE (consensus)")]
     if not len(across):
@@ -553,20 +553,16 @@ def _halves_target_lines(halves: pd.DataFrame, quick: bool) -> list[str]:
         f"- target: consensus fits of {most} restarts on the two halves, programmes (Jaccard) >= {HALVES_TARGET}: "
         f"{mean:.2f}, {verdict}"
     ]
-    cnmf = halves.loc[(halves["reading"] == "halves") & (halves["method"] == "cNMF"), "jaccard"]
-    if len(cnmf) and len(ours) < 2:  # one pair has no spread, so no tie rule can be applied
-        lines.append(
-            f"- the same against cNMF's fits of the two halves ({float(cnmf.mean()):.2f}): not judged (one pair "
-            f"of consensus fits, no spread; difference {mean - float(cnmf.mean()):+.2f})"
-        )
-    elif len(cnmf):
-        spread = max(float(ours.std(ddof=1)), float(cnmf.std(ddof=1)) if len(cnmf) > 1 else 0.0)
-        gap = mean - float(cnmf.mean())
-        word = "tie" if abs(gap) <= spread else ("ahead" if gap > 0 else "behind")
-        lines.append(
-            f"- the same against cNMF's fits of the two halves ({float(cnmf.mean()):.2f}): {word} "
-            f"(difference {gap:+.2f}, spread {spread:.2f})"
-        )
+    cnmf = mean_sd(halves.loc[(halves["reading"] == "halves") & (halves["method"] == "cNMF"), "jaccard"])
+    if cnmf is not None:
+        gap = mean - cnmf[0]
+        if len(ours) < 2:  # one pair has no spread, so no tie rule can be applied
+            word = f"not judged (one pair of consensus fits, no spread; difference {gap:+.2f})"
+        else:
+            reading = mean_sd(ours)
+            word = "tie" if within_spread(reading, cnmf) else ("ahead" if gap > 0 else "behind")
+            word += f" (difference {gap:+.2f}, spread {max(reading[1], cnmf[1]):.2f})"
+        lines.append(f"- the same against cNMF's fits of the two halves ({cnmf[0]:.2f}): {word}")
     return [*lines, ""]
 
 
@@ -709,8 +705,9 @@ def run_stability(
                 write_results(pd.concat(resampled, ignore_index=True), out_dir, HALVES_COLUMNS, "halves.csv")
     df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     agreement = pd.DataFrame(pairs, columns=AGREEMENT_COLUMNS)
-    write_results(df, out_dir, RESULT_COLUMNS)  # written above fit by fit; empty (headers only) without "seeds"
-    write_results(agreement, out_dir, AGREEMENT_COLUMNS, "agreement.csv")
+    if "seeds" not in chosen_sections:  # written above fit by fit; here, headers only
+        write_results(df, out_dir, RESULT_COLUMNS)
+        write_results(agreement, out_dir, AGREEMENT_COLUMNS, "agreement.csv")
     written = ["results.csv", "agreement.csv", "summary.md"]
     if consensus:
         consensus_df = pd.concat(consensus, ignore_index=True)
