@@ -93,10 +93,10 @@ class TrainMixin:
             with its defaults; one pass over the data). A factor's sign is otherwise arbitrary.
         exact_zeros
             Give ``W`` the Spike-and-Slab Lasso's exact zeros and compute the decoder on its nonzero entries only:
-            an entry whose step crosses zero stops there and stays until its data gradient outweighs its prior
-            rate; every 10 steps a check step computes the whole mask and readmits the zero entries the data call
-            back (``plan_kwargs`` ``exact_zeros`` and ``active_set_every`` of
-            :class:`~scsparse.train.SparseVAETrainingPlan`). The same programmes as the default steps, in less time
+            an entry whose step crosses zero stops there and stays until the running mean of its data gradient
+            outweighs its prior rate; every 10 steps a check step computes the whole mask and readmits the zero
+            entries the data call back (``plan_kwargs`` ``exact_zeros``, ``active_set_every`` and
+            ``zero_rule_decay`` of :class:`~scsparse.train.SparseVAETrainingPlan`). The same programmes as the default steps, in less time
             once the mask is sparse (:doc:`/benchmarks/speed`). Not for a query model or a consensus refit, whose
             masks are held fixed.
         plan_kwargs

@@ -475,7 +475,24 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         return not (self.n_batch_frozen or self.fixed_support or getattr(self, "n_latent_frozen", 0))
 
     @torch.no_grad()
-    def zero_rule_gradient_(self, n_obs: int) -> torch.Tensor:
+    def data_gradient(self, n_obs: int) -> torch.Tensor:
+        """The gradient of the loss without the prior on ``W`` (``(G, K)``), after a backward pass.
+
+        The prior's part of ``W.grad`` is ``sign(w_jk)`` times the entry's rate over :meth:`prior_cells` (zero at a
+        zero entry, whose subgradient :meth:`zero_rule_gradient_` takes apart); this takes it away.
+
+        Parameters
+        ----------
+        n_obs
+            Number of training cells.
+        """
+        w, grad = self.decoder.W, self.decoder.W.grad
+        if grad is None:
+            return torch.zeros_like(w)
+        return grad - torch.sign(w) * self.prior.rates() / self.prior_cells(n_obs)
+
+    @torch.no_grad()
+    def zero_rule_gradient_(self, n_obs: int, zero_grad: torch.Tensor | None = None) -> torch.Tensor:
         """Before an optimiser step with exact zeros: the zero entries of ``W`` get the lasso's least subgradient.
 
         At ``w_jk = 0`` the prior's subgradient can cancel any data gradient up to the entry's rate over the cells
@@ -487,6 +504,9 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         ----------
         n_obs
             Number of training cells.
+        zero_grad
+            The data gradient the zero entries are judged by (``(G, K)``); ``None``: ``W.grad``, the minibatch's
+            own. :class:`~scsparse.train.SparseVAETrainingPlan` passes a running mean (its ``zero_rule_decay``).
 
         Returns
         -------
@@ -498,7 +518,8 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         if grad is None:  # no gradient reached W: every sign is 0
             return torch.stack([w.detach().clone(), torch.zeros_like(w)])
         rates = self.prior.rates() / self.prior_cells(n_obs)
-        least = torch.sign(grad) * (grad.abs() - rates).clamp_min(0.0)
+        judged = grad if zero_grad is None else zero_grad
+        least = torch.sign(judged) * (judged.abs() - rates).clamp_min(0.0)
         grad.copy_(torch.where(w == 0, least, grad))
         return torch.stack([w.detach().clone(), torch.sign(grad)])
 

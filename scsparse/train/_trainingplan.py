@@ -12,9 +12,9 @@ import torch
 from scvi.module.base import LossOutput
 from scvi.train import TrainingPlan
 
-from scsparse._checks import InvalidInputError, check_integer
+from scsparse._checks import InvalidInputError, check_integer, check_real
 
-__all__ = ["ACTIVE_SET_EVERY", "DIVERGENCE_FACTOR", "SparseVAETrainingPlan"]
+__all__ = ["ACTIVE_SET_EVERY", "DIVERGENCE_FACTOR", "ZERO_RULE_DECAY", "SparseVAETrainingPlan"]
 
 #: An epoch whose mean training loss per cell exceeds the first step's by this many times the first step's size
 #: has diverged (a sound fit lowers the loss from its random start; a too-large learning rate sends it up by orders
@@ -23,12 +23,26 @@ DIVERGENCE_FACTOR = 100.0
 #: Optimiser steps between the active set's checks when a model trains with exact zeros
 #: (:meth:`scsparse.model.SparseVAE.train`'s ``exact_zeros``): a check step costs a step of the whole mask.
 ACTIVE_SET_EVERY = 10
+#: Decay of the running mean of the data gradient by which a model trained with exact zeros judges its zero entries
+#: (:class:`SparseVAETrainingPlan`'s ``zero_rule_decay``; a window of about 1 / (1 - decay) of an entry's steps).
+ZERO_RULE_DECAY = 0.9
 
 
-def check_exact_zeros(module: Any, exact_zeros: bool, active_set_every: int | None) -> None:
-    """Refuse ``exact_zeros`` and ``active_set_every`` values the module cannot train with."""
+def check_exact_zeros(
+    module: Any, exact_zeros: bool, active_set_every: int | None, zero_rule_decay: float | None
+) -> None:
+    """Refuse ``exact_zeros``, ``active_set_every`` and ``zero_rule_decay`` values the module cannot train with."""
     if not isinstance(exact_zeros, bool):
         raise InvalidInputError(f"exact_zeros must be True or False, got {exact_zeros!r}.")
+    if zero_rule_decay is not None:
+        check_real(
+            "zero_rule_decay", zero_rule_decay, low=0, high=1, high_open=True,
+            fix="0 judges a zero entry by each minibatch's gradient; 0.9 by a running mean over about 10 steps.",
+        )  # fmt: skip
+        if not exact_zeros:
+            raise InvalidInputError(
+                "zero_rule_decay needs exact_zeros=True: without exact zeros no entry of W is held at zero."
+            )
     if active_set_every is not None:
         check_integer("active_set_every", active_set_every, fix="Or None: every entry of W at every step.")
         if not exact_zeros:
@@ -85,6 +99,14 @@ class SparseVAETrainingPlan(TrainingPlan):
         other entries are fixed at zero (:meth:`~scsparse.nn.MaskedDecoder.prune_`) and cost nothing. ``None``:
         every entry is computed at every step. The active set is saved with the model (the decoder's
         ``prune_mask``).
+    zero_rule_decay
+        With ``exact_zeros``: judge a zero entry (the zero rule and the active set's checks) by a running mean of
+        its data gradient, each step's weighed down by this factor, instead of by the minibatch's own gradient.
+        Minibatch noise on a well-expressed gene exceeds an entry's rate over the cells many times over, so by its
+        own minibatch a zero entry leaves zero again and again without the data calling it back; the mean (as
+        regularised dual averaging does for stochastic L1 problems) keeps it at zero until they do. An entry
+        outside the active set is seen only on check steps, so its mean runs over checks. ``0``: each minibatch's
+        gradient; ``None``: :data:`ZERO_RULE_DECAY` with exact zeros.
     **kwargs
         Passed to :class:`scvi.train.TrainingPlan` (``lr``, ``weight_decay``, ``n_epochs_kl_warmup`` ...).
     """
@@ -97,15 +119,21 @@ class SparseVAETrainingPlan(TrainingPlan):
         n_obs_training: int | None = None,
         exact_zeros: bool = False,
         active_set_every: int | None = None,
+        zero_rule_decay: float | None = None,
         **kwargs: Any,
     ) -> None:
         if em_every not in ("step", "epoch"):
             raise ValueError(f"em_every must be 'step' or 'epoch', got {em_every!r}.")
-        check_exact_zeros(module, exact_zeros, active_set_every)
+        check_exact_zeros(module, exact_zeros, active_set_every, zero_rule_decay)
         super().__init__(module, **kwargs)
         self.em_every = em_every
         self.exact_zeros = bool(exact_zeros)
         self.active_set_every = None if active_set_every is None else int(active_set_every)
+        if zero_rule_decay is None:
+            zero_rule_decay = ZERO_RULE_DECAY if exact_zeros else 0.0
+        self.zero_rule_decay = float(zero_rule_decay)
+        self._grad_mean: torch.Tensor | None = None  # running mean of W's data gradient, and its weight per entry
+        self._grad_weight: torch.Tensor | None = None
         self._mask_before_check: torch.Tensor | None = None
         self._before_step: torch.Tensor | None = None
         self._readmitted = 0  # entries the active-set checks of the epoch brought in
@@ -254,12 +282,31 @@ class SparseVAETrainingPlan(TrainingPlan):
             return
         before, self._mask_before_check = self._mask_before_check, None
         decoder = self.module.decoder
+        judged = self._judged_gradient()
         if before is not None:
-            grad = decoder.W.grad if decoder.W.grad is not None else torch.zeros_like(decoder.W)
-            keep = (decoder.W != 0) | self.module.entries_to_readmit(grad, self.n_obs_training)
+            keep = (decoder.W != 0) | self.module.entries_to_readmit(judged, self.n_obs_training)
             decoder.prune_(keep)
             self._readmitted += int((keep & ~before).sum())
-        self._before_step = self.module.zero_rule_gradient_(self.n_obs_training)
+        self._before_step = self.module.zero_rule_gradient_(self.n_obs_training, judged)
+
+    @torch.no_grad()
+    def _judged_gradient(self) -> torch.Tensor:
+        """The data gradient zero entries are judged by: the minibatch's, or its running mean (``zero_rule_decay``).
+
+        The mean is updated on the entries the step computed (the active set; every entry on a check step) and is
+        divided by its weight, ``1 - decay^steps``, as Adam corrects its first moment.
+        """
+        data = self.module.data_gradient(self.n_obs_training)
+        decay = self.zero_rule_decay
+        if decay == 0:
+            return data
+        if self._grad_mean is None or self._grad_mean.shape != data.shape:
+            self._grad_mean, self._grad_weight = torch.zeros_like(data), torch.zeros_like(data)
+        seen = self.module.decoder.prune_mask
+        mean = torch.where(seen, decay * self._grad_mean + (1 - decay) * data, self._grad_mean)
+        weight = torch.where(seen, decay * self._grad_weight + (1 - decay), self._grad_weight)
+        self._grad_mean, self._grad_weight = mean, weight
+        return torch.where(weight > 0, mean / weight.clamp_min(torch.finfo(weight.dtype).tiny), data)
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
         """After the optimiser step: the zero rule (``exact_zeros``), and the EM update when ``em_every == "step"``;
