@@ -96,9 +96,9 @@ class TrainMixin:
             an entry whose step crosses zero stops there and stays until the running mean of its data gradient
             outweighs its prior rate; every 10 steps a check step computes the whole mask and readmits the zero
             entries the data call back (``plan_kwargs`` ``exact_zeros``, ``active_set_every`` and
-            ``zero_rule_decay`` of :class:`~scsparse.train.SparseVAETrainingPlan`). The same programmes as the default steps, in less time
-            once the mask is sparse (:doc:`/benchmarks/speed`). Not for a query model or a consensus refit, whose
-            masks are held fixed.
+            ``zero_rule_decay`` of :class:`~scsparse.train.SparseVAETrainingPlan`). The same programmes as the
+            default steps, in less time once the mask is sparse (:doc:`/benchmarks/speed`). Not for a query model or
+            a consensus refit, whose masks are held fixed.
         plan_kwargs
             Passed to :class:`~scsparse.train.SparseVAETrainingPlan` (``lr``, ``weight_decay``,
             ``n_epochs_kl_warmup``, ``reduce_lr_on_plateau`` ...).
