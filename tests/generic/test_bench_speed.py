@@ -152,7 +152,17 @@ def test_time_to_fit_section_reports_fits_side_by_side(tmp_path):
         assert values[(method, "epochs")] == 20  # the quick cap: too short to settle
     assert values[("SparseVAE (defaults, stops when settled)", "settled")] == 0.0
     assert (df["n_cells"] == 300).all() and (df["n_genes"] == 200).all()
+    jaccard = df[df["metric"] == "jaccard_vs_default"].set_index("method")["value"]
+    assert set(jaccard.index) == {  # the other SparseVAE fits, against the default fit of the same seed
+        "SparseVAE (exact zeros and active set, stops when settled)",
+        "SparseVAE (fixed epochs, no stopping)",
+    }
+    factors = values.xs("active_factors", level="metric")
+    for method, value in jaccard.items():  # nothing to compare (no programme in either fit) is nan, not 0
+        none = factors["SparseVAE (defaults, stops when settled)"] == 0 and factors[method] == 0
+        assert np.isnan(value) if none else 0 <= value <= 1
     lines = time_to_fit_summary(df.assign(section="time_to_fit"))
+    assert any("jaccard_vs_default" in line for line in lines)
     assert any(line.startswith("### kang (300 cells x 200 genes)") for line in lines)
     targets = dict((text.split(":")[0], ok) for ok, text in time_to_fit_targets(df))
     assert targets["Kang with defaults settles in under 5 minutes"] is False  # 20 epochs cannot settle

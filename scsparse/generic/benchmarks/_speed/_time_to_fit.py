@@ -12,8 +12,10 @@ On each data set the same cells are fitted four times, one after the other in on
 
 Each row gives the wall time of ``train()`` and the epochs trained, and beside them the fit's quality: the number of
 active factors, the held-out negative log-likelihood per cell (importance-sampled, on the cells SparseVAE held
-out, for all three fits) and, on Kang, the smallest adjusted p of the Hallmark interferon sets over the active
-factors (:func:`._cell_scores.interferon_enrichment`).
+out, for all three fits), on Kang the smallest adjusted p of the Hallmark interferon sets over the active
+factors (:func:`._cell_scores.interferon_enrichment`), and for the other two SparseVAE fits how well their programmes
+agree with the default fit's, which has the same seed (Jaccard by factor, :func:`scsparse.generic.metrics.
+programme_agreement`; ``bench stability`` measures the spread of seeds this is read against).
 """
 
 from __future__ import annotations
@@ -25,8 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from scsparse.generic.metrics import ProgrammeSet, programme_agreement
+
 from .._cell_scores import interferon_enrichment
 from .._fits import scvi_tools_fit
+from .._programme_fit import read_sparsevae
 from .._real_data import INTERFERON_TERMS, quick_subsample, variable_genes
 
 __all__ = [
@@ -74,6 +79,11 @@ def _interferon_p(adata, model) -> float:
     table = interferon_enrichment(adata, model, n_top=N_TOP_GENES, key="time_to_fit")
     ifn = table[table["term"].isin(INTERFERON_TERMS)] if len(table) else table
     return float(ifn["p_adj"].min()) if len(ifn) else math.nan
+
+
+def _programmes(model, adata) -> ProgrammeSet:
+    """A fit's programmes as the agreement measures read them."""
+    return ProgrammeSet(list(read_sparsevae(model, adata, "SparseVAE").programmes.values()))
 
 
 def _sparsevae_fit(
@@ -143,9 +153,13 @@ def time_to_fit_rows(
         fits["SparseVAE (exact zeros and active set, stops when settled)"] = zeros[:2]
         fixed_model, fixed_values, _ = _sparsevae_fit(adata.copy(), seed, fixed, False, held_out)
         fits["SparseVAE (fixed epochs, no stopping)"] = (fixed_model, fixed_values)
+        reference = _programmes(settled, adata.copy())
         for model, vals in fits.values():
             if name == "kang":
                 vals["interferon_p_adj"] = _interferon_p(adata.copy(), model)
+            if model is not settled:
+                agreement = programme_agreement(_programmes(model, adata.copy()), reference, adata.n_vars)
+                vals["jaccard_vs_default"] = agreement["jaccard"]
         fits["scvi-tools SCVI (defaults)"] = (None, _scvi_fit(adata.copy(), seed, held_out, cap))
         for method, (_, vals) in fits.items():
             rows += [
@@ -173,9 +187,13 @@ def time_to_fit_summary(df) -> list[str]:
         f"{FIXED_EPOCHS} epochs, and SCVI with its defaults. Seconds are the wall time of `train()`; the held-out "
         "NLL (nats per cell, importance-sampled) is on the same held-out cells for all four; the interferon "
         "column is the smallest adjusted p of the Hallmark interferon alpha/gamma sets over the active factors "
-        f"(top {N_TOP_GENES} genes per factor and direction).",
+        f"(top {N_TOP_GENES} genes per factor and direction); `jaccard_vs_default` is how well a fit's programmes "
+        "agree with the default fit's, of the same seed (Jaccard by factor; read it against two seeds' agreement, "
+        "which `bench stability` measures).",
     ]
-    metrics = ["seconds", "epochs", "settled", "active_factors", "heldout_nll", "interferon_p_adj"]
+    metrics = [
+        "seconds", "epochs", "settled", "active_factors", "heldout_nll", "interferon_p_adj", "jaccard_vs_default"
+    ]  # fmt: skip
     return lines + dataset_tables(sel, metrics, _cell)
 
 
@@ -235,4 +253,6 @@ def _cell(metric: str, value: float) -> str:
         return f"{value:.0f}"
     if metric == "interferon_p_adj":
         return f"{value:.2g}"
+    if metric == "jaccard_vs_default":
+        return f"{value:.2f}"
     return f"{value:.1f}"
