@@ -6,7 +6,6 @@ from ._real import REAL_SCENARIO
 
 __all__ = [
     "EFFECT_COLUMNS",
-    "LABELS",
     "RARE_COLUMNS",
     "REAL_COLUMNS",
     "SCENARIOS",
@@ -38,29 +37,6 @@ REAL_COLUMNS: list[str] = ["redundancy", "core_overlap", "core_rbo"]
 
 #: The rare scenario's scores of the programme active in the rare population alone (its pair, as in the others).
 RARE_COLUMNS: list[str] = ["rare_jaccard", "rare_recall", "rare_precision", "rare_effect_recall"]
-
-#: Result column -> its header in the summary's tables.
-LABELS = {
-    "n_cells": "cells",
-    "n_active": "active factors",
-    "median_size": "median programme",
-    "max_size": "largest programme",
-    "precision": "precision",
-    "recall": "recall",
-    "jaccard": "Jaccard",
-    "slab_outside": "slab on undriven genes",
-    "top_precision": "top-10 precision",
-    "effect_median_size": "median programme",
-    "effect_precision": "precision",
-    "effect_recall": "recall",
-    "redundancy": "redundancy",
-    "core_overlap": "top-10 overlap with the largest subsample",
-    "core_rbo": "rank-biased overlap with the largest subsample",
-    "rare_jaccard": "Jaccard",
-    "rare_recall": "recall",
-    "rare_precision": "precision",
-    "rare_effect_recall": "recall by effect size",
-}
 
 
 def rare_cells(n_cells: int, share: float) -> int:

@@ -18,7 +18,6 @@ from .._tables import markdown_table
 from ._real import REAL_SCENARIO
 from ._settings import (
     EFFECT_COLUMNS,
-    LABELS,
     RARE_COLUMNS,
     REAL_COLUMNS,
     SCENARIOS,
@@ -28,6 +27,29 @@ from ._settings import (
 )
 
 __all__ = ["summary_lines"]
+
+#: Result column -> its header in the summary's tables.
+_LABELS = {
+    "n_cells": "cells",
+    "n_active": "active factors",
+    "median_size": "median programme",
+    "max_size": "largest programme",
+    "precision": "precision",
+    "recall": "recall",
+    "jaccard": "Jaccard",
+    "slab_outside": "slab on undriven genes",
+    "top_precision": "top-10 precision",
+    "effect_median_size": "median programme",
+    "effect_precision": "precision",
+    "effect_recall": "recall",
+    "redundancy": "redundancy",
+    "core_overlap": "top-10 overlap with the largest subsample",
+    "core_rbo": "rank-biased overlap with the largest subsample",
+    "rare_jaccard": "Jaccard",
+    "rare_recall": "recall",
+    "rare_precision": "precision",
+    "rare_effect_recall": "recall by effect size",
+}
 
 
 def _prior_cells_argument(value: int | None) -> str:
@@ -84,7 +106,7 @@ def _simulated_section(df: pd.DataFrame, settings: Mapping[str, Any]) -> list[st
     ]
     shown = [c for c in SCORE_COLUMNS if df[c].notna().any()] + ["epochs"]
     digits = {c: 1 if c in ("n_active", "median_size", "max_size") else 0 if c == "epochs" else 2 for c in shown}
-    lines.append(markdown_table(df, ["scenario", "n_cells"], shown, digits=digits, labels=LABELS))
+    lines.append(markdown_table(df, ["scenario", "n_cells"], shown, digits=digits, labels=_LABELS))
     lines += [
         "",
         f"Precision: share of a paired factor's genes in its planted programme; recall: share of the planted "
@@ -97,7 +119,7 @@ def _simulated_section(df: pd.DataFrame, settings: Mapping[str, Any]) -> list[st
         f"end of the factor (decoded along its 2%-98% quantiles, averaged over {settings['response_cells']:,} "
         f"cells), scored the same way:",
         "",
-        markdown_table(df, ["scenario", "n_cells"], EFFECT_COLUMNS, digits={"effect_median_size": 1}, labels=LABELS),
+        markdown_table(df, ["scenario", "n_cells"], EFFECT_COLUMNS, digits={"effect_median_size": 1}, labels=_LABELS),
         "",
     ]
     return lines + _rare_section(df[df["scenario"] == "rare"], settings)
@@ -115,7 +137,7 @@ def _rare_section(df: pd.DataFrame, settings: Mapping[str, Any]) -> list[str]:
         f"against {_prior_words(settings['max_prior_cells'])}; a programme of few cells is where a tempered "
         f"likelihood could cost recall:",
         "",
-        markdown_table(df, ["n_cells"], RARE_COLUMNS, digits=dict.fromkeys(RARE_COLUMNS, 2), labels=LABELS),
+        markdown_table(df, ["n_cells"], RARE_COLUMNS, digits=dict.fromkeys(RARE_COLUMNS, 2), labels=_LABELS),
         "",
     ]
 
@@ -132,7 +154,7 @@ def _real_section(df: pd.DataFrame, settings: Mapping[str, Any]) -> list[str]:
     shown = ["n_active", "median_size", "max_size", "effect_median_size", *REAL_COLUMNS, "epochs"]
     digits = {c: 1 if c in ("n_active", "median_size", "max_size", "effect_median_size") else 2 for c in shown}
     digits["epochs"] = 0
-    labels = {**LABELS, "effect_median_size": "median programme, by effect"}
+    labels = {**_LABELS, "effect_median_size": "median programme, by effect"}
     return [
         "## Real data: subsamples of the PBMC chemistries",
         "",

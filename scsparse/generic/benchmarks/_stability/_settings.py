@@ -162,11 +162,3 @@ CONSENSUS_TARGET = 0.9
 
 #: Consensus fits of two disjoint halves of the cells must agree at least this well (Jaccard by factor).
 HALVES_TARGET = 0.75
-
-_LABELS = {
-    "jaccard": "programmes (Jaccard)",
-    "top_overlap": "cores (top-10 shared)",
-    "rbo": "rankings (RBO, p = 0.9)",
-    "loadings_corr": "loadings (abs. correlation)",
-    "n_active_diff": "active factors (difference)",
-}

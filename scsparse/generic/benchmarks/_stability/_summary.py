@@ -23,7 +23,6 @@ from ._consensus import (
 from ._halves import HALVES_COLUMNS, halves_lines
 from ._same_seed import SAME_SEED_COLUMNS, same_seed_lines
 from ._settings import (
-    _LABELS,
     CONSENSUS_TARGET,
     FIT_METRICS,
     HALVES_TARGET,
@@ -32,6 +31,15 @@ from ._settings import (
 )
 
 __all__ = ["stability_summary"]
+
+#: The agreement measures' names in the summary.
+_LABELS = {
+    "jaccard": "programmes (Jaccard)",
+    "top_overlap": "cores (top-10 shared)",
+    "rbo": "rankings (RBO, p = 0.9)",
+    "loadings_corr": "loadings (abs. correlation)",
+    "n_active_diff": "active factors (difference)",
+}
 
 
 def stability_summary(
