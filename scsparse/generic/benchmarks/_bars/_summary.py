@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scsparse.utils import markdown_rows
+
 from .. import _report as report
 from .._restarts import RESTART_SEED_STEP
 from .._tables import markdown_table
@@ -139,19 +141,27 @@ def write_summary(
         "",
         table,
         "",
-        "| method | K | seeds with all 8 rows owned | seeds with the extras off (K > 8) |",
-        "|---|---|---|---|",
-        *[
-            f"| {r.method} | {r.K} | {int(r.all_owned)}/{r.n} | {f'{int(r.extras)}/{r.n}' if r.K > 8 else '—'} |"
-            for r in counts.itertuples()
-        ],
+        *markdown_rows(
+            ["method", "K", "seeds with all 8 rows owned", "seeds with the extras off (K > 8)"],
+            (
+                [r.method, r.K, f"{int(r.all_owned)}/{r.n}", f"{int(r.extras)}/{r.n}" if r.K > 8 else "—"]
+                for r in counts.itertuples()
+            ),
+        ),  # fmt: skip
         "",
         "## The paper's numbers beside ours",
         "",
-        "| quantity | paper | ours |",
-        "|---|---|---|",
-        "| K = 8: each factor maps to exactly one row (Fig. 2c) | shown for one run | see the must-show lines |",
-        "| K = 16: unneeded factors pruned (Fig. 8) | shown for one run | see the must-show lines |",
+        *markdown_rows(
+            ["quantity", "paper", "ours"],
+            [
+                [
+                    "K = 8: each factor maps to exactly one row (Fig. 2c)",
+                    "shown for one run",
+                    "see the must-show lines",
+                ],
+                ["K = 16: unneeded factors pruned (Fig. 8)", "shown for one run", "see the must-show lines"],
+            ],
+        ),
     ]
     oi16 = df[(df["method"] == "oi-VAE") & (df["K"] == 16)]
     if len(oi16):

@@ -7,6 +7,8 @@ from typing import Any
 
 import pandas as pd
 
+from scsparse.utils import markdown_rows
+
 from .. import _report as report
 from .._tables import markdown_table
 from ._settings import ACTIVE_REL, MIN_RANGE, MOCAP_SETTINGS, N_MC_SAMPLES, PAPER_TABLE2, TOP_JOINTS, MocapSplit
@@ -39,10 +41,10 @@ def write_summary(
     s = MOCAP_SETTINGS
     table = markdown_table(df, ["method", "K", "n_trials"], ["test_ll", "n_active", "fit_seconds"], digits=1)
     means = df.groupby(["method", "K", "n_trials"], sort=False)["test_ll"].mean()
-    side = ["| method | K | training trials | ours: test log-lik per frame (mean) | paper (Table 2, standard walk) |"]
-    side.append("|---|---|---|---|---|")
-    for (method, K, n), v in means.items():
-        side.append(f"| {method} | {K} | {n} | {v:.1f} | {_paper_value(method, K, n)} |")
+    side = markdown_rows(
+        ["method", "K", "training trials", "ours: test log-lik per frame (mean)", "paper (Table 2, standard walk)"],
+        ([method, K, n, f"{v:.1f}", _paper_value(method, K, n)] for (method, K, n), v in means.items()),
+    )
     comparisons = []
     for n in sorted(df["n_trials"].unique()):
         vae = means.get(("VAE", 16, n))
@@ -105,12 +107,15 @@ def write_summary(
             f"## Top {TOP_JOINTS} joints per factor (oi-VAE, K = {tops_k}, {tops_n} training trial(s), seed 0; "
             "the paper's Table 1)",
             "",
-            "| factor | sum of ||W^(g)[:, k]|| | top joints (norm) |",
-            "|---|---|---|",
         ]
-        for t in tops:
-            joints = ", ".join(f"{j} ({v:.2f})" for j, v in zip(t["joints"], t["norms"], strict=True))
-            lines.append(f"| {t['factor']} | {t['total']:.2f} | {joints or 'pruned (all columns zero)'} |")
+        joints = [", ".join(f"{j} ({v:.2f})" for j, v in zip(t["joints"], t["norms"], strict=True)) for t in tops]
+        lines += markdown_rows(
+            ["factor", "sum of ||W^(g)[:, k]||", "top joints (norm)"],
+            (
+                [t["factor"], f"{t['total']:.2f}", j or "pruned (all columns zero)"]
+                for t, j in zip(tops, joints, strict=True)
+            ),
+        )
         lines += [
             "",
             "Paper's Table 1 for comparison (its factor numbering): e.g. left foot / left lower leg / left upper "

@@ -14,6 +14,7 @@ from scsparse.generic.datasets import (
     TEST_FRACTION,
 )
 from scsparse.nn import MaskedDecoder, slab_threshold
+from scsparse.utils import markdown_rows
 
 from .. import _report as report
 from .._documents_summary import best_beta, best_beta_rows
@@ -39,20 +40,15 @@ def table_frame(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
 
 
 def _paper_table(df: pd.DataFrame, best_beta: dict[str, float]) -> str:
-    lines = [
-        "| dataset | method | NLL (ours) | NLL (paper) | Recall@5 (ours) | Recall@5 (paper) "
-        "| NDCG@10 (ours) | NDCG@10 (paper) | n seeds |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    header = ["dataset", "method", "NLL (ours)", "NLL (paper)", "Recall@5 (ours)", "Recall@5 (paper)", "NDCG@10 (ours)",
+              "NDCG@10 (paper)", "n seeds"]  # fmt: skip
+    rows = []
     for (ds, m), g in df.groupby(["dataset", "method"], sort=False):
-        label = f"beta-VAE (beta = {best_beta[ds]:g})" if m == "beta-VAE" else m
         p = PAPER_TABLE_1A[m]
-        lines.append(
-            f"| {ds} | {label} | {format_mean_sd(g['heldout_nll'], 2)} | {p[0]:.1f} "
-            f"| {format_mean_sd(g['recall_at_5'], 3)} | {p[1]:.2f} | {format_mean_sd(g['ndcg_at_10'], 3)} "
-            f"| {p[2]:.2f} | {len(g)} |"
-        )
-    return "\n".join(lines)
+        rows.append([ds, f"beta-VAE (beta = {best_beta[ds]:g})" if m == "beta-VAE" else m,
+                     format_mean_sd(g["heldout_nll"], 2), f"{p[0]:.1f}", format_mean_sd(g["recall_at_5"], 3),
+                     f"{p[1]:.2f}", format_mean_sd(g["ndcg_at_10"], 3), f"{p[2]:.2f}", len(g)])  # fmt: skip
+    return "\n".join(markdown_rows(header, rows))
 
 
 def _claims(df: pd.DataFrame) -> list[str]:

@@ -7,6 +7,8 @@ from typing import Any
 
 import pandas as pd
 
+from scsparse.utils import markdown_rows
+
 from .. import _report as report
 from .._tables import markdown_table
 from ._settings import METHODS, PAPER_TABLE1, PATCH_SETTINGS, VARIATIONAL
@@ -72,15 +74,12 @@ def write_summary(
                            "posterior_collapse": 3, "feature_collapse": 3, "val_loss": 1, "val_recon": 1,
                            "val_l1": 2, "multi_info": 1})  # fmt: skip
     means = df.groupby("method")[["val_loss", "multi_info"]].mean()
-    paper_rows = ["| method | validation loss: ours | paper (J=20) | multi-information (bits): ours | paper |",
-                  "|---|---|---|---|---|"]  # fmt: skip
-    for m in METHODS:
-        if m in means.index:
-            p = PAPER_TABLE1[m]
-            paper_rows.append(
-                f"| {m} | {means.loc[m, 'val_loss']:.3g} | {p['val_loss']:.3g} | "
-                f"{means.loc[m, 'multi_info']:.3g} | {p['multi_info']:.3g} |"
-            )
+    paper_rows = markdown_rows(
+        ["method", "validation loss: ours", "paper (J=20)", "multi-information (bits): ours", "paper"],
+        ([m, f"{means.loc[m, 'val_loss']:.3g}", f"{PAPER_TABLE1[m]['val_loss']:.3g}",
+          f"{means.loc[m, 'multi_info']:.3g}", f"{PAPER_TABLE1[m]['multi_info']:.3g}"]
+         for m in METHODS if m in means.index),
+    )  # fmt: skip
     full = cfg["n_train"] == PATCH_SETTINGS["n_train"] and epochs == PATCH_SETTINGS["max_epochs"]
     lines = [
         *report.summary_head(

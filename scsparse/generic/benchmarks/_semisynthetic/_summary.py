@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from scsparse.generic.datasets import TextCorpus
+from scsparse.utils import markdown_rows
 
 from .. import _report as report
 from .._documents import NLL_DEFINITION
@@ -84,13 +85,19 @@ def write_summary(
         "- Shift levels (sigma not given in the paper; ours) and the resulting mean correlation of paired topics "
         "k and k + K/2 in the training factors vs the test factors:",
         "",
-        "| shift | sigma | train pair correlation | test pair correlation |",
-        "|---|---|---|---|",
-        *[
-            f"| {lv} | {levels[lv]:g} | {corr.loc[lv, 'train_pair_corr']:.3f} | {corr.loc[lv, 'test_pair_corr']:.3f} |"
-            for lv in names
-            if lv in corr.index
-        ],
+        *markdown_rows(
+            ["shift", "sigma", "train pair correlation", "test pair correlation"],
+            (
+                [
+                    lv,
+                    f"{levels[lv]:g}",
+                    f"{corr.loc[lv, 'train_pair_corr']:.3f}",
+                    f"{corr.loc[lv, 'test_pair_corr']:.3f}",
+                ]
+                for lv in names
+                if lv in corr.index
+            ),
+        ),  # fmt: skip
         "",
         f"- Settings (Table 6, semi-synthetic PeerRead): K = {cfg['n_latent']}, MLPs of "
         f"{cfg['n_layers']} hidden layers x {cfg['n_hidden']} {PAPER_DEPTH_NOTE}, Adam lr {cfg['lr']:g}, "

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from scsparse.generic.datasets import TextCorpus
+from scsparse.utils import markdown_rows
 
 from .. import _report as report
 from .._documents import (
@@ -121,18 +122,14 @@ def write_summary(
         + " Paper (PeerRead): A task; policy; planning; heuristic; decision -- B information; feature; complex; "
         "sparse; probability -- C given; network; method; bayesian; neural.",
         "",
-        "| factor | active | n_selected | top words |",
-        "|---|---|---|---|",
-        *[
-            f"| {r.factor} | {'yes' if r.active else 'no'} | {r.n_selected} | {r.words} |"
-            for r in words_sv.itertuples()
-        ],
+        *markdown_rows(
+            ["factor", "active", "n_selected", "top words"],
+            ([r.factor, "yes" if r.active else "no", r.n_selected, r.words] for r in words_sv.itertuples()),
+        ),
         "",
         "NMF components of the same split, for comparison (the paper's Table 5):",
         "",
-        "| component | top words |",
-        "|---|---|",
-        *[f"| {r.factor} | {r.words} |" for r in words_nmf.itertuples()],
+        *markdown_rows(["component", "top words"], ([r.factor, r.words] for r in words_nmf.itertuples())),
         "",
         "## Reading the result",
         "",

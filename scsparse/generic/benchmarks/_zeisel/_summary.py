@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from scsparse.utils import markdown_rows
+
 from .. import _report as report
 from .._paper import PAPER_DEPTH_NOTE
 from .._tables import format_mean_sd
@@ -41,17 +43,23 @@ def _package_decoder_words() -> str:
 
 def results_table(df: pd.DataFrame) -> str:
     """Markdown table of the results as in the paper's Table 4 (mean ± sd over seeds), paper beside ours."""
-    header = "| setting | method | accuracy | paper (Table 4) | macro-F1 | active factors | fit seconds | n seeds |"
-    lines = [header, "|---|---|---|---|---|---|---|---|"]
+    rows = []
     for (setting, method), g in df.groupby(["setting", "method"], sort=False):
         paper = PAPER_ACCURACY.get(method) if setting == "normalised" else None
         paper_txt = f"{paper[0]:.2f} ± {paper[1]:.3f}" if paper else "—"
-        lines.append(
-            f"| {setting} | {method} | {format_mean_sd(g['accuracy'])} | {paper_txt} | "
-            f"{format_mean_sd(g['macro_f1'])} | {format_mean_sd(g['n_active'], 1)} | "
-            f"{format_mean_sd(g['fit_seconds'], 1)} | {len(g)} |"
-        )
-    return "\n".join(lines)
+        rows.append([setting, method, format_mean_sd(g["accuracy"]), paper_txt, format_mean_sd(g["macro_f1"]),
+                     format_mean_sd(g["n_active"], 1), format_mean_sd(g["fit_seconds"], 1), len(g)])  # fmt: skip
+    header = [
+        "setting",
+        "method",
+        "accuracy",
+        "paper (Table 4)",
+        "macro-F1",
+        "active factors",
+        "fit seconds",
+        "n seeds",
+    ]
+    return "\n".join(markdown_rows(header, rows))
 
 
 def _mean(df: pd.DataFrame, setting: str, method: str, col: str = "accuracy") -> float:
