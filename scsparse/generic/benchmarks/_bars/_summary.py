@@ -14,7 +14,7 @@ from scsparse.utils import markdown_rows
 
 from .. import _report as report
 from .._restarts import RESTART_SEED_STEP
-from .._tables import markdown_table
+from .._tables import markdown_table, results_section
 from ._settings import BARS_SETTINGS, N_MC_SAMPLES, OFF_REL, OWN_REL, PAPER_TABLE3
 
 __all__ = ["write_summary"]
@@ -137,10 +137,7 @@ def write_summary(
         "Gaussian constants included (a true log-likelihood).",
         *([f"- **Reduced setting**: {reduced}"] if reduced else []),
         "",
-        "## Results (mean ± sd over seeds)",
-        "",
-        table,
-        "",
+        *results_section(table),
         *markdown_rows(
             ["method", "K", "seeds with all 8 rows owned", "seeds with the extras off (K > 8)"],
             (

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from .. import _report as report
-from .._tables import markdown_table
+from .._tables import markdown_table, results_section
 
 __all__ = ["results_table", "write_summary"]
 
@@ -97,10 +97,7 @@ def write_summary(
             "(only a figure in the paper)."
         ),  # fmt: skip
         "",
-        "## Results (mean ± sd over seeds)",
-        "",
-        table,
-        "",
+        *results_section(table),
         *_claims(df),
         "",
         "Figure: `fmnist_elbo.png` (held-out ELBO and active fraction against latent size).",

@@ -12,7 +12,7 @@ import pandas as pd
 from .. import _report as report
 from .._fits import bias_words
 from .._restarts import RESTART_SEED_STEP
-from .._tables import markdown_table
+from .._tables import markdown_table, results_section
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -162,10 +162,7 @@ def write_summary(
         f"{sim['n_studies'] * sim['n_specific']} specific for (c); `n_active_total` (table only) is their sum; "
         "`fit_seconds`: set-up plus training wall-clock.",
         "",
-        "## Results (mean ± sd over seeds)",
-        "",
-        table,
-        "",
+        *results_section(table),
         *_targets_section(df, settings, quick, ours_name=ours_name, baselines=baselines),
         "",
         "Per-seed values are in `results.csv`; the figure is `multistudy.png` (F-scores and factor correlation per "

@@ -10,7 +10,7 @@ import pandas as pd
 from scsparse.utils import markdown_rows
 
 from .. import _report as report
-from .._tables import markdown_table
+from .._tables import markdown_table, results_section
 from ._settings import METHODS, PAPER_TABLE1, PATCH_SETTINGS, VARIATIONAL
 
 __all__ = ["write_summary"]
@@ -122,10 +122,7 @@ def write_summary(
             else "**Reduced setting** (not the paper's 80k patches x 300 epochs): see the numbers above."
         ),  # fmt: skip
         "",
-        "## Results (mean ± sd over seeds)",
-        "",
-        table,
-        "",
+        *results_section(table),
         "## Paper's Table 1 beside ours",
         "",
         *paper_rows,

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from .. import _report as report
-from .._tables import markdown_table
+from .._tables import markdown_table, results_section
 
 __all__ = ["results_table", "write_summary"]
 
@@ -56,10 +56,7 @@ def write_summary(
         "Active fraction: VSC entries with spike probability > 0.5, beta-VAE entries "
         "with |posterior mean| > 0.01.",
         "",
-        "## Results (mean ± sd over seeds)",
-        "",
-        table,
-        "",
+        *results_section(table),
         "## Claims of the paper, checked",
         "",
         f"- VSC's codes correlate more strongly with the attributes than the beta-VAE's: "

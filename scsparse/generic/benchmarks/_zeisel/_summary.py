@@ -14,7 +14,7 @@ from scsparse.utils import markdown_rows
 
 from .. import _report as report
 from .._paper import PAPER_DEPTH_NOTE
-from .._tables import format_mean_sd
+from .._tables import format_mean_sd, results_section
 from ._prep import TEST_FRACTION, ZeiselData
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -224,10 +224,7 @@ def write_summary(
         f"{VSC_ACTIVE_FRACTION:.0%} of the training cells; not defined for VAE, scVI and NMF.",
         f"- Reduced relative to the paper's settings: {_reductions(seeds, epochs, full_data)}.",
         "",
-        "## Results (mean ± sd over seeds)",
-        "",
-        results_table(df),
-        "",
+        *results_section(results_table(df)),
         *_claims_section(df, epochs=epochs, full_data=full_data),
         "",
         *_notes(df),
