@@ -7,7 +7,7 @@ from typing import Any
 
 from .._paper import PAPER_HIDDEN_LAYERS
 
-__all__ = ["FOLD_IN_FRACTION", "METHODS", "MOVIELENS_SETTINGS", "PAPER_TABLE_1A"]
+__all__ = ["FOLD_IN_FRACTION", "METHODS", "MOVIELENS_SETTINGS", "PAPER_TABLE_1A", "RunConfig"]
 
 #: Settings of the paper's MovieLens experiment (Moran et al. 2022, Table 6 and Appendix C.3).
 MOVIELENS_SETTINGS: dict[str, Any] = {
