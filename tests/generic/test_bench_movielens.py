@@ -12,6 +12,7 @@ import pytest
 from scsparse.generic.benchmarks import BENCHMARKS
 from scsparse.generic.benchmarks._movielens import _factors as ml_factors
 from scsparse.generic.benchmarks._movielens import _run as ml
+from scsparse.generic.benchmarks._movielens import _summary as ml_summary
 from scsparse.generic.datasets import MovieLensData, split_rows
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -76,11 +77,11 @@ def _fake_results(sv_nll: float) -> pd.DataFrame:
 
 
 def test_claims_verdict_and_best_beta() -> None:
-    met = "\n".join(ml._claims(_fake_results(29.0)))
+    met = "\n".join(ml_summary._claims(_fake_results(29.0)))
     assert "| met |" in met and "2/2 seeds" in met
-    not_met = "\n".join(ml._claims(_fake_results(30.5)))
+    not_met = "\n".join(ml_summary._claims(_fake_results(30.5)))
     assert "not met" in not_met and "VAE 30.05" in not_met
-    table, best = ml._table_frame(_fake_results(29.0))
+    table, best = ml_summary.table_frame(_fake_results(29.0))
     assert best == {"d": 2.0}
     assert sorted(table.loc[table["method"] == "beta-VAE", "beta"].unique()) == [2.0]
     assert list(dict.fromkeys(table["method"])) == ["SparseVAE", "VAE", "beta-VAE", "NMF"]
@@ -155,7 +156,7 @@ def test_bad_options(tmp_path: Path) -> None:
 
 
 def test_w_init_reaches_the_sparse_vae_and_the_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cfg = ml._Config(
+    cfg = ml.RunConfig(
         n_latent=3,
         n_hidden=8,
         n_layers=1,
@@ -169,7 +170,7 @@ def test_w_init_reaches_the_sparse_vae_and_the_summary(tmp_path: Path, monkeypat
     )
     model = ml.build_model("SparseVAE", cfg, n_features=6, seed=0)
     assert model.decoder_kwargs == {"w_init": 1.0}
-    default = ml.build_model("SparseVAE", ml._Config(**{**cfg.__dict__, "w_init": None}), n_features=6, seed=0)
+    default = ml.build_model("SparseVAE", ml.RunConfig(**{**cfg.__dict__, "w_init": None}), n_features=6, seed=0)
     assert default.decoder_kwargs == {}
     model.fit(np.eye(6, dtype=np.float32)[np.arange(20) % 6] * 3)
     # every entry started near 1 (the initial noise is small; one epoch of lr 1e-3 moves it little)

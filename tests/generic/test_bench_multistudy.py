@@ -10,11 +10,8 @@ from scsparse.generic.benchmarks._cell_scores import transfer_accuracy, transfer
 from scsparse.generic.benchmarks._multistudy._run import MULTISTUDY_RESULT_COLUMNS, run_multistudy
 from scsparse.generic.benchmarks._multistudy._scoring import EstimatedBlock, MultiStudyFit, score_multistudy
 from scsparse.generic.benchmarks._multistudy_real._checks import confusion_table, largest_confusion, marker_labels
-from scsparse.generic.benchmarks._multistudy_real._run import (
-    REAL_RESULT_COLUMNS,
-    _confusion_section,
-    run_multistudy_real,
-)
+from scsparse.generic.benchmarks._multistudy_real._run import REAL_RESULT_COLUMNS, run_multistudy_real
+from scsparse.generic.benchmarks._multistudy_real._summary import confusion_section
 
 EXPECTED_COLUMNS = [
     "method",
@@ -205,7 +202,7 @@ def test_confusion_table_and_its_largest_error_name_the_transfer_failure():
     assert list(table.index) == list(table.columns) == ["B", "Mono14", "Mono16", "T"]  # T never predicted: a column
     assert table.loc["Mono16", "Mono14"] == 2 and table.to_numpy().sum() == len(truth)
     assert largest_confusion(table) == ("Mono16", "Mono14", 2, 3)
-    lines = "\n".join(_confusion_section({"shared factors": table}))
+    lines = "\n".join(confusion_section({"shared factors": table}))
     assert "shared factors (accuracy 0.500); the largest error: 2 of the 3 stimulated cells labelled Mono16" in lines
     assert "(accuracy with those two labels counted as one: 0.833)" in lines  # 5 of 6 once Mono14 = Mono16
 

@@ -195,7 +195,7 @@ def test_long_fits_report_progress_at_every_tenth(tmp_path, capsys):
 
 
 def test_claims_name_missed_targets_and_collapse():
-    from scsparse.generic.benchmarks._patches._run import _claims
+    from scsparse.generic.benchmarks._patches._summary import _claims
 
     rows = [
         {"method": m, "val_loss": v, "feature_collapse": fc}

@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from lightning.pytorch import Callback
 
 from scsparse.generic.benchmarks import BENCHMARKS
 from scsparse.generic.benchmarks._real_data import load_real_dataset
 from scsparse.generic.benchmarks._report import provenance
 from scsparse.generic.benchmarks._stability import _run as stability
+from scsparse.generic.benchmarks._stability import _summary as stability_summary
 from scsparse.generic.benchmarks._stability._run import AGREEMENT_COLUMNS, RESULT_COLUMNS, VARIANTS, run_stability
 from scsparse.generic.metrics import AGREEMENT_MEASURES, programme_agreement
 
@@ -188,14 +190,14 @@ def test_halves_target_judges_against_cnmf_only_with_a_spread():
 
     cnmf = rows("cNMF", 1, [0.27, 0.27, 0.28])
     one = pd.DataFrame(rows("SparseVAE (consensus)", 3, [0.35]) + cnmf)
-    lines = stability._halves_target_lines(one, quick=False)
+    lines = stability_summary._halves_target_lines(one, quick=False)
     assert lines[0].endswith(": 0.35, not met") and "not judged (one pair" in lines[1]
     close = pd.DataFrame(rows("SparseVAE (consensus)", 3, [0.20, 0.36]) + cnmf)
-    assert ": tie (" in stability._halves_target_lines(close, quick=False)[1]
+    assert ": tie (" in stability_summary._halves_target_lines(close, quick=False)[1]
     far = pd.DataFrame(rows("SparseVAE (consensus)", 3, [0.80, 0.82]) + cnmf)
-    lines = stability._halves_target_lines(far, quick=False)
+    lines = stability_summary._halves_target_lines(far, quick=False)
     assert lines[0].endswith(", met") and ": ahead (" in lines[1]
-    assert stability._halves_target_lines(pd.DataFrame(cnmf), quick=False) == []
+    assert stability_summary._halves_target_lines(pd.DataFrame(cnmf), quick=False) == []
 
 
 def test_lambda0_ladder_climbs_to_the_model_rate_and_ends_there(counts_factory):
@@ -211,7 +213,7 @@ def test_lambda0_ladder_climbs_to_the_model_rate_and_ends_there(counts_factory):
     assert all(a < b for a, b in zip(rates[:4], rates[1:5], strict=True))  # rising
     assert rates[2] == pytest.approx(np.sqrt(1.5 * 10.0))  # geometric: halfway is the geometric mean
 
-    class Record(stability.Callback):
+    class Record(Callback):
         def __init__(self):
             self.seen = []
 

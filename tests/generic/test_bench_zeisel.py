@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS, run
-from scsparse.generic.benchmarks._zeisel import _run as zb
+from scsparse.generic.benchmarks._zeisel import _summary as zb
 from scsparse.generic.benchmarks._zeisel._prep import (
     prepare_zeisel,
     quantile_normalise,

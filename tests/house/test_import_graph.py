@@ -377,8 +377,9 @@ def _benchmarks_not_in_a_folder(modules: dict[str, Path], names: list[str]) -> l
 
 
 def test_every_benchmark_is_a_folder():
-    """A benchmark is a package, ``benchmarks/_NAME/``: ``_run`` (its settings and ``run_NAME``) and a module per job
-    (``_methods``, ``_scoring``, ``_summary``, ...); what lies at the top of the benchmarks package is shared."""
+    """A benchmark is a package, ``benchmarks/_NAME/``: ``_run`` (``run_NAME``), ``_settings`` where the summary
+    shares the settings, a module per job (``_methods``, ``_scoring``, ...) and ``_summary``
+    (``test_benchmark_shape``); what lies at the top of the benchmarks package is shared."""
     from scsparse.generic.benchmarks import BENCHMARKS
 
     assert _benchmarks_not_in_a_folder(_modules(), list(BENCHMARKS)) == []

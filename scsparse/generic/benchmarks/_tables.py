@@ -13,6 +13,7 @@ __all__ = [
     "format_mean_sd",
     "markdown_table",
     "mean_sd",
+    "results_section",
     "within_spread",
 ]
 
@@ -121,3 +122,15 @@ def markdown_table(
         cells.append(str(len(group)))
         rows.append(cells)
     return "\n".join(markdown_rows(header, rows))
+
+
+def results_section(table: str) -> list[str]:
+    """The lines of a summary's results section: its heading, a blank line, ``table`` (:func:`markdown_table`'s),
+    a blank line.
+
+    Examples
+    --------
+    >>> results_section("| method |")
+    ['## Results (mean ± sd over seeds)', '', '| method |', '']
+    """
+    return ["## Results (mean ± sd over seeds)", "", table, ""]

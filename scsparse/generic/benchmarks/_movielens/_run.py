@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +14,6 @@ import pandas as pd
 
 from scsparse.generic.datasets import (
     DEFAULT_N_MOVIES,
-    MOVIELENS_DATASETS,
-    TEST_FRACTION,
     MovieLensData,
     describe_movielens,
     load_movielens,
@@ -26,16 +22,14 @@ from scsparse.generic.datasets import (
 )
 from scsparse.generic.metrics import fold_in_evaluate
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, ArraySparseVAE, BetaVAE
-from scsparse.nn import MaskedDecoder, slab_threshold
 from scsparse.utils import check_integer, torch_threads
 
 from .. import _report as report
-from .._documents_summary import best_beta, best_beta_rows
-from .._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS, no_active_factor_note
 from .._process import quiet_training_logs
 from .._settings import run_settings
-from .._tables import format_mean_sd, markdown_table
-from ._factors import describe_factors, factor_section, write_factors
+from ._factors import describe_factors, write_factors
+from ._settings import FOLD_IN_FRACTION, METHODS, MOVIELENS_SETTINGS, PAPER_TABLE_1A, RunConfig
+from ._summary import table_frame, write_summary
 
 __all__ = [
     "METHODS",
@@ -46,23 +40,6 @@ __all__ = [
     "run_movielens",
 ]
 
-#: Settings of the paper's MovieLens experiment (Moran et al. 2022, Table 6 and Appendix C.3).
-MOVIELENS_SETTINGS: dict[str, Any] = {
-    "n_latent": 30,
-    "n_hidden": 300,
-    "n_layers": PAPER_HIDDEN_LAYERS,
-    "lr": 1e-4,
-    "max_epochs": 100,
-    "batch_size": 100,
-    "likelihood": "multinomial",  # Table 6: "Loss function: Softmax"
-    "lambda0": 10.0,
-    "lambda1": 1.0,
-    "betas": (2.0, 4.0, 6.0, 8.0, 16.0),
-    "vsc_alpha": 0.01,
-    "oivae_lambda": 1.0,
-    "oivae_p": 5,
-    "nmf_alpha": 1.0,
-}
 
 #: Settings of ``quick=True``: a smoke run of every method on a small slice of ml-latest-small.
 QUICK_SETTINGS: dict[str, Any] = {
@@ -76,18 +53,6 @@ QUICK_SETTINGS: dict[str, Any] = {
     "n_samples": 5,
 }
 
-#: Methods in the order of the paper's Table 1a.
-METHODS: tuple[str, ...] = ("SparseVAE", "VAE", "beta-VAE", "OI-VAE", "VSC", "NMF")
-
-#: Table 1a of the paper (ML-25M, 100k users x 300 movies; mean over five splits): NLL, Recall@5, NDCG@10.
-PAPER_TABLE_1A: dict[str, tuple[float, float, float]] = {
-    "SparseVAE": (170.9, 0.98, 0.98),
-    "VAE": (175.9, 0.97, 0.96),
-    "beta-VAE": (178.2, 0.95, 0.93),  # beta = 2
-    "OI-VAE": (212.1, 0.51, 0.50),
-    "VSC": (192.2, 0.79, 0.77),
-    "NMF": (198.6, 0.90, 0.85),
-}
 
 #: Columns of ``results.csv``, in order.
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -108,8 +73,6 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "fit_seconds",
 )
 
-#: Fraction of each held-out user's positive movies hidden in the fold-in protocol (Liang et al. 2018).
-FOLD_IN_FRACTION = 0.2
 
 _NLL_KIND = {
     "SparseVAE": "importance-sampled -log p(x)",
@@ -121,23 +84,7 @@ _NLL_KIND = {
 }
 
 
-@dataclass(frozen=True)
-class _Config:
-    """Resolved settings of one run."""
-
-    n_latent: int
-    n_hidden: int
-    n_layers: int
-    oivae_n_layers: int
-    lr: float
-    epochs: int
-    batch_size: int
-    betas: tuple[float, ...]
-    n_samples: int
-    w_init: float | None = None
-
-
-def build_model(method: str, cfg: _Config, n_features: int, seed: int, beta: float = 1.0) -> ArrayModel:
+def build_model(method: str, cfg: RunConfig, n_features: int, seed: int, beta: float = 1.0) -> ArrayModel:
     """The model of ``method`` with the benchmark's settings (multinomial likelihood for the autoencoders).
 
     ``"OI-VAE"`` puts every movie in its own group; ``"NMF"`` uses the generalised KL loss (the
@@ -193,7 +140,7 @@ def _heldout_nll(model: ArrayModel, method: str, X: np.ndarray, n_samples: int) 
 
 
 def _run_one(
-    method: str, beta: float, cfg: _Config, data: MovieLensData, tr: np.ndarray, te: np.ndarray, seed: int
+    method: str, beta: float, cfg: RunConfig, data: MovieLensData, tr: np.ndarray, te: np.ndarray, seed: int
 ) -> tuple[dict[str, Any], ArrayModel]:
     X_tr, X_te = data.X[tr], data.X[te]
     start = time.perf_counter()
@@ -223,204 +170,9 @@ def _run_one(
     return row, model
 
 
-def _table_frame(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Rows of Table 1a: every method, with beta-VAE at its best beta (lowest mean NLL) per dataset."""
-    parts, betas = [], {}
-    for ds, g in df.groupby("dataset", sort=False):
-        b = best_beta(g)
-        if b is not None:
-            betas[str(ds)] = b
-            g = best_beta_rows(g)
-        g = g.assign(_order=g["method"].map({m: i for i, m in enumerate(METHODS)}))
-        parts.append(g.sort_values(["_order", "seed"], kind="stable").drop(columns="_order"))
-    return pd.concat(parts), betas
-
-
-def _paper_table(df: pd.DataFrame, best_beta: dict[str, float]) -> str:
-    lines = [
-        "| dataset | method | NLL (ours) | NLL (paper) | Recall@5 (ours) | Recall@5 (paper) "
-        "| NDCG@10 (ours) | NDCG@10 (paper) | n seeds |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for (ds, m), g in df.groupby(["dataset", "method"], sort=False):
-        label = f"beta-VAE (beta = {best_beta[ds]:g})" if m == "beta-VAE" else m
-        p = PAPER_TABLE_1A[m]
-        lines.append(
-            f"| {ds} | {label} | {format_mean_sd(g['heldout_nll'], 2)} | {p[0]:.1f} "
-            f"| {format_mean_sd(g['recall_at_5'], 3)} | {p[1]:.2f} | {format_mean_sd(g['ndcg_at_10'], 3)} "
-            f"| {p[2]:.2f} | {len(g)} |"
-        )
-    return "\n".join(lines)
-
-
-def _claims(df: pd.DataFrame) -> list[str]:
-    """Table rows, one per dataset, on whether the sparse VAE has the lowest mean held-out NLL."""
-    lines = [
-        "| must show | dataset | ours | verdict |",
-        "|---|---|---|---|",
-    ]
-    for ds, g in df.groupby("dataset", sort=False):
-        key = g["method"] + np.where(g["method"] == "beta-VAE", " (beta = " + g["beta"].astype(str) + ")", "")
-        means = g.groupby(key)["heldout_nll"].mean().sort_values()
-        if "SparseVAE" not in means.index or len(means) < 2:
-            lines.append(
-                f"| SparseVAE has the best held-out NLL | {ds} | needs SparseVAE and a baseline | not assessed |"
-            )
-            continue
-        sv = float(means["SparseVAE"])
-        rivals = means.drop("SparseVAE")
-        best_name, best_val = str(rivals.index[0]), float(rivals.iloc[0])
-        wins = _seed_wins(g)
-        verdict = report.target_verdict(sv < best_val)
-        lines.append(
-            f"| SparseVAE has the best held-out NLL | {ds} | SparseVAE {sv:.2f} vs best other {best_name} "
-            f"{best_val:.2f} (mean over seeds; SparseVAE lowest in {wins}) | {verdict} |"
-        )
-    return lines
-
-
-def _paper_gap(df: pd.DataFrame) -> list[str]:
-    """Whether the paper's Recall@5 / NDCG@10 of the sparse VAE (0.98 / 0.98) are reached, and why not."""
-    sv = df[df["method"] == "SparseVAE"]
-    if not len(sv):
-        return []
-    r5, n10 = float(sv["recall_at_5"].mean()), float(sv["ndcg_at_10"].mean())
-    p = PAPER_TABLE_1A["SparseVAE"]
-    reached = r5 >= p[1] - 0.02 and n10 >= p[2] - 0.02
-    lines = [
-        f"Paper's ranking numbers for the sparse VAE (Recall@5 {p[1]:.2f}, NDCG@10 {p[2]:.2f} on ML-25M): "
-        f"{'reached' if reached else 'not reached'} (ours, mean over data sets and seeds: Recall@5 {r5:.3f}, "
-        f"NDCG@10 {n10:.3f})."
-    ]
-    if not reached:
-        lines[0] += (
-            " Different data (100 movies and a few hundred users instead of 300 movies and 100,000 users, far "
-            "fewer optimiser steps) make absolute values incomparable; every method here ranks the hidden movies "
-            "far below the paper's near-perfect values, so the gap is not specific to the sparse VAE. The paper "
-            "does not give enough detail of its ranking protocol to rule out a difference there as well."
-        )
-    return lines
-
-
-def _seed_wins(g: pd.DataFrame) -> str:
-    seeds = sorted(g["seed"].unique())
-    n = 0
-    for s in seeds:
-        gs = g[g["seed"] == s]
-        sv = gs.loc[gs["method"] == "SparseVAE", "heldout_nll"]
-        others = gs.loc[gs["method"] != "SparseVAE", "heldout_nll"]
-        if len(sv) and len(others) and float(sv.iloc[0]) < float(others.min()):
-            n += 1
-    return f"{n}/{len(seeds)} seeds"
-
-
-def _write_summary(
-    out_dir: Path,
-    df: pd.DataFrame,
-    prov: dict[str, Any],
-    cfg: _Config,
-    data_info: dict[str, dict[str, Any]],
-    factors: dict[str, list[dict[str, Any]]],
-    seeds: int,
-    reduced: list[str],
-) -> Path:
-    table_df, best_beta = _table_frame(df)
-    metrics = ["heldout_nll", "recall_at_5", "ndcg_at_10", "n_active", "fit_seconds"]
-    sweep = markdown_table(
-        df[df["method"].isin(["VAE", "beta-VAE"])],
-        ["dataset", "method", "beta"],
-        ["heldout_nll", "recall_at_5", "ndcg_at_10"],
-        digits={"heldout_nll": 2},
-    )
-    s = MOVIELENS_SETTINGS
-    data_lines = [
-        f"- `{ds}`: {i['n_users']} users x {i['n_movies']} movies after filtering (density {i['density']:.3f}, "
-        f"{i['mean_pos']:.1f} positives per user); each kept movie rated by >= {i['min_movie_ratings']} users."
-        for ds, i in data_info.items()
-    ]
-    stand_ins = set(data_info) <= set(MOVIELENS_DATASETS.values())
-    if stand_ins:
-        data_words = (
-            "ML-25M is not available offline; we ran on the registry's stand-ins listed below (ml-latest-small: 610 "
-            "users; ml-100k: 943 users) with the same binarisation and user filter, and the "
-            f"**{prov['options']['n_movies']} most rated movies**: with a few hundred users, 300 movies would leave "
-            "2-3 users per movie (the paper had ~330)."
-        )
-    else:
-        data_words = (
-            "We ran on the data sets listed below (folders given by path are read as they are, e.g. a copy of "
-            "ML-25M) with the same binarisation and user filter and the "
-            f"{prov['options']['n_movies']} most rated movies."
-        )
-    lines = [
-        *report.summary_head("# MovieLens benchmark (Moran et al. 2022, Tables 1a and 3a)", prov),
-        "## Data, and how it differs from the paper",
-        "",
-        "- The paper: MovieLens 25M, ratings >= 4 -> 1, users with > 20 ratings, the 300 most rated movies, "
-        f"100,000 users subsampled. {data_words} Users without any positive among the kept movies are dropped.",
-        *data_lines,
-        "- Because data sets, movies and users differ, our absolute numbers are **not comparable** with the "
-        "paper's (NLL scales with the number of positives per user); the comparison that carries over is the "
-        "ordering of the methods within one run.",
-        "",
-        "## What ran",
-        "",
-        f"- Seeds 0..{seeds - 1}: seed s draws a {TEST_FRACTION:.0%} held-out user split (the same for every "
-        "method) and seeds every model.",
-        f"- Models (Table 6 of the paper): multinomial ('softmax') likelihood; K = {cfg.n_latent}; MLPs of "
-        f"{cfg.n_layers} hidden layers x {cfg.n_hidden} "
-        f"{PAPER_DEPTH_NOTE}; Adam lr {cfg.lr:g}; batch {cfg.batch_size}; "
-        f"{cfg.epochs} epochs. SparseVAE lambda0 = {s['lambda0']:g}, lambda1 = {s['lambda1']:g}, a = 1, b = G, "
-        f"W started at {_w_init_text(cfg)}. "
-        f"beta-VAE beta in {list(cfg.betas)} (the table shows the beta with the lowest mean held-out NLL, as the "
-        f"paper shows its best beta; all betas are in the sweep table below). OI-VAE: every movie its own group, "
-        f"p = {s['oivae_p']}, lambda = {s['oivae_lambda']:g}, group generators of {cfg.oivae_n_layers} hidden "
-        f"layer(s). VSC: alpha = {s['vsc_alpha']:g}, 20 pseudo-inputs. NMF: scikit-learn, generalised KL loss, "
-        f"alpha = {s['nmf_alpha']:g}, K components.",
-        f"- Held-out NLL: per held-out user, over the full row. VAEs, SparseVAE, OI-VAE: importance-sampled "
-        f"-log p(x) with q(z|x) as proposal ({cfg.n_samples} samples), multinomial coefficient included; VSC: "
-        "the importance-weighted bound with exact spike-and-slab samples (an upper bound on -log p(x)); NMF: "
-        "plug-in multinomial likelihood at codes fitted to the held-out row itself (optimistic for NMF).",
-        f"- Recall@5 and NDCG@10: fold-in protocol of Liang et al. (2018): {FOLD_IN_FRACTION:.0%} of each held-out "
-        "user's positives hidden, the model sees the rest, the hidden movies are ranked among the unseen ones "
-        "(users with >= 5 positives; Recall@R denominator min(R, #hidden)).",
-        *(["- **Reduced relative to the paper's settings:** " + "; ".join(reduced) + "."] if reduced else []),
-        "",
-        "## Table 1a (mean ± sd over seeds; paper numbers on ML-25M beside ours)",
-        "",
-        _paper_table(table_df, best_beta),
-        "",
-        "All methods, mean ± sd over seeds:",
-        "",
-        markdown_table(
-            table_df,
-            ["dataset", "method"],
-            metrics,
-            digits={"heldout_nll": 2, "fit_seconds": 1, "n_active": 1},
-        ),
-        "",
-        "beta sweep:",
-        "",
-        sweep,
-        "",
-        "## Must show",
-        "",
-        *_claims(df),
-        *no_active_factor_note(df.loc[df["method"] == "SparseVAE", "n_active"]),
-        "",
-        *_paper_gap(table_df),
-        "",
-        *factor_section(factors),
-        "",
-        "Per-seed values are in `results.csv`; the figure is `movielens.png`.",
-        "",
-    ]
-    return report.write_summary(out_dir, lines)
-
-
 def _write_figure(out_dir: Path, df: pd.DataFrame) -> Path:
     """Per data set and metric: mean ± sd over seeds per method, with the seeds as points."""
-    table_df, best_beta = _table_frame(df)
+    table_df, best_beta = table_frame(df)
     datasets = list(dict.fromkeys(table_df["dataset"]))
     panels = [
         ("heldout_nll", "held-out NLL per user (lower is better)"),
@@ -563,7 +315,7 @@ def run_movielens(
         },
     )  # fmt: skip
     datasets, epochs, n_layers = list(r["datasets"]), int(r["max_epochs"]), int(s["n_layers"])
-    cfg = _Config(
+    cfg = RunConfig(
         n_latent=int(s["n_latent"]),
         n_hidden=int(r["n_hidden"]),
         n_layers=n_layers,
@@ -627,7 +379,7 @@ def run_movielens(
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     report.write_results(df, out_dir, RESULT_COLUMNS)
     write_factors(out_dir, factors)
-    summary = _write_summary(out_dir, df, prov, cfg, data_info, factors, seeds, reduced)
+    summary = write_summary(out_dir, df, prov, cfg, data_info, factors, seeds, reduced)
     _write_figure(out_dir, df)
     return report.finish_run(df, out_dir, summary.read_text(encoding="utf-8"), verbose=verbose)
 
@@ -636,7 +388,7 @@ def run_movielens(
 DATASETS: tuple[str, ...] = ("movielens_small", "movielens_100k")
 
 
-def _reductions(cfg: _Config, quick: bool, n_movies: int, max_users: int | None, seeds: int) -> list[str]:
+def _reductions(cfg: RunConfig, quick: bool, n_movies: int, max_users: int | None, seeds: int) -> list[str]:
     """Plain-language list of every setting that departs from the paper's (for ``summary.md``)."""
     s = MOVIELENS_SETTINGS
     out = []
@@ -667,13 +419,3 @@ def _reductions(cfg: _Config, quick: bool, n_movies: int, max_users: int | None,
     if n_movies != DEFAULT_N_MOVIES:
         out.append(f"{n_movies} movies")
     return out
-
-
-def _w_init_text(cfg: _Config) -> str:
-    """How the sparse VAE's ``W`` was initialised, for ``summary.md`` (defaults read from their sources)."""
-    default = inspect.signature(MaskedDecoder).parameters["w_init"].default
-    if cfg.w_init is None:
-        s = MOVIELENS_SETTINGS
-        boundary = slab_threshold(s["lambda0"], s["lambda1"])
-        return f"the package default |w| = {default:g} (the spike/slab boundary is at {boundary:.2f})"
-    return f"w_init = {cfg.w_init:g} for every entry (set by `w_init`; the package default is {default:g})"

@@ -35,7 +35,6 @@ import torch
 
 from scsparse.generic.metrics import feature_collapse_rate, multi_information, posterior_collapse_rate
 from scsparse.generic.models import (
-    SPARSE_CODING_THRESHOLDS,
     SPIKE_TAU_DECAY,
     SPIKE_TAU_MIN,
     LinearSparseCodingVAE,
@@ -48,7 +47,8 @@ from scsparse.utils import check_integer, torch_threads
 
 from .. import _report as report
 from .._settings import run_settings
-from .._tables import markdown_table
+from ._settings import METHODS, PAPER_TABLE1, PATCH_SETTINGS
+from ._summary import write_summary
 
 __all__ = [
     "METHODS",
@@ -60,50 +60,6 @@ __all__ = [
     "run_patches",
 ]
 
-#: Methods in the order of the paper's Table 1 (FISTA first, then the variational priors).
-METHODS: tuple[str, ...] = (
-    "fista",
-    "gaussian",
-    "laplace",
-    "spike_slab",
-    "thresholded_gaussian",
-    "thresholded_laplace",
-)
-VARIATIONAL: tuple[str, ...] = METHODS[1:]
-
-#: Fallah & Rozell (2022) Table 1 / Table 6, J = 20: validation loss (Eq. 10) and multi-information.
-PAPER_TABLE1: dict[str, dict[str, float]] = {
-    "fista": {"val_loss": 1.01e2, "multi_info": 8.75e1},
-    "gaussian": {"val_loss": 1.35e3, "multi_info": 7.36e2},
-    "laplace": {"val_loss": 5.79e2, "multi_info": 5.34e2},
-    "spike_slab": {"val_loss": 2.39e2, "multi_info": 1.96e2},
-    "thresholded_gaussian": {"val_loss": 2.30e2, "multi_info": 1.76e2},
-    "thresholded_laplace": {"val_loss": 1.94e2, "multi_info": 1.91e2},
-}
-
-#: The paper's settings (app. D) and those of this implementation.
-PATCH_SETTINGS: dict[str, Any] = {
-    "patch_size": 16,
-    "n_train": 80_000,
-    "n_val": 16_000,
-    "n_atoms": 256,
-    "max_epochs": 300,
-    "batch_size": 100,
-    "lambda_l1": 20.0,  # Eq. 10; ~10% non-zero FISTA codes
-    "kappa_fista": 1e-3,
-    "kappa_vi": 1e-4,
-    "kl_weight": 1e-2,
-    "prior_scale": 0.1,  # Laplace b0; Gaussian variance (std sqrt(0.1))
-    "spike_prior": 0.1,
-    "thresholds": SPARSE_CODING_THRESHOLDS,
-    "n_samples": 20,  # J of max-ELBO sampling
-    "lr_encoder": 1e-2,  # SGD + Nesterov momentum 0.9, one-cycle schedule
-    "lr_dictionary": 0.5,  # plain gradient steps (dictionary_step)
-    "lr_decay": 0.99,  # per epoch, the dictionary's step size
-    "encoder_hidden": 512,
-    "encoder_layers": 3,
-    "fista_iters": 100,
-}
 
 #: Settings of ``quick=True`` (a smoke run of every method in seconds).
 QUICK_SETTINGS: dict[str, Any] = {
@@ -347,134 +303,6 @@ def _encode_val(model: LinearSparseCodingVAE, val: torch.Tensor, n_samples: int)
 
 
 # ---------------------------------------------------------------------------------------------- report
-def _claims(df: pd.DataFrame, reduced: str | None = None) -> list[str]:
-    """Must-show lines; ``reduced`` describes a reduced setting, given as the reason when a target is missed."""
-    means = df.groupby("method")["val_loss"].mean()
-    lines = ["## Must-show targets", ""]
-    paper_order = sorted(VARIATIONAL, key=lambda m: PAPER_TABLE1[m]["val_loss"])
-    have = [m for m in paper_order if m in means.index]
-    ours = sorted(have, key=lambda m: means[m])
-    met = ours == have
-    if len(have) < 2:  # one method has no order to compare
-        lines.append(
-            "- Ordering of the variational methods by validation loss: **not assessed** (fewer than two "
-            f"variational methods ran: {', '.join(have) or 'none'})."
-        )
-    else:
-        lines.append(
-            f"- Ordering of the variational methods by validation loss, paper: {' < '.join(have)}; ours: "
-            f"{' < '.join(f'{m} ({means[m]:.4g})' for m in ours)} — **{report.target_verdict(met)}**."
-        )
-    if "thresholded_laplace" in means.index:
-        v = float(means["thresholded_laplace"])
-        rel = abs(v - 194.0) / 194.0
-        lines.append(
-            f"- Thresholded Laplace within 20% of 1.94e2: ours {v:.4g} ({100 * rel:.1f}% off) — "
-            f"**{report.target_verdict(rel <= 0.2)}**."
-        )
-        met = met and rel <= 0.2
-    if not met:
-        why = [
-            "the encoder's widths differ from the paper's (see above)",
-            "one estimate of each setting: mean over the seeds run, no tuning of any method to the targets",
-        ]
-        if reduced:
-            why.insert(0, reduced)
-        collapse = df.groupby("method")["feature_collapse"].mean()
-        collapsed = [m for m in VARIATIONAL if m in collapse.index and collapse[m] > 0.5]
-        if collapsed:
-            why.insert(
-                0,
-                "feature collapse: "
-                + ", ".join(f"{m} {100 * collapse[m]:.0f}%" for m in collapsed)
-                + " of the dimensions are zero on >= 95% of the validation patches, so those codes reconstruct "
-                "little (see val_recon): a posterior scale well below the threshold makes every sample an exact "
-                "zero",
-            )
-        lines.append("- Why a target is not met (not investigated further): " + "; ".join(why) + ".")
-    return lines
-
-
-def _write_summary(
-    out_dir: Path, df: pd.DataFrame, prov: dict[str, Any], cfg: dict[str, Any], epochs: int, seeds: int
-) -> Path:
-    metrics = ["val_loss", "val_recon", "val_l1", "multi_info", "frac_nonzero", "posterior_collapse",
-               "feature_collapse", "fit_seconds"]  # fmt: skip
-    table = markdown_table(df, ["method", "n_samples"], metrics, digits={"frac_nonzero": 3, "fit_seconds": 1,
-                           "posterior_collapse": 3, "feature_collapse": 3, "val_loss": 1, "val_recon": 1,
-                           "val_l1": 2, "multi_info": 1})  # fmt: skip
-    means = df.groupby("method")[["val_loss", "multi_info"]].mean()
-    paper_rows = ["| method | validation loss: ours | paper (J=20) | multi-information (bits): ours | paper |",
-                  "|---|---|---|---|---|"]  # fmt: skip
-    for m in METHODS:
-        if m in means.index:
-            p = PAPER_TABLE1[m]
-            paper_rows.append(
-                f"| {m} | {means.loc[m, 'val_loss']:.3g} | {p['val_loss']:.3g} | "
-                f"{means.loc[m, 'multi_info']:.3g} | {p['multi_info']:.3g} |"
-            )
-    full = cfg["n_train"] == PATCH_SETTINGS["n_train"] and epochs == PATCH_SETTINGS["max_epochs"]
-    lines = [
-        *report.summary_head(
-            "# Patches: sparse coding with a linear generator (Fallah & Rozell 2022, Table 1)", prov, section=False
-        ),
-        "## Data and setting",
-        "",
-        f"- Data: Olshausen's 10 whitened 512x512 images (sparsenet-tcl copy, registry `olshausen_images`); "
-        f"{cfg['n_train']} training and {cfg['n_val']} validation {cfg['patch_size']}x{cfg['patch_size']} "
-        "patches at random positions of all 10 images (independent draws; the same patches for every method "
-        "and seed), standardised per pixel with the training mean and sd (as the authors' loader).",
-        f"- Dictionary of {cfg['n_atoms']} atoms; {epochs} epochs, batch {cfg['batch_size']}, {seeds} seed(s); "
-        f"J = {cfg['n_samples']} samples (max-ELBO); inference network MLP {cfg['encoder_layers']} x "
-        f"{cfg['encoder_hidden']} (ReLU).",
-        f"- Validation loss = mean over validation patches of 0.5 ||x - A z||^2 + {cfg['lambda_l1']:g} ||z||_1 "
-        "(val_recon + lambda val_l1; Eq. 10 without kappa ||A||_F^2, with the 1/2 under which Table 1 was "
-        "computed: the paper prints none, the authors' evaluation and FISTA use it) at the learned A and the "
-        "inferred codes: FISTA codes for FISTA, for the variational methods the best (lowest reconstruction "
-        "error) of J exact samples from q(z | x). "
-        "Multi-information: histogram plug-in estimator in bits (the authors'). Posterior collapse: share of "
-        "dimensions whose KL(q(z_k|x) || p(z_k)) <= 0.01 for >= 95% of patches (base KL for thresholded "
-        "priors); feature collapse: share with |z_k| <= 0.01 for >= 95% of patches.",
-        "- Training as in the paper's app. D: the inference network minimises the per-pixel mean squared "
-        f"error of the best of J samples plus beta = {cfg['kl_weight']:g} times the KL summed over the codes "
-        f"(SGD, Nesterov momentum 0.9, one-cycle schedule peaking at {cfg['lr_encoder']:g} after 5% of the "
-        "steps); every dictionary, FISTA's included, takes plain gradient steps of "
-        f"{cfg['lr_dictionary']:g} (x {cfg['lr_decay']} per epoch) on 0.5 ||x - A z||^2 + kappa ||A||_F^2 "
-        f"(kappa {cfg['kappa_fista']:g} for FISTA, {cfg['kappa_vi']:g} otherwise) from unit-norm atoms. The "
-        "warm-ups (FISTA's lambda x 0.1 rising to 1; the Laplace noise scale x 0.1 rising to 1 after 1,500 "
-        "steps; the spike-and-slab's slab) run over the same fractions of training as over the paper's "
-        "240,000 steps, so a shorter run goes through them in proportion.",
-        "- The spike-and-slab draws exact Bernoulli selectors and trains through a straight-through "
-        "Gumbel-softmax (temperature 1, x 0.9995 per step of the paper's run, down to 0.5), as in the paper. "
-        "Differences from the paper: the Gamma-threshold variants and J = 1 are not run; the encoder is a plain "
-        "MLP of equal widths (the paper's: 512-1024-512-256).",
-        "- "
-        + (
-            "Full mode: the paper's 80k patches and 300 epochs."
-            if full
-            else "**Reduced setting** (not the paper's 80k patches x 300 epochs): see the numbers above."
-        ),  # fmt: skip
-        "",
-        "## Results (mean ± sd over seeds)",
-        "",
-        table,
-        "",
-        "## Paper's Table 1 beside ours",
-        "",
-        *paper_rows,
-        "",
-        *_claims(
-            df,
-            None
-            if full
-            else f"reduced training ({cfg['n_train']} patches x {epochs} epochs, J = {cfg['n_samples']}, encoder "
-            f"{cfg['encoder_layers']} x {cfg['encoder_hidden']}) against the paper's 80,000 x 300, J = 20",
-        ),
-        "",
-        "Figure: `patches.png` (validation loss per method, ours vs the paper; the first 64 atoms of the "
-        "thresholded Laplace and FISTA dictionaries).",
-    ]
-    return report.write_summary(out_dir, lines)
 
 
 def _write_figure(out_dir: Path, df: pd.DataFrame, dictionaries: dict[str, np.ndarray], patch_size: int) -> Path:
@@ -628,6 +456,6 @@ def run_patches(
                     )
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     report.write_results(df, out_dir, RESULT_COLUMNS)
-    summary = _write_summary(out_dir, df, prov, cfg, epochs, int(seeds))
+    summary = write_summary(out_dir, df, prov, cfg, epochs, int(seeds))
     _write_figure(out_dir, df, dictionaries, cfg["patch_size"])
     return report.finish_run(df, out_dir, summary.read_text(encoding="utf-8"), verbose=verbose)

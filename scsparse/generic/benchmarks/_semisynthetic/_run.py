@@ -31,22 +31,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse.generic.datasets import TextCorpus, eval_subset, split_rows, text_corpus
+from scsparse.generic.datasets import eval_subset, split_rows, text_corpus
 from scsparse.utils import torch_threads
 
 from .. import _report as report
-from .._documents import METHOD_NAMES, NLL_DEFINITION, check_corpus, resolve_run, resolve_settings, score_methods
+from .._documents import METHOD_NAMES, check_corpus, resolve_run, resolve_settings, score_methods
 from .._documents_summary import (
-    beaten_by,
-    paper_comparison_table,
-    reduced_settings,
     run_labels,
-    unigram_lines,
-    verdict_best,
 )
-from .._paper import PAPER_DEPTH_NOTE, PAPER_HIDDEN_LAYERS, no_active_factor_note, slab_threshold_note
 from .._process import quiet_training_logs
-from .._tables import markdown_table
+from ._settings import PAPER_SEMISYNTHETIC_LAMBDA1, PAPER_SEMISYNTHETIC_NLL, SEMISYNTHETIC_SETTINGS
+from ._summary import write_summary
 
 __all__ = [
     "PAPER_SEMISYNTHETIC_NLL",
@@ -61,31 +56,6 @@ __all__ = [
     "simulate_documents",
 ]
 
-#: The slab rate of Table 6 for semi-synthetic PeerRead, paired there with an E-step without the normalisers.
-PAPER_SEMISYNTHETIC_LAMBDA1 = 0.01
-
-#: Settings of the paper's semi-synthetic PeerRead experiment (Moran et al. 2022, Table 6) and the baselines.
-SEMISYNTHETIC_SETTINGS: dict[str, Any] = {
-    "n_latent": 20,
-    "n_hidden": 50,
-    "n_layers": PAPER_HIDDEN_LAYERS,
-    "lr": 0.01,
-    "max_epochs": 50,
-    "batch_size": 128,
-    "lambda0": 5.0,
-    "lambda1": 1.0,  # Table 6: 0.01 (PAPER_SEMISYNTHETIC_LAMBDA1), see _paper.slab_threshold_note
-    "betas": (2.0, 4.0, 6.0, 8.0, 16.0),
-    "vsc_alpha": 0.01,
-    "oivae_lambda": 1.0,
-    "oivae_p": 5,
-    "oivae_layers": 1,
-    "nmf_alpha": 0.0,
-    "vocab_size": 500,
-    "n_docs": None,
-    "n_is_samples": 50,
-    "n_eval_docs": None,
-    "n_topics": 20,
-}
 
 #: Seeds of a quick run at most (a smoke run needs no spread over seeds).
 QUICK_MAX_SEEDS = 1
@@ -104,15 +74,6 @@ QUICK_SEMISYNTHETIC_SETTINGS: dict[str, Any] = {
 #: Shift level -> sd ``sigma`` of the logit noise of the training copies (smaller: larger train/test difference).
 SHIFT_LEVELS: dict[str, float] = {"high": 0.1, "medium": 1.0, "low": 3.0}
 
-#: The paper's held-out NLL (Table 2; high, medium, low difference between train and test).
-PAPER_SEMISYNTHETIC_NLL: dict[str, tuple[float, float, float]] = {
-    "SparseVAE": (52.4, 49.2, 48.6),
-    "VAE": (54.6, 52.3, 50.8),
-    "beta-VAE": (54.7, 52.1, 51.0),
-    "OI-VAE": (65.7, 64.4, 64.6),
-    "VSC": (58.7, 56.1, 55.4),
-    "NMF": (60.1, 58.0, 57.3),
-}
 
 #: Columns of ``results.csv``, in order.
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -252,121 +213,6 @@ def _write_figure(out_dir: Path, df: pd.DataFrame, levels: Sequence[str]) -> Pat
     return report.save_figure(fig, out_dir / "semisynthetic.png")
 
 
-def _write_summary(
-    out_dir: Path,
-    df: pd.DataFrame,
-    prov: dict[str, Any],
-    cfg: Mapping[str, Any],
-    corpus: TextCorpus,
-    levels: Mapping[str, float],
-    *,
-    quick: bool,
-    seeds: int,
-    total_seconds: float,
-) -> Path:
-    names = list(levels)
-    ok, detail = verdict_best(df, "shift")
-    verdict = report.target_verdict(ok, assessed=not quick, unassessed=report.NOT_ASSESSED_QUICK)
-    per_level = []
-    for lv in names:
-        sub = df[df["shift"] == lv]
-        met, d = verdict_best(sub)
-        why = "" if quick or met else f"; {beaten_by(sub)}"
-        per_level.append(f"  - {lv}: {report.target_verdict(met, assessed=not quick)} ({d}{why})")
-    reduced = reduced_settings(cfg, SEMISYNTHETIC_SETTINGS)
-    corr = df.groupby("shift", sort=False)[["train_pair_corr", "test_pair_corr"]].mean()
-    lambda_note = slab_threshold_note(cfg["lambda0"], cfg["lambda1"], PAPER_SEMISYNTHETIC_LAMBDA1)
-    full_table = markdown_table(
-        df.assign(method=run_labels(df)),
-        ["shift", "method"],
-        ["heldout_nll", "n_active", "fit_seconds"],
-        digits={"heldout_nll": 2, "n_active": 1, "fit_seconds": 1},
-    )
-    lengths = corpus.counts.sum(1)
-    lines = [
-        *report.summary_head(
-            "# Semi-synthetic text benchmark: shifted topic correlations (Moran et al. 2022, Table 2)",
-            prov,
-            total_seconds=total_seconds,
-            mode=f"{'quick' if quick else 'full'} mode",
-        ),
-        "## What ran",
-        "",
-        f"- Base corpus: **NeurIPS 2023-2025 abstracts** (registry `text_neurips`, the PeerRead stand-in): "
-        f"{corpus.n_docs} documents x {corpus.n_words} words (vocabulary as in the `text` benchmark); "
-        f"document lengths (vocabulary tokens) median {np.median(lengths):.0f}, mean {lengths.mean():.1f}. The paper "
-        "built its data on ~11,000 PeerRead abstracts; the absolute NLLs depend on the document lengths, which "
-        "the paper does not state (its values of ~50 nats suggest shorter documents than ours), so only the "
-        "ordering of the methods is comparable.",
-        f"- Construction (App. C.1): LDA with K = {cfg['n_topics']} (scikit-learn defaults, random_state 0) on the "
-        f"corpus gives theta and beta; training factors = first {cfg['n_topics'] // 2} columns of theta plus "
-        "logit-noised copies of them, logit theta~_k = logit theta_k + N(0, sigma^2), rows renormalised; test "
-        "factors = theta; documents x_d ~ Mult(n_d, theta_d beta) with n_d the real document's length. Seed s "
-        "draws the 80/20 document split, the noise and the counts; the held-out documents are the same at every "
-        "shift level of a seed.",
-        "- Shift levels (sigma not given in the paper; ours) and the resulting mean correlation of paired topics "
-        "k and k + K/2 in the training factors vs the test factors:",
-        "",
-        "| shift | sigma | train pair correlation | test pair correlation |",
-        "|---|---|---|---|",
-        *[
-            f"| {lv} | {levels[lv]:g} | {corr.loc[lv, 'train_pair_corr']:.3f} | {corr.loc[lv, 'test_pair_corr']:.3f} |"
-            for lv in names
-            if lv in corr.index
-        ],
-        "",
-        f"- Settings (Table 6, semi-synthetic PeerRead): K = {cfg['n_latent']}, MLPs of "
-        f"{cfg['n_layers']} hidden layers x {cfg['n_hidden']} {PAPER_DEPTH_NOTE}, Adam lr {cfg['lr']:g}, "
-        f"batch {cfg['batch_size']}, {cfg['max_epochs']} epochs; SparseVAE "
-        f"lambda1 = {cfg['lambda1']:g}, lambda0 = {cfg['lambda0']:g}; beta-VAE beta in {list(cfg['betas'])} (best by "
-        f"mean NLL shown in the paper table); OI-VAE each word its own group, p = {cfg['oivae_p']}, lambda = "
-        f"{cfg['oivae_lambda']:g}; VSC alpha = {cfg['vsc_alpha']:g}; NMF unregularised (KL divergence).",
-        *([f"- {lambda_note}"] if lambda_note else []),
-        f"- Methods in this run: {', '.join(dict.fromkeys(df['method']))}.",
-        f"- Reduced from the paper's settings in this run: {'; '.join(reduced) if reduced else 'nothing'}; "
-        f"seeds 0..{seeds - 1} (the paper: five semi-simulated data sets).",
-        f"- {NLL_DEFINITION} Here S = {cfg['n_is_samples']}.",
-        "",
-        "## Table 2: held-out NLL per document (mean ± sd over seeds)",
-        "",
-        paper_comparison_table(df, PAPER_SEMISYNTHETIC_NLL, "shift", names, names),
-        "",
-        "All runs (every beta):",
-        "",
-        full_table,
-        "",
-        "## Must show",
-        "",
-        f"- SparseVAE best at all three shift levels: **{verdict}** ({detail}).",
-        *per_level,
-        *no_active_factor_note(df.loc[df["method"] == "SparseVAE", "n_active"]),
-        "",
-        *_reading(df, names, quick),
-        "",
-        "Per-seed values are in `results.csv`; `semisynthetic.png` plots the NLL against the shift level.",
-        "",
-    ]
-    return report.write_summary(out_dir, lines)
-
-
-def _reading(df: pd.DataFrame, levels: Sequence[str], quick: bool) -> list[str]:
-    if quick:
-        return ["Quick smoke run on a tiny corpus with 2 epochs: the numbers say nothing about the methods."]
-    lines = ["## Reading the result", ""]
-    for lv in levels:
-        sub = df[df["shift"] == lv]
-        means = sub["heldout_nll"].groupby(run_labels(sub), sort=False).mean().sort_values()
-        lines.append(f"- {lv}: " + " < ".join(f"{m} ({v:.1f})" for m, v in means.items()))
-        lines += [f"  {line}" for line in unigram_lines(sub)]
-    if {"SparseVAE", "VAE"} <= set(df["method"]):
-        gaps = []
-        for lv in levels:
-            nll = df[df["shift"] == lv].groupby("method")["heldout_nll"].mean()
-            gaps.append(f"{lv} {nll['SparseVAE'] - nll['VAE']:+.2f}")
-        lines.append(f"- SparseVAE minus VAE: {', '.join(gaps)} (paper: -2.2, -3.1, -2.2).")
-    return lines
-
-
 # ---------------------------------------------------------------------------------------------- runner
 def run_semisynthetic(
     out: str | os.PathLike[str],
@@ -492,7 +338,7 @@ def run_semisynthetic(
     total = time.perf_counter() - start
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     report.write_results(df, out_dir, RESULT_COLUMNS)
-    _write_summary(out_dir, df, prov, cfg, corpus, levels, quick=quick, seeds=seeds, total_seconds=total)
+    write_summary(out_dir, df, prov, cfg, corpus, levels, quick=quick, seeds=seeds, total_seconds=total)
     _write_figure(out_dir, df, list(levels))
     done = report.wrote_line("semisynthetic", [out_dir / "results.csv", out_dir / "summary.md"])
     return report.finish_run(df, out_dir, done, verbose=verbose)

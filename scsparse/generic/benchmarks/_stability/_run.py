@@ -45,14 +45,13 @@ import json
 import math
 import time
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from lightning.pytorch import Callback
 
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, pairwise_agreement
 from scsparse.utils import atomic_path, check_integer, write_text
@@ -63,28 +62,30 @@ from .._programme_fit import FitBudget, read_sparsevae
 from .._programme_scores import score_fit
 from .._real_data import REAL_DATASETS, RealDataset, load_real_dataset
 from .._report import (
-    NOT_ASSESSED_QUICK,
     finish_run,
     make_output_dir,
     provenance,
     run_options,
-    summary_head,
-    target_verdict,
     write_results,
     write_summary,
     wrote_line,
 )
 from .._settings import chosen_names
-from .._tables import markdown_table, mean_sd, within_spread
 from ._consensus import (
     CONSENSUS_COLUMNS,
     REPRODUCIBILITY_COLUMNS,
     FitMask,
     consensus_agreement,
-    consensus_lines,
 )
-from ._halves import HALVES_COLUMNS, HALVES_PEERS, halves_agreement, halves_lines
-from ._same_seed import SAME_SEED_COLUMNS, same_seed_agreement, same_seed_lines
+from ._halves import HALVES_COLUMNS, HALVES_PEERS, halves_agreement
+from ._same_seed import SAME_SEED_COLUMNS, same_seed_agreement
+from ._settings import (
+    FIT_METRICS,
+    VARIANTS,
+    Lambda0Ladder,
+    StabilityVariant,
+)
+from ._summary import stability_summary
 
 __all__ = [
     "AGREEMENT_COLUMNS",
@@ -97,142 +98,10 @@ __all__ = [
 ]
 
 
-class Lambda0Ladder(Callback):
-    """Dynamic posterior exploration of the spike-and-slab lasso (Ročková & George 2018) along ``lambda0``.
-
-    The spike's rate starts at ``start`` (close to the slab's, where the penalty is nearly a plain lasso and the
-    posterior has few modes) and rises geometrically, epoch by epoch, to the model's own ``lambda0`` over the first
-    ``n_epochs``; each epoch starts from the fit of the one before (the warm start of the ladder). From epoch
-    ``n_epochs`` on the model trains at its own rate, which it ends with.
-
-    Parameters
-    ----------
-    start
-        ``lambda0`` of the first epoch (above the slab's ``lambda1``).
-    n_epochs
-        Epochs over which it reaches the model's ``lambda0``.
-    """
-
-    def __init__(self, start: float = 1.5, n_epochs: int = 80) -> None:
-        self.start, self.n_epochs = float(start), int(n_epochs)
-        self.end: float | None = None
-
-    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
-        """Remember the model's own ``lambda0``, the top of the ladder."""
-        self.end = float(pl_module.module.prior.lambda0)
-
-    def rate(self, epoch: int) -> float:
-        """``lambda0`` of ``epoch`` (0-based); the top, ``end``, is read when training starts."""
-        if epoch >= self.n_epochs:
-            return float(self.end)
-        step = epoch / self.n_epochs
-        return float(math.exp(math.log(self.start) + step * (math.log(self.end) - math.log(self.start))))
-
-    def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
-        """Set this epoch's rung."""
-        pl_module.module.prior.lambda0 = self.rate(trainer.current_epoch)
-
-    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
-        """Leave the model at its own ``lambda0``, however early training stopped."""
-        pl_module.module.prior.lambda0 = float(self.end)
-
-
-@dataclass(frozen=True)
-class StabilityVariant:
-    """How the seeds of one variant are used.
-
-    Attributes
-    ----------
-    name, description
-        Key (``--methods``) and what the summary says of it.
-    fixed_init
-        Draw the initial weights from seed 0 for every seed (only the training varies).
-    fixed_training
-        Train with seed 0 for every seed (only the initial weights vary).
-    model_kwargs
-        Arguments of :class:`~scsparse.model.SparseVAE` beyond the defaults.
-    callbacks
-        Makes the Lightning callbacks of each fit's training (new ones per fit), or ``None``.
-    restarts
-        More than 1: each run is a consensus of this many restarts (:meth:`SparseVAE.consensus
-        <scsparse.model.SparseVAE.consensus>`), run ``s`` using seeds ``s * restarts ... s * restarts + restarts
-        - 1``, so two runs share no seed.
-    multi_study
-        Whether the variant applies to :class:`~scsparse.model.MultiStudySparseVAE` (the data sets with studies).
-    train_kwargs
-        Arguments of :meth:`~scsparse.model.SparseVAE.train` beyond the defaults.
-    same_seed
-        Compare each seed's fit with the default fit of the same seed (:mod:`._same_seed`): for variants
-        that change how a fit computes, not what it fits.
-    """
-
-    name: str
-    description: str
-    fixed_init: bool = False
-    fixed_training: bool = False
-    model_kwargs: dict[str, Any] = field(default_factory=dict)
-    restarts: int = 1
-    callbacks: Callable[[], list[Callback]] | None = None
-    multi_study: bool = True
-    train_kwargs: dict[str, Any] = field(default_factory=dict)
-    same_seed: bool = False
-
-    def seeds(self, seed: int) -> tuple[int, int]:
-        """The seeds of the initial weights and of the training for the run of ``seed``."""
-        if self.restarts > 1:
-            return seed * self.restarts, seed * self.restarts
-        return (0 if self.fixed_init else seed), (0 if self.fixed_training else seed)
-
-
 #: The parts of a run: the variants with several seeds on all the cells, and the resampling reading.
 SECTIONS: tuple[str, ...] = ("seeds", "halves")
 
-#: The variants, in the order they run.
-VARIANTS: dict[str, StabilityVariant] = {
-    v.name: v
-    for v in (
-        StabilityVariant("default", "SparseVAE at its defaults: the seed draws the initial weights and the training"),
-        StabilityVariant(
-            "fixed_init",
-            "the initial weights of seed 0 in every run; the seed draws the split, the minibatches, dropout and the "
-            "sampled codes",
-            fixed_init=True,
-        ),
-        StabilityVariant(
-            "consensus",
-            "a consensus of 5 restarts (SparseVAE.consensus, defaults), each run with its own 5 seeds",
-            restarts=5,
-        ),
-        StabilityVariant(
-            "fixed_training",
-            "the training of seed 0 in every run; the seed draws the initial weights",
-            fixed_training=True,
-        ),
-        StabilityVariant(
-            "nmf_start",
-            "W starts from an NMF of the normalised counts (SparseVAE(mask_init='nmf')), the same in every seed",
-            model_kwargs={"mask_init": "nmf"},
-            multi_study=False,
-        ),
-        StabilityVariant(
-            "lambda0_ladder",
-            "lambda0 rises from 1.5 to 10 over the first 80 epochs (dynamic posterior exploration, Lambda0Ladder)",
-            callbacks=lambda: [Lambda0Ladder(1.5, 80)],
-        ),
-        StabilityVariant(
-            "exact_zeros",
-            "exact zeros in W and the decoder on its active set (train(exact_zeros=True))",
-            train_kwargs={"exact_zeros": True},
-            multi_study=False,
-            same_seed=True,
-        ),
-    )
-}
 
-FIT_METRICS: list[str] = [
-    "factors_kept", "programmes", "median_genes", "accuracy", "heldout_nll", "interferon_recovered", "interferon_p",
-    "markers_recovered", "epochs", "seconds",
-]  # fmt: skip
 RESULT_COLUMNS: list[str] = [
     "dataset", "variant", "seed", "init_seed", "training_seed", "n_cells", "n_genes", "n_factors", "max_epochs",
     *FIT_METRICS,
@@ -247,20 +116,7 @@ AGREEMENT_COLUMNS: list[str] = [
     "n_active_b",
 ]
 
-#: Targets of a default single fit (issue: programmes that reproduce) and of a consensus fit.
-TARGETS: dict[str, float] = {"jaccard": 0.6, "top_overlap": 0.8}
-#: Target of two consensus fits of disjoint seeds (programmes, Jaccard): cNMF's level.
-CONSENSUS_TARGET = 0.9
-#: Consensus fits of two disjoint halves of the cells must agree at least this well (Jaccard by factor).
-HALVES_TARGET = 0.75
 
-_LABELS = {
-    "jaccard": "programmes (Jaccard)",
-    "top_overlap": "cores (top-10 shared)",
-    "rbo": "rankings (RBO, p = 0.9)",
-    "loadings_corr": "loadings (abs. correlation)",
-    "n_active_diff": "active factors (difference)",
-}
 _FULL = FitBudget(n_factors=20, max_epochs=400)
 _QUICK = FitBudget(n_factors=5, max_epochs=60)
 _MULTI_STUDY = {name for name, spec in REAL_DATASETS.items() if spec.study_key}
@@ -459,111 +315,6 @@ def _run_variant(
     pairs.insert(0, "variant", variant.name)
     pairs.insert(0, "dataset", dataset)
     return rows, pairs.to_dict("records"), fits, masks
-
-
-def stability_summary(
-    results: pd.DataFrame,
-    agreement: pd.DataFrame,
-    prov: dict[str, Any],
-    *,
-    quick: bool,
-    total_seconds: float,
-    consensus: pd.DataFrame | None = None,
-    consensus_programmes: pd.DataFrame | None = None,
-    halves: pd.DataFrame | None = None,
-    same_seed: pd.DataFrame | None = None,
-) -> list[str]:
-    """The lines of ``summary.md``: per data set, the agreement measures and the fits' scores per variant.
-
-    ``consensus`` and ``consensus_programmes``: the consensus fits read off the single fits
-    (:func:`._consensus.consensus_agreement`), shown under each data set; ``halves``: the resampling
-    reading (:func:`._halves.halves_agreement`); ``same_seed``: variants against the default fit of the
-    same seed (:func:`._same_seed.same_seed_agreement`).
-    """
-    same_seed = pd.DataFrame(columns=SAME_SEED_COLUMNS) if same_seed is None else same_seed
-    halves = pd.DataFrame(columns=HALVES_COLUMNS) if halves is None else halves
-    consensus = pd.DataFrame(columns=CONSENSUS_COLUMNS) if consensus is None else consensus
-    if consensus_programmes is None:
-        consensus_programmes = pd.DataFrame(columns=REPRODUCIBILITY_COLUMNS)
-    lines = summary_head(
-        "# Stability of the programmes over seeds", prov, total_seconds=total_seconds, mode="quick" if quick else "full"
-    )
-    if len(results):  # the seeds section ran
-        lines += ["## Variants", ""]
-        lines += [f"- **{v.name}**: {v.description}." for v in VARIANTS.values() if v.name in set(results["variant"])]
-        lines += [""]
-    lines += [
-        "Agreement of every pair of fits (mean ± sd over the pairs): programmes paired one to one, a programme "
-        "without a counterpart counts 0 (`scsparse.generic.metrics.programme_agreement`).",
-        "",
-    ]
-    for dataset in dict.fromkeys([*agreement["dataset"], *halves["dataset"]]):
-        lines += [f"## {REAL_DATASETS[dataset].title}", ""]
-        part = agreement[agreement["dataset"] == dataset]
-        if len(part):
-            lines.append(
-                markdown_table(part, ["variant"], list(AGREEMENT_MEASURES), digits=2, labels=_LABELS).replace(
-                    "n seeds", "n pairs"
-                )
-            )
-            fits = results[results["dataset"] == dataset]
-            shown = [m for m in FIT_METRICS if fits[m].notna().any() and m != "interferon_p"]
-            lines += ["", "The fits (mean ± sd over seeds):", ""]
-            lines.append(markdown_table(fits, ["variant"], shown, digits=2))
-            lines.append("")
-        in_data = consensus[consensus["dataset"] == dataset]
-        lines += consensus_lines(
-            in_data, consensus_programmes[consensus_programmes["dataset"] == dataset], dict(_LABELS)
-        )
-        lines += halves_lines(halves, dataset)
-        lines += _halves_target_lines(halves[halves["dataset"] == dataset], quick)
-        lines += same_seed_lines(same_seed, agreement, dataset, dict(_LABELS))
-        default = part[part["variant"] == "default"]
-        if len(default):
-            for measure, target in TARGETS.items():
-                mean = float(default[measure].mean())
-                verdict = target_verdict(mean >= target, assessed=not quick, unassessed=NOT_ASSESSED_QUICK)
-                lines.append(f"- target: default single fit {_LABELS[measure]} >= {target}: {mean:.2f}, {verdict}")
-        consensus_default = in_data[in_data["variant"] == "default"]
-        if len(consensus_default):
-            most = int(consensus_default["restarts"].max())
-            mean = float(consensus_default.loc[consensus_default["restarts"] == most, "jaccard"].mean())
-            verdict = target_verdict(mean >= CONSENSUS_TARGET, assessed=not quick, unassessed=NOT_ASSESSED_QUICK)
-            lines.append(
-                f"- target: two consensus fits of {most} restarts, programmes (Jaccard) >= {CONSENSUS_TARGET}: "
-                f"{mean:.2f}, {verdict}"
-            )
-        if len(default) or len(consensus_default):
-            lines.append("")
-    return lines
-
-
-def _halves_target_lines(halves: pd.DataFrame, quick: bool) -> list[str]:
-    """The resampling target: consensus fits of the two halves agree >= :data:`HALVES_TARGET`, and as well as
-    cNMF's (``within_spread``: a difference inside the larger sd of the two is a tie).
-    """
-    across = halves[(halves["reading"] == "halves") & (halves["method"] == "SparseVAE (consensus)")]
-    if not len(across):
-        return []
-    most = int(across["restarts"].max())
-    ours = across.loc[across["restarts"] == most, "jaccard"]
-    mean = float(ours.mean())
-    verdict = target_verdict(mean >= HALVES_TARGET, assessed=not quick, unassessed=NOT_ASSESSED_QUICK)
-    lines = [
-        f"- target: consensus fits of {most} restarts on the two halves, programmes (Jaccard) >= {HALVES_TARGET}: "
-        f"{mean:.2f}, {verdict}"
-    ]
-    cnmf = mean_sd(halves.loc[(halves["reading"] == "halves") & (halves["method"] == "cNMF"), "jaccard"])
-    if cnmf is not None:
-        gap = mean - cnmf[0]
-        if len(ours) < 2:  # one pair has no spread, so no tie rule can be applied
-            word = f"not judged (one pair of consensus fits, no spread; difference {gap:+.2f})"
-        else:
-            reading = mean_sd(ours)
-            word = "tie" if within_spread(reading, cnmf) else ("ahead" if gap > 0 else "behind")
-            word += f" (difference {gap:+.2f}, spread {max(reading[1], cnmf[1]):.2f})"
-        lines.append(f"- the same against cNMF's fits of the two halves ({cnmf[0]:.2f}): {word}")
-    return [*lines, ""]
 
 
 def run_stability(
