@@ -22,9 +22,20 @@ def _fit(make_counts, orient: bool) -> SparseVAE:
     return model
 
 
+@pytest.fixture(scope="module")
+def saved_unoriented(counts_factory, tmp_path_factory):
+    """The fit of :func:`_fit` without orienting, made once for the module, saved with its data."""
+    model = _fit(counts_factory, orient=False)
+    folder = tmp_path_factory.mktemp("unoriented") / "model"
+    model.save(folder)
+    return model.adata, folder
+
+
 @pytest.fixture
-def unoriented(counts_factory) -> SparseVAE:
-    return _fit(counts_factory, orient=False)
+def unoriented(saved_unoriented) -> SparseVAE:
+    """A fresh copy of the unoriented fit for each test (loaded from its saved state, on a copy of its data)."""
+    adata, folder = saved_unoriented
+    return SparseVAE.load(folder, adata=adata.copy())
 
 
 def test_flip_factors_is_an_exact_symmetry():
@@ -144,11 +155,11 @@ def test_returned_tables_are_copies_not_views_of_the_model(unoriented):
     assert float(unoriented.module.prior.eta.max()) <= 1.0
 
 
-def test_train_orients_by_default_and_records_it(tmp_path, counts_factory):
+def test_train_orients_by_default_and_records_it(tmp_path, counts_factory, unoriented):
     oriented = _fit(counts_factory, orient=True)
     assert oriented.factors_oriented_ and oriented.train_kwargs_["orient"]
     # the same seed gives the same fit; train() ends with what orient_factors() does by hand
-    unoriented_copy = _fit(counts_factory, orient=False)
+    unoriented_copy = unoriented  # a fit of its own with orient=False (the module's, loaded afresh)
     assert not unoriented_copy.factors_oriented_
     unoriented_copy.orient_factors()
     np.testing.assert_array_equal(oriented.get_latent_representation(), unoriented_copy.get_latent_representation())

@@ -11,9 +11,21 @@ from scsparse.model import InvalidInputError, MultiStudySparseVAE
 TRAIN = {"batch_size": 64, "enable_progress_bar": False}
 
 
+@pytest.fixture(scope="module")
+def saved_reference(counts_factory, tmp_path_factory):
+    """The reference of :func:`trained_reference_and_query`, trained once for the module and saved with its data."""
+    ref, query, model = trained_reference_and_query(counts_factory)
+    folder = tmp_path_factory.mktemp("reference") / "model"
+    model.save(folder)
+    return ref, query, folder
+
+
 @pytest.fixture
-def ref_and_query(counts_factory):
-    return trained_reference_and_query(counts_factory)
+def ref_and_query(saved_reference):
+    """A fresh copy of the trained reference for each test (loaded from its saved state) and fresh AnnData."""
+    ref, query, folder = saved_reference
+    ref, query = ref.copy(), query.copy()
+    return ref, query, MultiStudySparseVAE.load(str(folder), adata=ref)
 
 
 def trained_reference_and_query(counts_factory):
