@@ -474,6 +474,10 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         """
         return not (self.n_batch_frozen or self.fixed_support or getattr(self, "n_latent_frozen", 0))
 
+    def rates_over_cells(self, n_obs: int) -> torch.Tensor:
+        """Each entry's Laplace rate over :meth:`prior_cells` (``(G, K)``): the prior's weight in the per-cell loss."""
+        return self.prior.rates() / self.prior_cells(n_obs)
+
     @torch.no_grad()
     def data_gradient(self, n_obs: int) -> torch.Tensor:
         """The gradient of the loss without the prior on ``W`` (``(G, K)``), after a backward pass.
@@ -489,7 +493,7 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         w, grad = self.decoder.W, self.decoder.W.grad
         if grad is None:
             return torch.zeros_like(w)
-        return grad - torch.sign(w) * self.prior.rates() / self.prior_cells(n_obs)
+        return grad - torch.sign(w) * self.rates_over_cells(n_obs)
 
     @torch.no_grad()
     def zero_rule_gradient_(self, n_obs: int, zero_grad: torch.Tensor | None = None) -> torch.Tensor:
@@ -517,7 +521,7 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         w, grad = self.decoder.W, self.decoder.W.grad
         if grad is None:  # no gradient reached W: every sign is 0
             return torch.stack([w.detach().clone(), torch.zeros_like(w)])
-        rates = self.prior.rates() / self.prior_cells(n_obs)
+        rates = self.rates_over_cells(n_obs)
         judged = grad if zero_grad is None else zero_grad
         least = torch.sign(judged) * (judged.abs() - rates).clamp_min(0.0)
         grad.copy_(torch.where(w == 0, least, grad))
@@ -565,7 +569,7 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         torch.Tensor
             Boolean ``(G, K)``.
         """
-        rates = self.prior.rates() / self.prior_cells(n_obs)
+        rates = self.rates_over_cells(n_obs)
         return (self.decoder.W == 0) & (w_grad.abs() > rates)
 
     # ------------------------------------------------------------------ EM
