@@ -34,6 +34,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from ._compact_decoder import CompactMaskedLayer, compact_index
 from ._fused_decoder import FusedMaskedLayer, FusedWorkspace, genes_last, padded_width
 from ._mlp import make_activation, one_hot_covariates
 from ._one_factor import one_factor_outputs
@@ -505,12 +506,20 @@ class MaskedDecoder(nn.Module):
         idx0 = torch.nonzero(n_active == 0).flatten()
         idx1 = torch.nonzero(single).flatten()
         idx2 = torch.nonzero((n_active >= 1) & ~single).flatten()
+        # the network's genes by padded number of inputs, each group a run of idx2 (see CompactMaskedLayer)
+        compact, start = [], 0
+        by_width = compact_index(self.prune_mask[idx2], always=int(self.first_bias is not None))
+        idx2 = torch.cat([idx2[genes] for genes, _ in by_width]) if by_width else idx2
+        for genes, index in by_width:
+            compact.append((start, start + genes.numel(), index))
+            start += genes.numel()
         return {
             "idx0": idx0,
             "idx1": idx1,
             "k1": self.prune_mask[idx1].float().argmax(dim=1),
             "idx2": idx2,
             "cols2": torch.nonzero(self.prune_mask[idx2].any(dim=0)).flatten(),
+            "compact": compact,
             "inverse": torch.argsort(torch.cat([idx0, idx1, idx2])),
         }
 
@@ -646,14 +655,42 @@ class MaskedDecoder(nn.Module):
                 out1 = one_factor_outputs(t, k1, first, self.first_bias, head[:, idx1])
             parts.append(out1 + self.head_bias[:, None, idx1])
         if idx2.numel():
-            cols = groups["cols2"]
-            w2 = w[idx2][:, cols]
-            parts.append(
-                self._decode_genes(
-                    z[:, cols], cov_inputs, w2, head[:, idx2], self.head_bias[:, idx2], first[:, cols], hidden
-                )
-            )
+            parts.append(self._network_genes(z, cov_inputs, w, first, hidden, head, groups))
         return torch.cat(parts, dim=-1).index_select(-1, groups["inverse"])
+
+    def _network_genes(
+        self,
+        z: torch.Tensor,
+        cov_inputs: torch.Tensor | None,
+        w: torch.Tensor,
+        first: torch.Tensor,
+        hidden: list[torch.Tensor],
+        head: torch.Tensor,
+        groups: dict,
+    ) -> torch.Tensor:
+        """The genes with several active factors (``idx2``) through the network, ``(n_heads, B, G2)``.
+
+        On the fused CPU path each gene's first layer sums over its own active factors (``CompactMaskedLayer``, by
+        groups of genes with the same padded number of them); elsewhere the genes share the factors active in any
+        of them (``cols2``).
+        """
+        idx2 = groups["idx2"]
+        if not self.uses_fused_path(z.device) or self.uses_triton_kernel(z.device):
+            cols = groups["cols2"]
+            return self._decode_genes(
+                z[:, cols], cov_inputs, w[idx2][:, cols], head[:, idx2], self.head_bias[:, idx2], first[:, cols], hidden
+            )
+        z, w2, first = self._bias_as_input(z, w[idx2], first)
+        w2 = torch.nn.functional.pad(w2, (0, 1))  # the zero column the padding reads
+        cov_term = self._covariate_term_of(cov_inputs)
+        chunk = self.resolve_chunk_size(z.shape[0], z.device)
+        outs = []
+        for start, stop, index in groups["compact"]:
+            genes = idx2[start:stop]
+            w_genes = torch.gather(w2[start:stop], 1, index)
+            args = (z, w_genes, index, first, cov_term, head[:, genes], self.head_bias[:, genes], chunk)
+            outs.append(CompactMaskedLayer.apply(*args, self._workspace))
+        return torch.cat(outs, dim=-1)
 
     def _constant_genes(
         self, z: torch.Tensor, cov_inputs: torch.Tensor | None, idx0: torch.Tensor, head: torch.Tensor
