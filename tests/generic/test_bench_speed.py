@@ -110,7 +110,7 @@ def test_run_speed_tiny(tmp_path):
         run_speed(tmp_path, sections="epoch,warp")
 
 
-def test_settled_section_times_every_entry_the_active_set_and_scvi_in_turn(tmp_path):
+def test_settled_section_times_the_settled_fit_and_every_entry_against_scvi(tmp_path):
     from scsparse.generic.benchmarks._speed._run import simulate_counts
     from scsparse.generic.benchmarks._speed._settled import settled_rows, settled_targets
 
