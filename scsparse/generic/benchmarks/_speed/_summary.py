@@ -122,15 +122,16 @@ def summary_lines(df: pd.DataFrame, prov: dict[str, Any], sections: Sequence[str
     if {"flops", "sparsity"} <= ran:
         lines += _where_the_time_goes(df, opts)
     if "settled" in ran:
-        cells = min(opts["sparsity_cells"], opts["n_cells"])
+        cells, rounds = min(opts["sparsity_cells"], opts["n_cells"]), opts.get("rounds", 1)
         lines += [
             "",
             "## Once the mask has settled",
             "",
-            f"Each model trained first with exact zeros and the decoder on its active set for {opts['sparsity_epochs']}"
-            f" epochs on {cells} of the cells. Its weights then trained for {opts['epochs']} epochs on all the cells "
-            "with every entry computed, with the active set (its check steps included), and SCVI fresh at the same "
-            f"K, in turn, {opts.get('rounds', 1)} round(s) (`scsparse.generic.benchmarks._speed._settled`).",
+            f"Each model trained on all the cells with exact zeros and the decoder on its active set for as many "
+            f"steps as {opts['sparsity_epochs']} epochs of {cells} cells take, then went on in the same fit for "
+            f"{rounds} timed block(s) of {opts['epochs']} epochs (its check steps included). Then its settled "
+            f"weights with every entry computed and SCVI fresh at the same K trained in turn, {rounds} round(s) "
+            "(`scsparse.generic.benchmarks._speed._settled`).",
         ]
     return lines + time_to_fit_summary(df) + consensus_summary(df)
 
