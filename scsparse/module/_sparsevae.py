@@ -194,6 +194,12 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         if self.n_batch_frozen:
             self._freeze_all_but_new_batches()
         self.fixed_support = bool(fixed_support)
+        # The running mean of W's data gradient by which exact zeros judge zero entries, and its weight per entry
+        # (:class:`~scsparse.train.SparseVAETrainingPlan`'s ``zero_rule_decay``). It lives with the module, so a
+        # second ``train(exact_zeros=True)`` goes on from the first's evidence instead of judging by one minibatch;
+        # it is not saved (empty until a fit with exact zeros).
+        self.register_buffer("zero_rule_mean", torch.zeros(0), persistent=False)
+        self.register_buffer("zero_rule_weight", torch.zeros(0), persistent=False)
 
     def _freeze_all_but_new_batches(self) -> None:
         """A query module: only the decoder's first-layer weights of batch codes >= ``n_batch_frozen`` train."""

@@ -132,8 +132,6 @@ class SparseVAETrainingPlan(TrainingPlan):
         if zero_rule_decay is None:
             zero_rule_decay = ZERO_RULE_DECAY if exact_zeros else 0.0
         self.zero_rule_decay = float(zero_rule_decay)
-        self._grad_mean: torch.Tensor | None = None  # running mean of W's data gradient, and its weight per entry
-        self._grad_weight: torch.Tensor | None = None
         self._mask_before_check: torch.Tensor | None = None
         self._before_step: torch.Tensor | None = None
         self._readmitted = 0  # entries the active-set checks of the epoch brought in
@@ -216,6 +214,9 @@ class SparseVAETrainingPlan(TrainingPlan):
         """Remember the mask training starts from, so the first epoch's ``mask_changes`` is counted too."""
         super().on_train_start()
         self._previous_slab = self._slab()
+        if not self.exact_zeros or self.zero_rule_decay == 0:  # W moves without the mean: it no longer describes W
+            empty = torch.zeros(0, device=self.module.zero_rule_mean.device)
+            self.module.zero_rule_mean, self.module.zero_rule_weight = empty, empty.clone()
         self._start_loss, self._epoch_loss = None, None
 
     def _check_divergence(self) -> None:
@@ -294,18 +295,21 @@ class SparseVAETrainingPlan(TrainingPlan):
         """The data gradient zero entries are judged by: the minibatch's, or its running mean (``zero_rule_decay``).
 
         The mean is updated on the entries the step computed (the active set; every entry on a check step) and is
-        divided by its weight, ``1 - decay^steps``, as Adam corrects its first moment.
+        divided by its weight, ``1 - decay^steps``, as Adam corrects its first moment. Both live on the module
+        (``zero_rule_mean``, ``zero_rule_weight``), so a later ``train(exact_zeros=True)`` of the same model goes on
+        from them: a mean begun afresh would judge the first check by one minibatch and readmit its noise.
         """
-        data = self.module.data_gradient(self.n_obs_training)
+        module = self.module
+        data = module.data_gradient(self.n_obs_training)
         decay = self.zero_rule_decay
         if decay == 0:
             return data
-        if self._grad_mean is None or self._grad_mean.shape != data.shape:
-            self._grad_mean, self._grad_weight = torch.zeros_like(data), torch.zeros_like(data)
-        seen = self.module.decoder.prune_mask
-        mean = torch.where(seen, decay * self._grad_mean + (1 - decay) * data, self._grad_mean)
-        weight = torch.where(seen, decay * self._grad_weight + (1 - decay), self._grad_weight)
-        self._grad_mean, self._grad_weight = mean, weight
+        if module.zero_rule_mean.shape != data.shape:
+            module.zero_rule_mean, module.zero_rule_weight = torch.zeros_like(data), torch.zeros_like(data)
+        seen = module.decoder.prune_mask
+        mean = torch.where(seen, decay * module.zero_rule_mean + (1 - decay) * data, module.zero_rule_mean)
+        weight = torch.where(seen, decay * module.zero_rule_weight + (1 - decay), module.zero_rule_weight)
+        module.zero_rule_mean, module.zero_rule_weight = mean, weight
         return torch.where(weight > 0, mean / weight.clamp_min(torch.finfo(weight.dtype).tiny), data)
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
