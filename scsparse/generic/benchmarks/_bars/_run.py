@@ -39,7 +39,7 @@ from scsparse.utils import check_integer, torch_threads
 from .. import _report as report
 from .._restarts import best_of_restarts
 from ._settings import BARS_SETTINGS, N_MC_SAMPLES, OFF_REL, OWN_REL
-from ._summary import write_summary
+from ._summary import summary_lines
 
 __all__ = [
     "BARS_SETTINGS",
@@ -501,8 +501,7 @@ def run_bars(
                 )
     df = pd.DataFrame(rows)
     report.write_results(df, out_dir, RESULT_COLUMNS)
-    write_summary(
-        out_dir,
+    lines = summary_lines(
         df,
         prov,
         seeds=seeds,
@@ -515,5 +514,6 @@ def run_bars(
         n_mc=n_mc,
         w_lr=w_lr,
     )
+    report.write_summary(out_dir, lines)
     _write_figure(out_dir, mats, example)
     return report.finish_run(df.loc[:, list(RESULT_COLUMNS)], out_dir, verbose=verbose)

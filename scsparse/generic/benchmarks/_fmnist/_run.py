@@ -27,7 +27,7 @@ from scsparse.utils import check_integer, torch_threads
 from .. import _report as report
 from .._settings import run_settings
 from .._vae_scores import active_fraction, heldout_elbo
-from ._summary import results_table, write_summary
+from ._summary import results_table, summary_lines
 
 __all__ = ["FMNIST_SETTINGS", "RESULT_COLUMNS", "run_fmnist"]
 
@@ -233,6 +233,6 @@ def run_fmnist(
                         )
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     report.write_results(df, out_dir, RESULT_COLUMNS)
-    write_summary(out_dir, df, prov, cfg=cfg, likelihood=likelihood, epochs=epochs, quick=quick)
+    report.write_summary(out_dir, summary_lines(df, prov, cfg=cfg, likelihood=likelihood, epochs=epochs, quick=quick))
     _write_figure(out_dir, df)
     return report.finish_run(df, out_dir, results_table(df), verbose=verbose)

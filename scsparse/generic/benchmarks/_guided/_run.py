@@ -54,7 +54,7 @@ from .._programme_methods import MethodUnavailable
 from .._report import finish_run, make_output_dir, provenance, run_options, write_results, write_summary, wrote_line
 from .._settings import chosen_names
 from ._methods import GUIDED_METHODS, GuidedBudget, GuidedFit, fit_guided_method
-from ._summary import guided_summary
+from ._summary import summary_lines
 
 __all__ = [
     "DECOY",
@@ -342,7 +342,7 @@ def run_guided(
     write_results(agreement, out_dir, AGREEMENT_COLUMNS, name="agreement.csv")
     record = {"sets": sets, "heldout_interferon": heldout, "programmes": kept}
     write_text(out_dir / "programmes.json", json.dumps(record, indent=1))
-    lines = guided_summary(
+    lines = summary_lines(
         df, agreement, sets, heldout, prov, ifn_set=IFN_SET, decoy=DECOY, found_auroc=FOUND_AUROC, quick=quick,
         total_seconds=time.perf_counter() - start,
     )  # fmt: skip

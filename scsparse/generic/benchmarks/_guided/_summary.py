@@ -19,7 +19,7 @@ from scsparse.utils import markdown_rows
 from .._report import NOT_ASSESSED_QUICK, count_verdict, summary_head, target_verdict
 from .._tables import format_mean_sd, mean_sd, within_spread
 
-__all__ = ["COMPARED", "compare", "guided_summary"]
+__all__ = ["COMPARED", "compare", "summary_lines"]
 
 #: Metrics compared between methods: column -> (label, higher is better).
 COMPARED: dict[str, tuple[str, bool]] = {
@@ -89,7 +89,7 @@ def _with_agreement(df: pd.DataFrame, agreement: pd.DataFrame, ifn_set: str) -> 
     return df
 
 
-def guided_summary(
+def summary_lines(
     df: pd.DataFrame,
     agreement: pd.DataFrame,
     sets: Mapping[str, Sequence[str]],

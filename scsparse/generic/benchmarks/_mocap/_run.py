@@ -31,7 +31,7 @@ from scsparse.utils import check_integer, torch_threads, write_csv
 
 from .. import _report as report
 from ._settings import ACTIVE_REL, MIN_RANGE, MOCAP_SETTINGS, N_MC_SAMPLES, TOP_JOINTS, MocapSplit
-from ._summary import write_summary
+from ._summary import summary_lines
 
 __all__ = ["JOINT_NAMES", "MOCAP_SETTINGS", "RESULT_COLUMNS", "MocapSplit", "prepare_mocap", "run_mocap"]
 
@@ -362,8 +362,7 @@ def run_mocap(
         )
         write_csv(table, out_dir / "top_joints.csv", index=False)
     oi_ks = [k for m, k in configs if m == "oi-VAE"]
-    write_summary(
-        out_dir,
+    lines = summary_lines(
         df,
         prov,
         split,
@@ -375,6 +374,7 @@ def run_mocap(
         tops_k=max(oi_ks) if oi_ks else 0,
         tops_n=max(n_trials),
     )
+    report.write_summary(out_dir, lines)
     if mats:
         _write_figure(out_dir, mats, group_names)
     return report.finish_run(df.loc[:, list(RESULT_COLUMNS)], out_dir, verbose=verbose)

@@ -1,8 +1,7 @@
-"""The ``summary.md`` of the mocap benchmark, written through :mod:`.._report`."""
+"""The ``summary.md`` of the mocap benchmark: its lines (``_run`` writes them through :mod:`.._report`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -13,7 +12,7 @@ from .. import _report as report
 from .._tables import markdown_table
 from ._settings import ACTIVE_REL, MIN_RANGE, MOCAP_SETTINGS, N_MC_SAMPLES, PAPER_TABLE2, TOP_JOINTS, MocapSplit
 
-__all__ = ["write_summary"]
+__all__ = ["summary_lines"]
 
 
 def _paper_value(method: str, K: int, n_trials: int) -> str:
@@ -23,8 +22,7 @@ def _paper_value(method: str, K: int, n_trials: int) -> str:
     return "—" if value is None else (f"{value:,}" + (" (10 trials)" if paper_n != n_trials else ""))
 
 
-def write_summary(
-    out_dir: Path,
+def summary_lines(
     df: pd.DataFrame,
     prov: dict[str, Any],
     split: MocapSplit,
@@ -36,8 +34,10 @@ def write_summary(
     theta_prior: str = "full",
     tops_k: int = 16,
     tops_n: int = 9,
-) -> Path:
-    """Write ``summary.md`` into ``out_dir`` (through ``report.write_summary``); return its path."""
+) -> list[str]:
+    """The lines of ``summary.md``: what ran, the held-out log-likelihoods beside the paper's, its claims, and the
+    top joints per factor (when ``tops`` is given).
+    """
     s = MOCAP_SETTINGS
     table = markdown_table(df, ["method", "K", "n_trials"], ["test_ll", "n_active", "fit_seconds"], digits=1)
     means = df.groupby(["method", "K", "n_trials"], sort=False)["test_ll"].mean()
@@ -128,4 +128,4 @@ def write_summary(
         "oi-VAE on all training trials (seed 0), as the paper's Fig. 3; `top_joints.csv` lists Table 1.",
         "",
     ]
-    return report.write_summary(out_dir, lines)
+    return lines

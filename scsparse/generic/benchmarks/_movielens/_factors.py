@@ -11,7 +11,7 @@ import pandas as pd
 
 from scsparse.generic.datasets import MovieLensData
 from scsparse.generic.models import ArraySparseVAE
-from scsparse.utils import write_csv
+from scsparse.utils import markdown_rows, write_csv
 
 __all__ = ["PAPER_TABLE_3A", "TOP_MOVIES", "factor_top_movies"]
 
@@ -103,17 +103,17 @@ def factor_section(factors: dict[str, list[dict[str, Any]]]) -> list[str]:
         "factors with the largest `sum_j |w_jk|` with their movies ranked by |w_jk| alone, and the rule says so. "
         "All listed factors are in `factors.csv`.",
         "",
-        "| dataset | factor | rule | movies with p* > 0.5 | top movies (w_jk, p*) |",
-        "|---|---|---|---|---|",
     ]
+    rows = []
     for ds, facs in factors.items():
         if not facs:
-            lines.append(f"| {ds} | - | - | 0 | - |")
+            rows.append([ds, "-", "-", 0, "-"])
         for f in facs[:3]:
             movies = "; ".join(
                 f"{m} ({w:+.2f}, {p:.2f})" for m, w, p in zip(f["movies"], f["weights"], f["pips"], strict=True)
             )
-            lines.append(f"| {ds} | {f['factor']} | {f['selection']} | {f['n_selected']} | {movies} |")
+            rows.append([ds, f["factor"], f["selection"], f["n_selected"], movies])
+    lines += markdown_rows(["dataset", "factor", "rule", "movies with p* > 0.5", "top movies (w_jk, p*)"], rows)
     lines += ["", "The paper (ML-25M, 300 movies): " + " / ".join(f"{t}" for t in PAPER_TABLE_3A) + "."]
     return lines
 

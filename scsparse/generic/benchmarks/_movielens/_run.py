@@ -29,7 +29,7 @@ from .._process import quiet_training_logs
 from .._settings import run_settings
 from ._factors import describe_factors, write_factors
 from ._settings import FOLD_IN_FRACTION, METHODS, MOVIELENS_SETTINGS, PAPER_TABLE_1A, RunConfig
-from ._summary import table_frame, write_summary
+from ._summary import summary_lines, table_frame
 
 __all__ = [
     "METHODS",
@@ -379,7 +379,7 @@ def run_movielens(
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     report.write_results(df, out_dir, RESULT_COLUMNS)
     write_factors(out_dir, factors)
-    summary = write_summary(out_dir, df, prov, cfg, data_info, factors, seeds, reduced)
+    summary = report.write_summary(out_dir, summary_lines(df, prov, cfg, data_info, factors, seeds, reduced))
     _write_figure(out_dir, df)
     return report.finish_run(df, out_dir, summary.read_text(encoding="utf-8"), verbose=verbose)
 

@@ -1,9 +1,8 @@
-"""The ``summary.md`` of the movielens benchmark, written through :mod:`.._report`."""
+"""The ``summary.md`` of the movielens benchmark: its lines (``_run`` writes them through :mod:`.._report`)."""
 
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +22,7 @@ from .._tables import format_mean_sd, markdown_table
 from ._factors import factor_section
 from ._settings import FOLD_IN_FRACTION, METHODS, MOVIELENS_SETTINGS, PAPER_TABLE_1A, RunConfig
 
-__all__ = ["table_frame", "write_summary"]
+__all__ = ["summary_lines", "table_frame"]
 
 
 def table_frame(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
@@ -53,28 +52,23 @@ def _paper_table(df: pd.DataFrame, best_beta: dict[str, float]) -> str:
 
 def _claims(df: pd.DataFrame) -> list[str]:
     """Table rows, one per dataset, on whether the sparse VAE has the lowest mean held-out NLL."""
-    lines = [
-        "| must show | dataset | ours | verdict |",
-        "|---|---|---|---|",
-    ]
+    rows = []
     for ds, g in df.groupby("dataset", sort=False):
         key = g["method"] + np.where(g["method"] == "beta-VAE", " (beta = " + g["beta"].astype(str) + ")", "")
         means = g.groupby(key)["heldout_nll"].mean().sort_values()
         if "SparseVAE" not in means.index or len(means) < 2:
-            lines.append(
-                f"| SparseVAE has the best held-out NLL | {ds} | needs SparseVAE and a baseline | not assessed |"
-            )
+            rows.append(["SparseVAE has the best held-out NLL", ds, "needs SparseVAE and a baseline", "not assessed"])
             continue
         sv = float(means["SparseVAE"])
         rivals = means.drop("SparseVAE")
         best_name, best_val = str(rivals.index[0]), float(rivals.iloc[0])
         wins = _seed_wins(g)
         verdict = report.target_verdict(sv < best_val)
-        lines.append(
-            f"| SparseVAE has the best held-out NLL | {ds} | SparseVAE {sv:.2f} vs best other {best_name} "
-            f"{best_val:.2f} (mean over seeds; SparseVAE lowest in {wins}) | {verdict} |"
+        ours = (
+            f"SparseVAE {sv:.2f} vs best other {best_name} {best_val:.2f} (mean over seeds; SparseVAE lowest in {wins})"
         )
-    return lines
+        rows.append(["SparseVAE has the best held-out NLL", ds, ours, verdict])
+    return markdown_rows(["must show", "dataset", "ours", "verdict"], rows)
 
 
 def _paper_gap(df: pd.DataFrame) -> list[str]:
@@ -112,8 +106,7 @@ def _seed_wins(g: pd.DataFrame) -> str:
     return f"{n}/{len(seeds)} seeds"
 
 
-def write_summary(
-    out_dir: Path,
+def summary_lines(
     df: pd.DataFrame,
     prov: dict[str, Any],
     cfg: RunConfig,
@@ -121,8 +114,10 @@ def write_summary(
     factors: dict[str, list[dict[str, Any]]],
     seeds: int,
     reduced: list[str],
-) -> Path:
-    """Write ``summary.md`` into ``out_dir`` (through ``report.write_summary``); return its path."""
+) -> list[str]:
+    """The lines of ``summary.md``: the data and how it differs from the paper, what ran, Table 1a beside the
+    paper's, the must-show targets and the factors.
+    """
     table_df, best_beta = table_frame(df)
     metrics = ["heldout_nll", "recall_at_5", "ndcg_at_10", "n_active", "fit_seconds"]
     sweep = markdown_table(
@@ -214,7 +209,7 @@ def write_summary(
         "Per-seed values are in `results.csv`; the figure is `movielens.png`.",
         "",
     ]
-    return report.write_summary(out_dir, lines)
+    return lines
 
 
 def _w_init_text(cfg: RunConfig) -> str:

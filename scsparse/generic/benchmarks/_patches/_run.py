@@ -48,7 +48,7 @@ from scsparse.utils import check_integer, torch_threads
 from .. import _report as report
 from .._settings import run_settings
 from ._settings import METHODS, PAPER_TABLE1, PATCH_SETTINGS
-from ._summary import write_summary
+from ._summary import summary_lines
 
 __all__ = [
     "METHODS",
@@ -456,6 +456,6 @@ def run_patches(
                     )
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     report.write_results(df, out_dir, RESULT_COLUMNS)
-    summary = write_summary(out_dir, df, prov, cfg, epochs, int(seeds))
+    summary = report.write_summary(out_dir, summary_lines(df, prov, cfg, epochs, int(seeds)))
     _write_figure(out_dir, df, dictionaries, cfg["patch_size"])
     return report.finish_run(df, out_dir, summary.read_text(encoding="utf-8"), verbose=verbose)

@@ -1,8 +1,7 @@
-"""The ``summary.md`` of the patches benchmark, written through :mod:`.._report`."""
+"""The ``summary.md`` of the patches benchmark: its lines (``_run`` writes them through :mod:`.._report`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -13,7 +12,7 @@ from .. import _report as report
 from .._tables import markdown_table, results_section
 from ._settings import METHODS, PAPER_TABLE1, PATCH_SETTINGS, VARIATIONAL
 
-__all__ = ["write_summary"]
+__all__ = ["summary_lines"]
 
 
 def _claims(df: pd.DataFrame, reduced: str | None = None) -> list[str]:
@@ -64,10 +63,10 @@ def _claims(df: pd.DataFrame, reduced: str | None = None) -> list[str]:
     return lines
 
 
-def write_summary(
-    out_dir: Path, df: pd.DataFrame, prov: dict[str, Any], cfg: dict[str, Any], epochs: int, seeds: int
-) -> Path:
-    """Write ``summary.md`` into ``out_dir`` (through ``report.write_summary``); return its path."""
+def summary_lines(df: pd.DataFrame, prov: dict[str, Any], cfg: dict[str, Any], epochs: int, seeds: int) -> list[str]:
+    """The lines of ``summary.md``: the data and setting, the results beside the paper's Table 1, and the
+    must-show targets.
+    """
     metrics = ["val_loss", "val_recon", "val_l1", "multi_info", "frac_nonzero", "posterior_collapse",
                "feature_collapse", "fit_seconds"]  # fmt: skip
     table = markdown_table(df, ["method", "n_samples"], metrics, digits={"frac_nonzero": 3, "fit_seconds": 1,
@@ -138,4 +137,4 @@ def write_summary(
         "Figure: `patches.png` (validation loss per method, ours vs the paper; the first 64 atoms of the "
         "thresholded Laplace and FISTA dictionaries).",
     ]
-    return report.write_summary(out_dir, lines)
+    return lines

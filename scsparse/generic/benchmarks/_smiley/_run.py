@@ -22,7 +22,7 @@ from scsparse.utils import check_integer, torch_threads
 from .. import _report as report
 from .._settings import run_settings
 from .._vae_scores import active_fraction, heldout_elbo
-from ._summary import results_table, write_summary
+from ._summary import results_table, summary_lines
 
 __all__ = ["RESULT_COLUMNS", "SMILEY_SETTINGS", "attribute_correlation", "run_smiley"]
 
@@ -269,6 +269,7 @@ def run_smiley(
                     )
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     report.write_results(df, out_dir, RESULT_COLUMNS)
-    write_summary(out_dir, df, prov, cfg=cfg, epochs=epochs, n_images=n, n_train=len(train_idx), n_test=n_test)
+    lines = summary_lines(df, prov, cfg=cfg, epochs=epochs, n_images=n, n_train=len(train_idx), n_test=n_test)
+    report.write_summary(out_dir, lines)
     _write_figure(out_dir, mats)
     return report.finish_run(df, out_dir, results_table(df), verbose=verbose)

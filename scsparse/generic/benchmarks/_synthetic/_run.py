@@ -40,7 +40,7 @@ from ._methods import (
     fit_beta_vae,
     make_split,
 )
-from ._summary import write_figure, write_figure3, write_summary
+from ._summary import summary_lines, write_figure, write_figure3
 
 __all__ = ["RESULT_COLUMNS", "active_units", "run_synthetic", "select_beta"]
 
@@ -388,8 +388,7 @@ def run_synthetic(
         else pd.DataFrame(columns=["rho", "validation_seed", "beta", "dci", "heldout_nll", "chosen"])
     )
     write_csv(selection, out_dir / "beta_selection.csv", index=False)
-    write_summary(
-        out_dir,
+    lines = summary_lines(
         df,
         prov,
         rhos=rhos,
@@ -405,6 +404,7 @@ def run_synthetic(
         selection=selection,
         total_seconds=time.perf_counter() - start,
     )
+    report.write_summary(out_dir, lines)
     write_figure3(out_dir, df)
     write_figure(out_dir, df, heatmaps)
     table = markdown_table(df, ["method", "rho"], ["n_active", "w_fscore", "dci", "heldout_mse"])

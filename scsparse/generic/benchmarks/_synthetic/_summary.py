@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from scsparse.data import EQ9_FEATURE_NAMES
+from scsparse.utils import markdown_rows
 
 from .. import _report as report
 from .._paper import PAPER_DEPTH_NOTE
@@ -40,7 +41,7 @@ from ._methods import (
     VSC_NAME,
 )
 
-__all__: list[str] = []
+__all__ = ["summary_lines", "write_figure", "write_figure3"]
 
 #: The verdicts of a quick run, which assesses no target.
 _verdict = functools.partial(report.target_verdict, unassessed="not assessed (quick)")
@@ -71,9 +72,9 @@ def _paired_wins(df: pd.DataFrame, rho: float, metric: str, rivals: Sequence[str
 
 def _variant_targets(
     df: pd.DataFrame, rhos: Sequence[float], ours: str, rivals: Sequence[str], *, quick: bool
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[list[str]], list[str]]:
     """Target rows (DCI at every rho, F-score at rho <= 0.4) of one sparse VAE variant, and why any was missed."""
-    lines: list[str] = []
+    rows: list[list[str]] = []
     why: list[str] = []
     sv = df[df["method"] == ours]
     for r in rhos:
@@ -86,9 +87,13 @@ def _variant_targets(
             ok &= bool(mean_dci > v)
         wins, n = _paired_wins(df, r, "dci", rivals, ours=ours)
         verdict = _verdict(ok, assessed=not quick)
-        lines.append(
-            f"| {ours}: DCI above VAE and beta-VAE | {r:g} | mean DCI {' vs '.join(parts)}; "
-            f"above both in {wins}/{n} datasets | {verdict} |"
+        rows.append(
+            [
+                f"{ours}: DCI above VAE and beta-VAE",
+                f"{r:g}",
+                f"mean DCI {' vs '.join(parts)}; above both in {wins}/{n} datasets",
+                verdict,
+            ]
         )
         if not ok and not quick:
             at = sv[np.isclose(sv["rho"], r)]
@@ -110,10 +115,14 @@ def _variant_targets(
         prec, rec = float(at["w_precision"].mean()), float(at["w_recall"].mean())
         met = f >= TARGET_FSCORE
         verdict = _verdict(met, assessed=not quick)
-        lines.append(
-            f"| {ours}: W support F-score >= {TARGET_FSCORE} (rho <= {TARGET_FSCORE_MAX_RHO:g}) | {r:g} "
-            f"| mean F {f:.3f} (precision {prec:.3f}, recall {rec:.3f}); >= {TARGET_FSCORE} in {k}/{len(at)} "
-            f"datasets | {verdict} |"
+        rows.append(
+            [
+                f"{ours}: W support F-score >= {TARGET_FSCORE} (rho <= {TARGET_FSCORE_MAX_RHO:g})",
+                f"{r:g}",
+                f"mean F {f:.3f} (precision {prec:.3f}, recall {rec:.3f}); >= {TARGET_FSCORE} in {k}/{len(at)} "
+                "datasets",
+                verdict,
+            ]
         )
         if not met and not quick:
             cause = (
@@ -128,7 +137,7 @@ def _variant_targets(
                 f"Datasets below {TARGET_FSCORE}: {len(at) - k}/{len(at)} (seeds "
                 f"{', '.join(str(int(s)) for s in at.loc[at['w_fscore'] < TARGET_FSCORE, 'seed'])})."
             )
-    return lines, why
+    return rows, why
 
 
 def _targets_section(df: pd.DataFrame, rhos: Sequence[float], *, quick: bool, seeds: int) -> list[str]:
@@ -146,21 +155,22 @@ def _targets_section(df: pd.DataFrame, rhos: Sequence[float], *, quick: bool, se
             "means over these datasets and are provisional where the spread is large.",
             "",
         ]
-    lines += ["| target | rho | ours | verdict |", "|---|---|---|---|"]
+    rows: list[list[str]] = []
     why: list[str] = []
     have = set(df["method"])
     rivals = [m for m in (VAE_NAME, BETA_NAME) if m in have]
     variants = [m for m in OURS_VARIANTS if m in have]
     if not variants or not rivals:
-        lines += [
-            f"| SparseVAE DCI above VAE and beta-VAE | {r:g} | a method is missing from the run | not assessed |"
+        rows += [
+            ["SparseVAE DCI above VAE and beta-VAE", f"{r:g}", "a method is missing from the run", "not assessed"]
             for r in rhos
         ]
     else:
         for ours in variants:
-            new_lines, new_why = _variant_targets(df, rhos, ours, rivals, quick=quick)
-            lines += new_lines
+            new_rows, new_why = _variant_targets(df, rhos, ours, rivals, quick=quick)
+            rows += new_rows
             why += new_why
+    lines += markdown_rows(["target", "rho", "ours", "verdict"], rows)
     if why:
         lines += ["", "Why the targets not met were missed (from this run's numbers):", "", *why]
     return lines
@@ -174,9 +184,8 @@ def _claims_section(df: pd.DataFrame, rhos: Sequence[float], *, quick: bool) -> 
         "Figure 3 of Moran et al. (2022) shows box plots over 25 datasets per rho without printed numbers, so "
         "we compare with its stated findings (§4 and the Figure 3 caption).",
         "",
-        "| claim (Moran et al. 2022) | ours (means over datasets) | verdict |",
-        "|---|---|---|",
     ]
+    rows: list[list[str]] = []
     have = set(df["method"])
 
     verdict = functools.partial(_verdict, assessed=not quick)
@@ -191,56 +200,71 @@ def _claims_section(df: pd.DataFrame, rhos: Sequence[float], *, quick: bool) -> 
 
     if {OURS, VAE_NAME} <= have:
         txt, pairs = per_rho("dci", OURS, VAE_NAME)
-        lines.append(
-            f"| sparse VAE has higher DCI than the VAE at every rho (Fig. 3b) | {txt} | "
-            f"{verdict(all(a > b for a, b in pairs))} |"
+        rows.append(
+            [
+                "sparse VAE has higher DCI than the VAE at every rho (Fig. 3b)",
+                txt,
+                verdict(all(a > b for a, b in pairs)),
+            ]
         )
         txt, pairs = per_rho("heldout_mse", OURS, VAE_NAME)
-        lines.append(
-            f"| sparse VAE has lower held-out MSE than the VAE across rho (Fig. 3a) | {txt} | "
-            f"{verdict(all(a < b for a, b in pairs))} |"
+        rows.append(
+            [
+                "sparse VAE has lower held-out MSE than the VAE across rho (Fig. 3a)",
+                txt,
+                verdict(all(a < b for a, b in pairs)),
+            ]
         )
     if {BETA_NAME, VAE_NAME} <= have:
         txt, pairs = per_rho("dci", BETA_NAME, VAE_NAME)
-        lines.append(
-            f"| beta-VAE (best beta) performs similarly to the VAE (DCI within 0.1) | {txt} | "
-            f"{verdict(all(abs(a - b) <= 0.1 for a, b in pairs))} |"
+        rows.append(
+            [
+                "beta-VAE (best beta) performs similarly to the VAE (DCI within 0.1)",
+                txt,
+                verdict(all(abs(a - b) <= 0.1 for a, b in pairs)),
+            ]
         )
     if {VSC_NAME, OURS, VAE_NAME} <= have:
         txt_o, p_o = per_rho("dci", VSC_NAME, OURS)
         _, p_v = per_rho("dci", VSC_NAME, VAE_NAME)
         ok = all(a < b for a, b in p_o) and all(a < b for a, b in p_v)
-        lines.append(
-            f"| VSC recovers the factors worse than the sparse VAE and the VAE (VSC vs SparseVAE DCI) "
-            f"| {txt_o} | {verdict(ok)} |"
+        rows.append(
+            [
+                "VSC recovers the factors worse than the sparse VAE and the VAE (VSC vs SparseVAE DCI)",
+                txt_o,
+                verdict(ok),
+            ]
         )
     sv = df[df["method"] == OURS]
     low = sorted(r for r in rhos if r <= 0.4 + 1e-12)
     if len(sv) and len(low) >= 2:
         d = sv.groupby("rho")["dci"].mean()
         drop = float(d.loc[low[0]] - d.loc[low].min())
-        lines.append(
-            f"| sparse VAE robust to factor correlation up to rho = 0.4 | mean DCI falls by {drop:.3f} from "
-            f"rho={low[0]:g} to the worst rho <= 0.4 (criterion <= 0.1) | {verdict(drop <= 0.1)} |"
+        rows.append(
+            [
+                "sparse VAE robust to factor correlation up to rho = 0.4",
+                f"mean DCI falls by {drop:.3f} from rho={low[0]:g} to the worst rho <= 0.4 (criterion <= 0.1)",
+                verdict(drop <= 0.1),
+            ]
         )
     else:
-        lines.append(
-            "| sparse VAE robust to factor correlation up to rho = 0.4 | needs two rho <= 0.4 | not assessed |"
-        )
+        rows.append(["sparse VAE robust to factor correlation up to rho = 0.4", "needs two rho <= 0.4", "not assessed"])
     if len(sv):
         exact = sv.groupby("rho", sort=True)["n_active"].apply(lambda s: int((s == TARGET_ACTIVE).sum()))
         total = sv.groupby("rho", sort=True)["n_active"].size()
         ours = "; ".join(f"rho={r:g}: {exact[r]}/{total[r]}" for r in exact.index)
         ok = int(exact.sum()) == int(total.sum())
-        lines.append(
-            f"| sparse VAE finds {TARGET_ACTIVE} active factors (§2.2) | datasets with exactly "
-            f"{TARGET_ACTIVE}: {ours} | {verdict(ok)} |"
+        rows.append(
+            [
+                f"sparse VAE finds {TARGET_ACTIVE} active factors (§2.2)",
+                f"datasets with exactly {TARGET_ACTIVE}: {ours}",
+                verdict(ok),
+            ]
         )
-    return lines
+    return [*lines, *markdown_rows(["claim (Moran et al. 2022)", "ours (means over datasets)", "verdict"], rows)]
 
 
-def write_summary(
-    out_dir: Path,
+def summary_lines(
     df: pd.DataFrame,
     prov: dict[str, Any],
     *,
@@ -256,7 +280,10 @@ def write_summary(
     n_validation: int,
     selection: pd.DataFrame,
     total_seconds: float,
-) -> Path:
+) -> list[str]:
+    """The lines of ``summary.md``: what ran, the results, the beta-VAE's selection, the targets, the paper's
+    claims beside ours, posterior collapse and the files written.
+    """
     n_test = int(round(TEST_FRACTION * n_obs))
     s = SYNTHETIC_SETTINGS
     shown = df.copy()
@@ -356,7 +383,7 @@ def write_summary(
         "p* in each cell.",
         "",
     ]
-    return report.write_summary(out_dir, lines)
+    return lines
 
 
 def _collapse_section(df: pd.DataFrame) -> list[str]:
@@ -381,13 +408,12 @@ def _selection_table(selection: pd.DataFrame) -> list[str]:
     if selection.empty:
         return ["No beta-VAE in this run (or a single beta given, so nothing to choose)."]
     betas = sorted(selection["beta"].unique())
-    lines = ["| rho | " + " | ".join(f"beta={b:g}" for b in betas) + " |", "|---|" + "---|" * len(betas)]
+    rows = []
     for r, g in selection.groupby("rho", sort=True):
         mean = g.groupby("beta")["dci"].mean()
         chosen = set(g.loc[g["chosen"], "beta"])
-        cells = [f"**{mean[b]:.3f}**" if b in chosen else f"{mean[b]:.3f}" for b in betas]
-        lines.append(f"| {r:g} | " + " | ".join(cells) + " |")
-    return lines
+        rows.append([f"{r:g}", *(f"**{mean[b]:.3f}**" if b in chosen else f"{mean[b]:.3f}" for b in betas)])
+    return markdown_rows(["rho", *(f"beta={b:g}" for b in betas)], rows)
 
 
 # ---------------------------------------------------------------------------------------------- figures
