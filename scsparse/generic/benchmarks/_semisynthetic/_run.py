@@ -60,16 +60,6 @@ __all__ = [
 #: Seeds of a quick run at most (a smoke run needs no spread over seeds).
 QUICK_MAX_SEEDS = 1
 
-#: Overrides of ``quick=True``.
-QUICK_SEMISYNTHETIC_SETTINGS: dict[str, Any] = {
-    "n_hidden": 8,
-    "max_epochs": 2,
-    "betas": (2.0,),
-    "vocab_size": 60,
-    "n_docs": 200,
-    "n_is_samples": 4,
-    "n_eval_docs": 40,
-}
 
 #: Shift level -> sd ``sigma`` of the logit noise of the training copies (smaller: larger train/test difference).
 SHIFT_LEVELS: dict[str, float] = {"high": 0.1, "medium": 1.0, "low": 3.0}
@@ -279,7 +269,6 @@ def run_semisynthetic(
         raise ValueError(f"shift_levels must map level names to non-negative sigmas, got {levels}")
     cfg = resolve_settings(
         SEMISYNTHETIC_SETTINGS,
-        QUICK_SEMISYNTHETIC_SETTINGS,
         quick,
         max_epochs,
         n_docs=n_docs,

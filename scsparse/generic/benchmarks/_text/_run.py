@@ -49,17 +49,6 @@ __all__ = [
 #: Seeds of a quick run at most (a smoke run needs no spread over seeds).
 QUICK_MAX_SEEDS = 2
 
-#: Overrides of ``quick=True``: a small corpus and vocabulary, narrow networks, 2 epochs.
-QUICK_TEXT_SETTINGS: dict[str, Any] = {
-    "n_hidden": 8,
-    "max_epochs": 2,
-    "betas": (2.0,),
-    "vocab_size": 60,
-    "n_docs": 200,
-    "n_is_samples": 4,
-    "n_eval_docs": 40,
-}
-
 
 #: Columns of ``results.csv``, in order.
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -242,7 +231,6 @@ def run_text(
     seeds, methods = resolve_run(seeds, quick, QUICK_MAX_SEEDS, methods)
     cfg = resolve_settings(
         TEXT_SETTINGS,
-        QUICK_TEXT_SETTINGS,
         quick,
         max_epochs,
         n_docs=n_docs,
