@@ -36,12 +36,10 @@ from scsparse.utils import torch_threads
 
 from .. import _report as report
 from .._documents import METHOD_NAMES, check_corpus, resolve_run, resolve_settings, score_methods
-from .._documents_summary import (
-    run_labels,
-)
+from .._documents_summary import run_labels
 from .._process import quiet_training_logs
 from ._settings import PAPER_SEMISYNTHETIC_LAMBDA1, PAPER_SEMISYNTHETIC_NLL, SEMISYNTHETIC_SETTINGS
-from ._summary import write_summary
+from ._summary import summary_lines
 
 __all__ = [
     "PAPER_SEMISYNTHETIC_NLL",
@@ -327,7 +325,9 @@ def run_semisynthetic(
     total = time.perf_counter() - start
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     report.write_results(df, out_dir, RESULT_COLUMNS)
-    write_summary(out_dir, df, prov, cfg, corpus, levels, quick=quick, seeds=seeds, total_seconds=total)
+    report.write_summary(
+        out_dir, summary_lines(df, prov, cfg, corpus, levels, quick=quick, seeds=seeds, total_seconds=total)
+    )
     _write_figure(out_dir, df, list(levels))
     done = report.wrote_line("semisynthetic", [out_dir / "results.csv", out_dir / "summary.md"])
     return report.finish_run(df, out_dir, done, verbose=verbose)
