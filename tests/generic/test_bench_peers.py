@@ -13,7 +13,7 @@ import pytest
 
 from scsparse.generic.benchmarks import BENCHMARKS
 from scsparse.generic.benchmarks._peers._run import RESULT_COLUMNS, run_peers
-from scsparse.generic.benchmarks._peers._summary import peers_summary, peers_targets
+from scsparse.generic.benchmarks._peers._summary import peers_targets, summary_lines
 from scsparse.generic.benchmarks._programme_fit import FitBudget, ProgrammeFit
 from scsparse.generic.benchmarks._programme_methods import (
     PEER_METHODS,
@@ -282,7 +282,7 @@ def test_summary_names_losses_and_runs_not_run():
     df = pd.concat([df, extra], ignore_index=True)
     from scsparse.generic.benchmarks._report import provenance
 
-    text = "\n".join(peers_summary(df, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
+    text = "\n".join(summary_lines(df, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
     assert "kang / DRVI: not run: needs scvi-tools >= 1.5" in text
     assert "- accuracy (single fits): scsparse 0.800 (SparseVAE); ahead: LDVAE 0.900" in text
     assert "## Targets (Kang and PBMC 3k)" in text
@@ -293,14 +293,14 @@ def test_summary_of_a_data_set_without_a_scsparse_fit_says_there_is_nothing_to_c
     df = _results({"accuracy": 0.8}, {"accuracy": 0.9})
     from scsparse.generic.benchmarks._report import provenance
 
-    text = "\n".join(peers_summary(df, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
+    text = "\n".join(summary_lines(df, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
     assert "ahead: LDVAE 0.900" in text and "- nowhere" not in text
     peers_only = df[df["method"] != "SparseVAE"]
-    text = "\n".join(peers_summary(peers_only, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
+    text = "\n".join(summary_lines(peers_only, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
     assert "- no scsparse model has run on this data set, so there is nothing to compare" in text
     assert "- nowhere" not in text
     even = _results({"accuracy": 0.9}, {"accuracy": 0.9})
-    text = "\n".join(peers_summary(even, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
+    text = "\n".join(summary_lines(even, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
     assert "- nowhere" in text
 
 
@@ -317,7 +317,7 @@ def test_summary_shows_p_values_by_their_geometric_mean_and_ties_are_not_losses(
     assert (1.0 + 5 / 7) / 2 > 6 / 7
     from scsparse.generic.benchmarks._report import provenance
 
-    text = "\n".join(peers_summary(df, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
+    text = "\n".join(summary_lines(df, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
     # the geometric mean and the range, not the arithmetic mean (5e-21) and not "0.000 ± 0.000"
     assert "| SparseVAE | 1.000 ± 0.000 | 1.0e-21 (1.0e-22 to 1.0e-20) |" in text
     assert "0.000 ± 0.000" not in text
@@ -337,7 +337,7 @@ def test_summary_shows_costs_by_their_median_and_range():
     df = pd.concat(seeds, ignore_index=True)
     from scsparse.generic.benchmarks._report import provenance
 
-    text = "\n".join(peers_summary(df, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
+    text = "\n".join(summary_lines(df, provenance("peers", {}), FitBudget(), quick=False, total_seconds=60.0))
     assert "seconds (median; range)" in text and "peak_mb (median; range)" in text
     assert "| 55 (50-300) | 101 (100-102) |" in text and "| 0.41 (0.38-2.4) | 90 (90-90) |" in text
     assert "| fastest (median seconds) | tie: 55 vs 0.41 (LDVAE) |" in text  # tie: 50-300 s over the seeds

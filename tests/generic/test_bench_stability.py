@@ -63,7 +63,9 @@ def test_summary_reports_every_measure_and_the_targets():
         columns=RESULT_COLUMNS,
     )
     text = "\n".join(
-        stability.stability_summary(results, agreement, provenance("stability", {}), quick=False, total_seconds=60.0)
+        stability_summary.summary_lines(
+            results, agreement, provenance("stability", {}), quick=False, total_seconds=60.0
+        )
     )
     assert "programmes (Jaccard)" in text and "cores (top-10 shared)" in text and "0.70 ± 0.28" in text
     header = next(line for line in text.splitlines() if line.startswith("| variant | programmes"))

@@ -2,8 +2,9 @@
 
 ``bench text`` (abstracts, Moran et al. 2022, Table 1b) and ``bench semisynthetic`` (LDA documents with shifted
 topic correlations, Table 2) fit the same methods with the same multinomial likelihood and score them by the same
-held-out negative log-likelihood (:data:`NLL_DEFINITION`); both take them from here, and their settings from
-:func:`resolve_settings`. Their summaries' tables and verdicts are in :mod:`._documents_summary`.
+held-out negative log-likelihood (:data:`NLL_DEFINITION`); both take them from here, their settings from
+:func:`document_settings` and :func:`resolve_settings`. Their summaries' opening, tables and verdicts are in
+:mod:`._documents_summary`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, ArraySparseVAE, BetaVAE
 from scsparse.utils import check_integer
 
+from ._paper import PAPER_HIDDEN_LAYERS
 from ._settings import run_settings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,9 +29,11 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "METHOD_NAMES",
     "NLL_DEFINITION",
+    "QUICK_DOCUMENT_SETTINGS",
     "FittedMethod",
     "build_models",
     "check_corpus",
+    "document_settings",
     "entry_row",
     "fit_and_score",
     "nmf_marginal_nll",
@@ -155,7 +159,7 @@ class FittedMethod:
 
 
 def build_models(cfg: Mapping[str, Any], seed: int, methods: Sequence[str] = METHOD_NAMES) -> list[FittedMethod]:
-    """Unfitted models of ``methods`` with settings ``cfg`` (see :data:`._text._run.TEXT_SETTINGS`), all multinomial.
+    """Unfitted models of ``methods`` with settings ``cfg`` (see :func:`document_settings`), all multinomial.
 
     The beta-VAE gives one entry per ``cfg["betas"]``. OI-VAE puts every word in its own group (the
     paper's p = 5 rows per group, lambda = 1) with ``cfg["oivae_layers"]`` hidden layers per word generator.
@@ -274,16 +278,63 @@ def score_methods(
 
 
 # ---------------------------------------------------------------------------------------------- settings
+def document_settings(*, n_hidden: int, max_epochs: int, **more: Any) -> dict[str, Any]:
+    """Settings of a document benchmark: its row of the paper's Table 6 and the baselines' settings.
+
+    The paper's PeerRead experiments (Moran et al. 2022, Table 6) differ in the width ``n_hidden`` and the number
+    of epochs ``max_epochs``; ``more`` adds a benchmark's own settings after the shared ones. ``lambda1`` is 1
+    where Table 6 has a smaller slab rate (each benchmark's ``PAPER_*_LAMBDA1``), see
+    :func:`._paper.slab_threshold_note`.
+
+    Examples
+    --------
+    >>> cfg = document_settings(n_hidden=50, max_epochs=50, n_topics=20)
+    >>> cfg["n_hidden"], cfg["max_epochs"], list(cfg)[-1]
+    (50, 50, 'n_topics')
+    """
+    return {
+        "n_latent": 20,
+        "n_hidden": n_hidden,
+        "n_layers": PAPER_HIDDEN_LAYERS,
+        "lr": 0.01,
+        "max_epochs": max_epochs,
+        "batch_size": 128,
+        "lambda0": 5.0,
+        "lambda1": 1.0,
+        "betas": (2.0, 4.0, 6.0, 8.0, 16.0),
+        "vsc_alpha": 0.01,
+        "oivae_lambda": 1.0,
+        "oivae_p": 5,
+        "oivae_layers": 1,
+        "nmf_alpha": 0.0,
+        "vocab_size": 500,
+        "n_docs": None,
+        "n_is_samples": 50,
+        "n_eval_docs": None,
+        **more,
+    }
+
+
+#: Overrides of ``quick=True``: a small corpus and vocabulary, narrow networks, 2 epochs.
+QUICK_DOCUMENT_SETTINGS: dict[str, Any] = {
+    "n_hidden": 8,
+    "max_epochs": 2,
+    "betas": (2.0,),
+    "vocab_size": 60,
+    "n_docs": 200,
+    "n_is_samples": 4,
+    "n_eval_docs": 40,
+}
+
+
 def resolve_settings(
-    defaults: Mapping[str, Any],
-    quick_overrides: Mapping[str, Any],
-    quick: bool,
-    max_epochs: int | None,
-    **overrides: Any,
+    defaults: Mapping[str, Any], quick: bool, max_epochs: int | None, **overrides: Any
 ) -> dict[str, Any]:
-    """Settings of a document benchmark: :func:`run_settings` with ``max_epochs``, then non-``None`` ``overrides``."""
+    """Settings of a document benchmark: :func:`run_settings` of ``defaults`` (:func:`document_settings`) and
+    :data:`QUICK_DOCUMENT_SETTINGS` with ``max_epochs``, then non-``None`` ``overrides``.
+    """
     given = {k: tuple(v) if k == "betas" and v is not None else v for k, v in overrides.items()}
-    cfg = run_settings(defaults, quick_overrides, quick, given=given, max_epochs=max_epochs)
+    cfg = run_settings(defaults, QUICK_DOCUMENT_SETTINGS, quick, given=given, max_epochs=max_epochs)
     for key in ("n_is_samples", "vocab_size"):
         check_integer(key, cfg[key])
     for key in ("n_docs", "n_eval_docs"):

@@ -1,5 +1,5 @@
-"""What the summaries of the document benchmarks (text, semi-synthetic) share: the tables and verdicts on held-out
-NLL, with the best beta of the beta-VAE (MovieLens's too).
+"""What the summaries of the document benchmarks (text, semi-synthetic) share: their opening and the settings they
+state, the tables and verdicts on held-out NLL, with the best beta of the beta-VAE (MovieLens's too).
 """
 
 from __future__ import annotations
@@ -11,19 +11,81 @@ import pandas as pd
 
 from scsparse.utils import markdown_rows
 
-from ._tables import format_mean_sd
+from . import _report as report
+from ._documents import NLL_DEFINITION
+from ._paper import PAPER_DEPTH_NOTE, slab_threshold_note
+from ._tables import format_mean_sd, markdown_table
 
 __all__ = [
+    "QUICK_READING",
+    "all_runs_lines",
     "beaten_by",
     "best_beta",
     "best_beta_rows",
+    "lambda_lines",
     "method_label",
+    "must_show_verdict",
+    "network_words",
+    "nll_lines",
     "paper_comparison_table",
+    "reduced_line",
     "reduced_settings",
     "run_labels",
+    "summary_opening",
     "unigram_lines",
     "verdict_best",
 ]
+
+#: What a quick run's summary reads into its numbers.
+QUICK_READING = "Quick smoke run on a tiny corpus with 2 epochs: the numbers say nothing about the methods."
+
+
+def summary_opening(title: str, prov: Mapping[str, Any], *, quick: bool, total_seconds: float) -> list[str]:
+    """The opening of a document benchmark's ``summary.md``: ``title``, the provenance with the run's wall-clock
+    and mode (:func:`._report.summary_head`), then the heading of what ran.
+    """
+    mode = f"{'quick' if quick else 'full'} mode"
+    return [*report.summary_head(title, prov, total_seconds=total_seconds, mode=mode), "## What ran", ""]
+
+
+def network_words(cfg: Mapping[str, Any]) -> str:
+    """The settings of Table 6 a run shares with the paper's: factors, networks, optimiser, the SparseVAE's prior."""
+    return (
+        f"K = {cfg['n_latent']}, MLPs of {cfg['n_layers']} hidden layers x {cfg['n_hidden']} {PAPER_DEPTH_NOTE}, "
+        f"Adam lr {cfg['lr']:g}, batch {cfg['batch_size']}, {cfg['max_epochs']} epochs; SparseVAE lambda1 = "
+        f"{cfg['lambda1']:g}, lambda0 = {cfg['lambda0']:g}"
+    )
+
+
+def lambda_lines(cfg: Mapping[str, Any], paper_lambda1: float) -> list[str]:
+    """The item on why the run's ``lambda1`` is not the paper's ``paper_lambda1`` (none when it is)."""
+    note = slab_threshold_note(cfg["lambda0"], cfg["lambda1"], paper_lambda1)
+    return [f"- {note}"] if note else []
+
+
+def reduced_line(cfg: Mapping[str, Any], defaults: Mapping[str, Any], more: str = "") -> str:
+    """The item on what the run reduced from ``defaults`` (:func:`reduced_settings`), ``more`` before its full stop."""
+    reduced = reduced_settings(cfg, defaults)
+    return f"- Reduced from the paper's settings in this run: {'; '.join(reduced) if reduced else 'nothing'}{more}."
+
+
+def nll_lines(cfg: Mapping[str, Any]) -> list[str]:
+    """The item defining the held-out NLL (:data:`._documents.NLL_DEFINITION`) with the run's importance samples."""
+    return [f"- {NLL_DEFINITION} Here S = {cfg['n_is_samples']}.", ""]
+
+
+def all_runs_lines(df: pd.DataFrame, by: Sequence[str], metrics: Sequence[str], digits: Mapping[str, int]) -> list[str]:
+    """The table of every run, each beta of the beta-VAE its own row (:func:`._tables.markdown_table`)."""
+    table = markdown_table(df.assign(method=run_labels(df)), by, metrics, digits=digits)
+    return ["All runs (every beta):", "", table, ""]
+
+
+def must_show_verdict(df: pd.DataFrame, quick: bool, setting_col: str | None = None) -> tuple[bool, str, str]:
+    """``(met, verdict, detail)`` of "SparseVAE has the best held-out NLL" (:func:`verdict_best`); a quick run's
+    verdict is :data:`._report.NOT_ASSESSED_QUICK`.
+    """
+    ok, detail = verdict_best(df, setting_col)
+    return ok, report.target_verdict(ok, assessed=not quick, unassessed=report.NOT_ASSESSED_QUICK), detail
 
 
 def best_beta(df: pd.DataFrame) -> float | None:

@@ -33,7 +33,7 @@ from ._scoring import (
     true_support,
 )
 from ._settings import TARGET_FSCORE
-from ._summary import write_summary
+from ._summary import summary_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
@@ -467,16 +467,18 @@ def run_multistudy(
     report.write_results(df, out_dir, MULTISTUDY_RESULT_COLUMNS)
     df = df.loc[:, list(MULTISTUDY_RESULT_COLUMNS)]
     baselines = [name for name, fn in MULTISTUDY_METHODS if fn in (fit_sparsevae_batch, fit_sparsevae_per_study)]
-    write_summary(
+    report.write_summary(
         out_dir,
-        df,
-        prov,
-        settings=cfg,
-        seeds=seeds,
-        quick=quick,
-        total_seconds=total,
-        ours_name=MULTISTUDY_METHODS[0][0],
-        baselines=baselines,
+        summary_lines(
+            df,
+            prov,
+            settings=cfg,
+            seeds=seeds,
+            quick=quick,
+            total_seconds=total,
+            ours_name=MULTISTUDY_METHODS[0][0],
+            baselines=baselines,
+        ),
     )
     _write_figure(out_dir, df, panel)
     files = [out_dir / "results.csv", "summary.md", "multistudy.png"]

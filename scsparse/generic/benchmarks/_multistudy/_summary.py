@@ -1,24 +1,22 @@
-"""The ``summary.md`` of the multistudy benchmark, written through :mod:`.._report`."""
+"""The ``summary.md`` of the multistudy benchmark: its lines (:func:`summary_lines`), which ``_run`` writes."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
+
+from scsparse.utils import markdown_rows
 
 from .. import _report as report
 from .._fits import bias_words
 from .._restarts import RESTART_SEED_STEP
 from .._tables import markdown_table, results_section
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
 from ._settings import TARGET_FSCORE
 
-__all__ = ["write_summary"]
+__all__ = ["summary_lines"]
 
 
 def _targets_section(
@@ -35,43 +33,49 @@ def _targets_section(
     lines = ["## Targets", ""]
     if quick:
         lines += ["Quick mode: tiny data and few epochs; the numbers only show that everything runs.", ""]
-    lines += ["| target | ours | verdict |", "|---|---|---|"]
+    header = ["target", "ours", "verdict"]
     if ours_name not in means.index:
-        return [*lines, "| all | the multi-study model did not run | not assessed |"]
+        return [*lines, *markdown_rows(header, [["all", "the multi-study model did not run", "not assessed"]])]
+    rows = []
     n_seeds = int((df["method"] == ours_name).sum())
     enough = n_seeds >= 5
     suffix = "" if enough else f" (only {n_seeds} seed{'s' if n_seeds != 1 else ''}: the target asks for 5)"
     for col, label in (("shared_fscore", "shared"), ("specific_fscore", "specific")):
         v = float(means.loc[ours_name, col])
-        lines.append(
-            f"| {label}-support F-score >= {TARGET_FSCORE} averaged over 5 seeds | {v:.3f}{suffix} "
-            f"| {verdict(v >= TARGET_FSCORE) if enough else 'not assessed'} |"
+        rows.append(
+            [
+                f"{label}-support F-score >= {TARGET_FSCORE} averaged over 5 seeds",
+                f"{v:.3f}{suffix}",
+                verdict(v >= TARGET_FSCORE) if enough else "not assessed",
+            ]
         )
     others = [m for m in means.index if m in baselines]  # (d), query mapping, is (a) by other means
     for col, label in (("shared_fscore", "shared"), ("specific_fscore", "specific")):
+        target = f"{label} F-score better than both baselines"
         if not others:
-            lines.append(f"| {label} F-score better than both baselines | no baseline ran | not assessed |")
+            rows.append([target, "no baseline ran", "not assessed"])
             continue
         v = float(means.loc[ours_name, col])
         vs = "; ".join(f"{m}: {float(means.loc[m, col]):.3f}" for m in others)
         better = all(v > float(means.loc[m, col]) for m in others)
-        lines.append(f"| {label} F-score better than both baselines | ours {v:.3f} vs {vs} | {verdict(better)} |")
+        rows.append([target, f"ours {v:.3f} vs {vs}", verdict(better)])
     ours = df[df["method"] == ours_name]
     k_s = int(data_settings["n_shared"])
     k_spec = int(data_settings["n_specific"]) * int(data_settings["n_studies"])
     exact = int(((ours["n_active_shared"] == k_s) & (ours["n_active_specific"] == k_spec)).sum())
-    lines.append(
-        f"| extra factor columns switched off ({k_s} active shared of {settings['n_latent_shared']}, "
-        f"{k_spec} active specific of {data_settings['n_studies']} x {settings['n_latent_specific']}) "
-        f"| exactly right in {exact}/{len(ours)} seeds; mean active shared "
-        f"{ours['n_active_shared'].mean():.2f}, specific {ours['n_active_specific'].mean():.2f} "
-        f"| {report.NOT_ASSESSED_QUICK if quick else report.count_verdict(exact, len(ours))} |"
+    rows.append(
+        [
+            f"extra factor columns switched off ({k_s} active shared of {settings['n_latent_shared']}, "
+            f"{k_spec} active specific of {data_settings['n_studies']} x {settings['n_latent_specific']})",
+            f"exactly right in {exact}/{len(ours)} seeds; mean active shared "
+            f"{ours['n_active_shared'].mean():.2f}, specific {ours['n_active_specific'].mean():.2f}",
+            report.NOT_ASSESSED_QUICK if quick else report.count_verdict(exact, len(ours)),
+        ]
     )
-    return lines
+    return [*lines, *markdown_rows(header, rows)]
 
 
-def write_summary(
-    out_dir: Path,
+def summary_lines(
     df: pd.DataFrame,
     prov: dict[str, Any],
     *,
@@ -81,8 +85,8 @@ def write_summary(
     total_seconds: float,
     ours_name: str,
     baselines: Sequence[str],
-) -> Path:
-    """Write ``summary.md`` into ``out_dir`` (through ``report.write_summary``); return its path."""
+) -> list[str]:
+    """The lines of ``summary.md``: what ran, the results table (mean ± sd over seeds) and the targets."""
     sim = settings["simulate"]
     n_prog = sim["n_shared"] + sim["n_studies"] * sim["n_specific"]
     n_used = n_prog * (sim["genes_per_programme"] - sim["overlap"]) + sim["overlap"]
@@ -103,7 +107,7 @@ def write_summary(
         metrics,
         digits={"fit_seconds": 1, "n_active_shared": 2, "n_active_specific": 2, "n_active_total": 2},
     )
-    lines = [
+    return [
         *report.summary_head(
             "# Multi-study benchmark: shared and study-specific programmes (simulated counts)",
             prov,
@@ -169,4 +173,3 @@ def write_summary(
         "method and seed; seed 0's estimated support of the multi-study model beside the truth).",
         "",
     ]
-    return report.write_summary(out_dir, lines)

@@ -20,7 +20,7 @@ from ._checks import (
     kang_check,
     pbmc_3batch_check,
 )
-from ._summary import write_summary
+from ._summary import summary_lines
 
 __all__ = ["REAL_RESULT_COLUMNS", "REAL_SETTINGS", "run_multistudy_real"]
 
@@ -210,6 +210,6 @@ def run_multistudy_real(
         r["target"], r["met"] = _target_cells(r["metric"], float(r["value"]))
     df = pd.DataFrame(rows, columns=list(REAL_RESULT_COLUMNS))
     report.write_results(df, out_dir, REAL_RESULT_COLUMNS)
-    write_summary(out_dir, df, prov, details, cfgs, quick)
+    report.write_summary(out_dir, summary_lines(df, prov, details, cfgs, quick))
     done = report.wrote_line("multistudy_real", [out_dir], seconds=time.perf_counter() - t_start)
     return report.finish_run(df, out_dir, done, verbose=verbose)

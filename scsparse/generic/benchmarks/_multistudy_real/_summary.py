@@ -1,9 +1,8 @@
-"""The ``summary.md`` of the multistudy_real benchmark, written through :mod:`.._report`."""
+"""The ``summary.md`` of the multistudy_real benchmark: its lines (:func:`summary_lines`), which ``_run`` writes."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,7 @@ from ._checks import (
     largest_confusion,
 )
 
-__all__ = ["write_summary"]
+__all__ = ["confusion_section", "summary_lines"]
 
 
 def _df_markdown(table: pd.DataFrame) -> str:
@@ -65,34 +64,37 @@ def confusion_section(confusion: Mapping[str, pd.DataFrame]) -> list[str]:
     return lines
 
 
-def write_summary(
-    out_dir: Path,
-    df: pd.DataFrame,
-    prov: dict[str, Any],
-    details: dict[str, list[dict[str, Any]]],
-    cfgs: Mapping[str, Mapping[str, Any]],
-    quick: bool,
-) -> Path:
-    lines = [
-        *report.summary_head(
-            "# Multi-study sparse VAE on real data: Kang et al. (2018), CellBench (with query mapping), PBMC "
-            "chemistries",
-            prov,
-        ),
-        "## What ran",
-        "",
-    ]
+def _model_words(c: Mapping[str, Any]) -> str:
+    """The multi-study model of a dataset's fit, as the summary writes its call."""
+    return (
+        f"`MultiStudySparseVAE(n_latent_shared={c['n_latent_shared']}, "
+        f"n_latent_specific={c['n_latent_specific']}, encode_study={c['encode_study']})`"
+    )
+
+
+def _network_words(c: Mapping[str, Any]) -> str:
+    """The likelihood and the decoder of a dataset's fit: ``"NB, 32 hidden units, ..."``."""
+    return f"NB, {c['n_hidden']} hidden units{bias_words(c)}"
+
+
+def _training_words(c: Mapping[str, Any]) -> str:
+    """The optimiser's settings of a dataset's fit: ``"lr 0.01, batch 128, 100 epochs"``."""
+    return f"lr {c['lr']:g}, batch {c['batch_size']}, {c['max_epochs']} epochs"
+
+
+def _what_ran(
+    details: Mapping[str, list[dict[str, Any]]], cfgs: Mapping[str, Mapping[str, Any]], quick: bool
+) -> list[str]:
+    """One item per dataset that ran: its data, its model and what each of its metrics measures."""
+    lines = []
     if "kang" in details:
         c, d0 = cfgs["kang"], details["kang"][0]
         lines.append(
             f"- Kang PBMC (`scsparse.data.kang_pbmc()`, {d0['n_cells']} cells x {d0['n_genes']} genes"
             f"{', a random subset of cells (quick mode)' if quick else ''}), study = `condition` (control, "
-            f"stimulated): `MultiStudySparseVAE(n_latent_shared={c['n_latent_shared']}, "
-            f"n_latent_specific={c['n_latent_specific']}, encode_study={c['encode_study']})`: control is the "
-            "reference condition"
-            f"{'' if (d0['factor_table']['study'] == 'control').any() else ' and gets no specific factor'}, NB, "
-            f"{c['n_hidden']} hidden units{bias_words(c)}, lr {c['lr']:g}, "
-            f"batch {c['batch_size']}, {c['max_epochs']} epochs, initial |W| = {c['w_init']:g}. "
+            f"stimulated): {_model_words(c)}: control is the reference condition"
+            f"{'' if (d0['factor_table']['study'] == 'control').any() else ' and gets no specific factor'}, "
+            f"{_network_words(c)}, {_training_words(c)}, initial |W| = {c['w_init']:g}. "
             "(i) For every active stimulated-specific factor: the genes with p* > 0.5, at most the "
             f"{c['n_top_genes']} largest |W| per direction (up and down with the factor), tested for "
             "over-representation of the MSigDB Hallmark v2025 sets (`scsparse.tl.enrich`, hypergeometric, "
@@ -113,12 +115,8 @@ def write_summary(
         lines.append(
             f"- CellBench 3 cell lines (`scsparse.data.cellbench('3cl')`, {d0['n_cells']} cells; the "
             f"{d0['n_genes']} most variable genes, scanpy seurat_v3 with technology as batch, among genes seen "
-            "in >= 3 cells), study = `technology` (CEL-seq2, Drop-seq): "
-            f"`MultiStudySparseVAE(n_latent_shared={c['n_latent_shared']}, "
-            f"n_latent_specific={c['n_latent_specific']}, encode_study={c['encode_study']})`, NB, "
-            f"{c['n_hidden']} hidden units{bias_words(c)}, "
-            f"lr {c['lr']:g}, "
-            f"batch {c['batch_size']}, {c['max_epochs']} epochs. `cellline_acc_celseq2_to_dropseq`: logistic "
+            f"in >= 3 cells), study = `technology` (CEL-seq2, Drop-seq): {_model_words(c)}, {_network_words(c)}, "
+            f"{_training_words(c)}. `cellline_acc_celseq2_to_dropseq`: logistic "
             "regression on the shared factors trained on CEL-seq2 cells, accuracy on Drop-seq cells; "
             "`cellline_acc_pca_reference` and `cellline_acc_genes_reference`: the same on 20 principal "
             "components of the log-normalised counts and on the log-normalised counts themselves; "
@@ -146,31 +144,33 @@ def write_summary(
             f"- PBMC chemistries (`scsparse.data.pbmc_3batch()`, {d0['n_cells']} cells: 10x 3' v2, 3' v3 and 5', "
             f"no annotation; the {d0['n_genes']} most variable genes, seurat_v3 per chemistry), study = chemistry, "
             f"fitted as `scsparse fit --study-key batch` does: `MultiStudySparseVAE(n_latent_shared="
-            f"{c['n_latent_shared']}, n_latent_specific={c['n_latent_specific']})`, NB, {c['n_hidden']} hidden "
-            f"units{bias_words(c)}, initial |W| = {c['w_init']:g}, lr {c['lr']:g}, batch {c['batch_size']}, "
-            f"{c['max_epochs']} epochs; `study_*`: the study only, `study_and_batch_*`: the study column also as "
-            f"`batch_key`. `*_same_batch_share`: mean fraction of each cell's {c['n_neighbors']} nearest neighbours "
+            f"{c['n_latent_shared']}, n_latent_specific={c['n_latent_specific']})`, {_network_words(c)}, "
+            f"initial |W| = {c['w_init']:g}, {_training_words(c)}; `study_*`: the study only, `study_and_batch_*`: "
+            f"the study column also as `batch_key`. `*_same_batch_share`: mean fraction of each cell's "
+            f"{c['n_neighbors']} nearest neighbours "
             "(Euclidean, in the active shared factors) from its own chemistry (`random_same_batch_share`: perfectly "
             "mixed; `pca_*`: 20 principal components of the log-normalised counts, no correction); "
             "`*_marker_agreement`: the same for a marker label (each cell's highest z-scored marker set: "
             f"{', '.join(PBMC_MARKERS)}); `*_n_shifted_specific`: active specific factors flagged as a study-wide "
             "shift by `scsparse.tl.factor_diagnostics` (mean over sd within the study > 2). Descriptive, no target."
         )
-    lines += ["", "## Results (mean ± sd over seeds)", ""]
+    return lines
+
+
+def _results_lines(df: pd.DataFrame, quick: bool) -> list[str]:
+    """The results section: one row per dataset and metric, its value over seeds, target and verdict."""
+    lines = ["", "## Results (mean ± sd over seeds)", ""]
     if quick:
         lines += ["Quick mode: few epochs on reduced inputs; the numbers only show that everything runs.", ""]
-    lines += ["| dataset | metric | value | target | met |"]
-    lines.append("|---|---|---|---|---|")
-
+    rows = []
     for (dataset, metric), g in df.groupby(["dataset", "metric"], sort=False):
         vals = g["value"].to_numpy(dtype=np.float64)
-        digits = 3
         if metric == "ifn_padj":
             finite = vals[np.isfinite(vals)]
             text = ", ".join(f"{v:.2e}" for v in vals) if len(vals) else "n/a"
             text = f"per seed: {text}" + (f" (median {np.median(finite):.2e})" if finite.size > 1 else "")
         else:
-            text = format_mean_sd(vals, digits)
+            text = format_mean_sd(vals, 3)
         target = g["target"].iloc[0]
         n_met = sum(m is True for m in g["met"].tolist())
         verdict = ""
@@ -180,51 +180,86 @@ def write_summary(
             verdict = report.count_verdict(n_met, len(g))
             if len(g) > 1:
                 verdict += f" ({n_met}/{len(g)} seeds)"
-        lines.append(f"| {dataset} | {metric} | {text} | {target} | {verdict} |")
+        rows.append([dataset, metric, text, target, verdict])
+    return [*lines, *markdown_rows(["dataset", "metric", "value", "target", "met"], rows)]
+
+
+def _kang_lines(kang: list[dict[str, Any]]) -> list[str]:
+    """Kang, per seed: the stimulated-specific factors' Hallmark hits, where the interferon response went, and
+    (seed 0) where the cell-type transfer fails.
+    """
+    lines = ["", "## Kang: stimulated-specific factors and where the interferon genes went, per seed", ""]
+    for s_i, det in enumerate(kang):
+        if not det["genes"]:
+            lines.append(f"- seed {s_i}: no stimulated-specific factor is active.")
+        for f, genes in det["genes"].items():
+            res = det["enrichment"][f]
+            top = "; ".join(
+                f"{r['term']} ({'up' if r['direction'] == 'positive' else 'down'}, {r['overlap']} genes, adj. p "
+                f"{r['p_adj']:.1e})"
+                for _, r in res[res["overlap"] > 0].head(3).iterrows()
+            )
+            top = top or "no Hallmark hit"
+            shown = ", ".join(genes[:12]) + (" ..." if len(genes) > 12 else "")
+            lines.append(f"- seed {s_i}, `{f}` ({len(genes)} genes: {shown}): {top}")
+        ifn_any = det.get("ifn_by_factor", {})
+        if ifn_any:
+            ranked = sorted(ifn_any.items(), key=lambda kv: kv[1])[:3]
+            text = ", ".join(f"`{f}` {p:.1e}" for f, p in ranked)
+            lines.append(f"  - seed {s_i}, best IFN adj. p over all active factors (any block): {text}")
+    where = [min(d["ifn_by_factor"], key=d["ifn_by_factor"].get) for d in kang if d["ifn_by_factor"]]
+    n_ctrl = sum(f.startswith("control_") for f in where)
+    return [
+        *lines,
+        "",
+        f"In {n_ctrl} of {len(kang)} seeds the factor most enriched for the interferon response (any "
+        "block) is a control-specific factor. The decoder has no study intercept and the specific factors of "
+        "the other study are exactly zero, so a shift present in every cell of one condition can be encoded "
+        "as a near-constant specific factor of either condition: '+ISGs in stimulated cells' or '-ISGs in "
+        "control cells' (a control factor with negative weights on the ISGs and a posterior mean far from 0 "
+        "in all control cells). `ifn_padj` only looks at the stimulated block, as the target asks.",
+        *confusion_section(kang[0]["confusion"]),
+    ]
+
+
+def _factor_table_lines(caption: str, table: pd.DataFrame) -> list[str]:
+    """A factor table of seed 0 under its caption."""
+    return ["", caption, "", _df_markdown(table)]
+
+
+def summary_lines(
+    df: pd.DataFrame,
+    prov: dict[str, Any],
+    details: dict[str, list[dict[str, Any]]],
+    cfgs: Mapping[str, Mapping[str, Any]],
+    quick: bool,
+) -> list[str]:
+    """The lines of ``summary.md``: what ran on each dataset, the metrics with their targets, Kang's factors and
+    failures, and the factor tables of seed 0.
+    """
+    lines = [
+        *report.summary_head(
+            "# Multi-study sparse VAE on real data: Kang et al. (2018), CellBench (with query mapping), PBMC "
+            "chemistries",
+            prov,
+        ),
+        "## What ran",
+        "",
+        *_what_ran(details, cfgs, quick),
+        *_results_lines(df, quick),
+    ]
     if "kang" in details:
-        d0 = details["kang"][0]
-        lines += ["", "## Kang: stimulated-specific factors and where the interferon genes went, per seed", ""]
-        for s_i, det in enumerate(details["kang"]):
-            if not det["genes"]:
-                lines.append(f"- seed {s_i}: no stimulated-specific factor is active.")
-            for f, genes in det["genes"].items():
-                res = det["enrichment"][f]
-                top = "; ".join(
-                    f"{r['term']} ({'up' if r['direction'] == 'positive' else 'down'}, {r['overlap']} genes, adj. p "
-                    f"{r['p_adj']:.1e})"
-                    for _, r in res[res["overlap"] > 0].head(3).iterrows()
-                )
-                top = top or "no Hallmark hit"
-                shown = ", ".join(genes[:12]) + (" ..." if len(genes) > 12 else "")
-                lines.append(f"- seed {s_i}, `{f}` ({len(genes)} genes: {shown}): {top}")
-            ifn_any = det.get("ifn_by_factor", {})
-            if ifn_any:
-                ranked = sorted(ifn_any.items(), key=lambda kv: kv[1])[:3]
-                text = ", ".join(f"`{f}` {p:.1e}" for f, p in ranked)
-                lines.append(f"  - seed {s_i}, best IFN adj. p over all active factors (any block): {text}")
-        where = [min(d["ifn_by_factor"], key=d["ifn_by_factor"].get) for d in details["kang"] if d["ifn_by_factor"]]
-        n_ctrl = sum(f.startswith("control_") for f in where)
-        lines += [
-            "",
-            f"In {n_ctrl} of {len(details['kang'])} seeds the factor most enriched for the interferon response (any "
-            "block) is a control-specific factor. The decoder has no study intercept and the specific factors of "
-            "the other study are exactly zero, so a shift present in every cell of one condition can be encoded "
-            "as a near-constant specific factor of either condition: '+ISGs in stimulated cells' or '-ISGs in "
-            "control cells' (a control factor with negative weights on the ISGs and a posterior mean far from 0 "
-            "in all control cells). `ifn_padj` only looks at the stimulated block, as the target asks.",
-        ]
-        d0 = details["kang"][0]
-        lines += confusion_section(d0["confusion"])
-        lines += ["", "Factor table (seed 0):", "", _df_markdown(d0["factor_table"])]
+        lines += _kang_lines(details["kang"])
+        lines += _factor_table_lines("Factor table (seed 0):", details["kang"][0]["factor_table"])
     if "cellbench_query" in details:
-        lines += ["", "CellBench query mapping, the query model's factor table (seed 0):", ""]
-        lines.append(_df_markdown(details["cellbench_query"][0]["factor_table"]))
+        lines += _factor_table_lines(
+            "CellBench query mapping, the query model's factor table (seed 0):",
+            details["cellbench_query"][0]["factor_table"],
+        )
     if "cellbench" in details:
-        lines += ["", "CellBench factor table (seed 0):", ""]
-        lines.append(_df_markdown(details["cellbench"][0]["factor_table"]))
+        lines += _factor_table_lines("CellBench factor table (seed 0):", details["cellbench"][0]["factor_table"])
     if "pbmc_3batch" in details:
         for variant, table in details["pbmc_3batch"][0]["factor_tables"].items():
-            lines += ["", f"PBMC chemistries, `{variant}` factor table (seed 0, with each factor's study shift):", ""]
-            lines.append(_df_markdown(table))
-    lines.append("")
-    return report.write_summary(out_dir, lines)
+            caption = f"PBMC chemistries, `{variant}` factor table (seed 0, with each factor's study shift):"
+            lines += _factor_table_lines(caption, table)
+    return [*lines, ""]

@@ -55,7 +55,7 @@ from .._report import (
 )
 from .._settings import chosen_names
 from ._multistudy import MULTISTUDY_METHODS, fit_multistudy_peer
-from ._summary import peers_figure, peers_summary
+from ._summary import peers_figure, summary_lines
 
 __all__ = ["RESULT_COLUMNS", "run_peers"]
 
@@ -364,7 +364,6 @@ def run_peers(
                 figures.append(figure.name)
     df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     seconds = time.perf_counter() - start
-    summary = peers_summary(df, prov, budget, quick=quick, total_seconds=seconds, n_kept=n_kept)
-    write_summary(out_dir, summary)
+    write_summary(out_dir, summary_lines(df, prov, budget, quick=quick, total_seconds=seconds, n_kept=n_kept))
     done = wrote_line("peers", ["results.csv", "summary.md", *figures], out_dir=out_dir, seconds=seconds)
     return finish_run(df, out_dir, done, verbose=verbose)

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scsparse.utils import markdown_rows
+
 from .._programme_fit import EQUAL_SIZES, FitBudget
 from .._programme_methods import DETERMINISTIC, READING
 from .._programme_scores import (
@@ -45,7 +47,7 @@ from ._compare import (
 )  # fmt: skip
 from ._multistudy import MULTISTUDY_READING
 
-__all__ = ["peers_figure", "peers_summary", "peers_targets"]
+__all__ = ["peers_figure", "peers_targets", "summary_lines"]
 
 #: Data sets with targets, and the accuracy margin SparseVAE must keep to the best method.
 TARGET_DATASETS = ("kang", "pbmc3k")
@@ -115,8 +117,6 @@ def _in_short(means: pd.DataFrame, sds: pd.DataFrame) -> list[str]:
     """The data set's "in short" tables: each scsparse model against the best peer of its budget, question by
     question, in the methods' own readings and with every programme cut to the same number of genes.
     """
-    from scsparse.utils import markdown_rows
-
     lines = []
     header = ["question", "own reading", *(f"{n} genes each" for n in EQUAL_SIZES)]
     for title, rows in in_short_rows(means, sds):
@@ -213,7 +213,7 @@ def _cpu_speed_line(df: pd.DataFrame) -> str:
     )
 
 
-def peers_summary(
+def summary_lines(
     df: pd.DataFrame,
     prov: Mapping[str, Any],
     budget: FitBudget,
@@ -223,8 +223,6 @@ def peers_summary(
     n_kept: int = 0,
 ) -> list[str]:
     """The lines of ``summary.md``; ``n_kept``: rows a resumed run kept from an earlier run into its folder."""
-    from scsparse.utils import markdown_rows
-
     reading = {**READING, **MULTISTUDY_READING}
     mode = "quick smoke run" if quick else "full run"
     if n_kept:

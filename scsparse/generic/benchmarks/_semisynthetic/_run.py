@@ -36,12 +36,10 @@ from scsparse.utils import torch_threads
 
 from .. import _report as report
 from .._documents import METHOD_NAMES, check_corpus, resolve_run, resolve_settings, score_methods
-from .._documents_summary import (
-    run_labels,
-)
+from .._documents_summary import run_labels
 from .._process import quiet_training_logs
 from ._settings import PAPER_SEMISYNTHETIC_LAMBDA1, PAPER_SEMISYNTHETIC_NLL, SEMISYNTHETIC_SETTINGS
-from ._summary import write_summary
+from ._summary import summary_lines
 
 __all__ = [
     "PAPER_SEMISYNTHETIC_NLL",
@@ -60,16 +58,6 @@ __all__ = [
 #: Seeds of a quick run at most (a smoke run needs no spread over seeds).
 QUICK_MAX_SEEDS = 1
 
-#: Overrides of ``quick=True``.
-QUICK_SEMISYNTHETIC_SETTINGS: dict[str, Any] = {
-    "n_hidden": 8,
-    "max_epochs": 2,
-    "betas": (2.0,),
-    "vocab_size": 60,
-    "n_docs": 200,
-    "n_is_samples": 4,
-    "n_eval_docs": 40,
-}
 
 #: Shift level -> sd ``sigma`` of the logit noise of the training copies (smaller: larger train/test difference).
 SHIFT_LEVELS: dict[str, float] = {"high": 0.1, "medium": 1.0, "low": 3.0}
@@ -279,7 +267,6 @@ def run_semisynthetic(
         raise ValueError(f"shift_levels must map level names to non-negative sigmas, got {levels}")
     cfg = resolve_settings(
         SEMISYNTHETIC_SETTINGS,
-        QUICK_SEMISYNTHETIC_SETTINGS,
         quick,
         max_epochs,
         n_docs=n_docs,
@@ -338,7 +325,9 @@ def run_semisynthetic(
     total = time.perf_counter() - start
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     report.write_results(df, out_dir, RESULT_COLUMNS)
-    write_summary(out_dir, df, prov, cfg, corpus, levels, quick=quick, seeds=seeds, total_seconds=total)
+    report.write_summary(
+        out_dir, summary_lines(df, prov, cfg, corpus, levels, quick=quick, seeds=seeds, total_seconds=total)
+    )
     _write_figure(out_dir, df, list(levels))
     done = report.wrote_line("semisynthetic", [out_dir / "results.csv", out_dir / "summary.md"])
     return report.finish_run(df, out_dir, done, verbose=verbose)

@@ -1,9 +1,8 @@
-"""The ``summary.md`` of the semisynthetic benchmark, written through :mod:`.._report`."""
+"""The ``summary.md`` of the semisynthetic benchmark: its lines (:func:`summary_lines`), which ``_run`` writes."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,24 +12,28 @@ from scsparse.generic.datasets import TextCorpus
 from scsparse.utils import markdown_rows
 
 from .. import _report as report
-from .._documents import NLL_DEFINITION
 from .._documents_summary import (
+    QUICK_READING,
+    all_runs_lines,
     beaten_by,
+    lambda_lines,
+    must_show_verdict,
+    network_words,
+    nll_lines,
     paper_comparison_table,
-    reduced_settings,
+    reduced_line,
     run_labels,
+    summary_opening,
     unigram_lines,
     verdict_best,
 )
-from .._paper import PAPER_DEPTH_NOTE, no_active_factor_note, slab_threshold_note
-from .._tables import markdown_table
+from .._paper import no_active_factor_note
 from ._settings import PAPER_SEMISYNTHETIC_LAMBDA1, PAPER_SEMISYNTHETIC_NLL, SEMISYNTHETIC_SETTINGS
 
-__all__ = ["write_summary"]
+__all__ = ["summary_lines"]
 
 
-def write_summary(
-    out_dir: Path,
+def summary_lines(
     df: pd.DataFrame,
     prov: dict[str, Any],
     cfg: Mapping[str, Any],
@@ -40,36 +43,25 @@ def write_summary(
     quick: bool,
     seeds: int,
     total_seconds: float,
-) -> Path:
-    """Write ``summary.md`` into ``out_dir`` (through ``report.write_summary``); return its path."""
+) -> list[str]:
+    """The lines of ``summary.md``: what ran, Table 2 beside the paper's, the verdict per shift level, a reading."""
     names = list(levels)
-    ok, detail = verdict_best(df, "shift")
-    verdict = report.target_verdict(ok, assessed=not quick, unassessed=report.NOT_ASSESSED_QUICK)
+    _, verdict, detail = must_show_verdict(df, quick, "shift")
     per_level = []
     for lv in names:
         sub = df[df["shift"] == lv]
         met, d = verdict_best(sub)
         why = "" if quick or met else f"; {beaten_by(sub)}"
         per_level.append(f"  - {lv}: {report.target_verdict(met, assessed=not quick)} ({d}{why})")
-    reduced = reduced_settings(cfg, SEMISYNTHETIC_SETTINGS)
     corr = df.groupby("shift", sort=False)[["train_pair_corr", "test_pair_corr"]].mean()
-    lambda_note = slab_threshold_note(cfg["lambda0"], cfg["lambda1"], PAPER_SEMISYNTHETIC_LAMBDA1)
-    full_table = markdown_table(
-        df.assign(method=run_labels(df)),
-        ["shift", "method"],
-        ["heldout_nll", "n_active", "fit_seconds"],
-        digits={"heldout_nll": 2, "n_active": 1, "fit_seconds": 1},
-    )
     lengths = corpus.counts.sum(1)
-    lines = [
-        *report.summary_head(
+    return [
+        *summary_opening(
             "# Semi-synthetic text benchmark: shifted topic correlations (Moran et al. 2022, Table 2)",
             prov,
+            quick=quick,
             total_seconds=total_seconds,
-            mode=f"{'quick' if quick else 'full'} mode",
         ),
-        "## What ran",
-        "",
         f"- Base corpus: **NeurIPS 2023-2025 abstracts** (registry `text_neurips`, the PeerRead stand-in): "
         f"{corpus.n_docs} documents x {corpus.n_words} words (vocabulary as in the `text` benchmark); "
         f"document lengths (vocabulary tokens) median {np.median(lengths):.0f}, mean {lengths.mean():.1f}. The paper "
@@ -99,26 +91,24 @@ def write_summary(
             ),
         ),  # fmt: skip
         "",
-        f"- Settings (Table 6, semi-synthetic PeerRead): K = {cfg['n_latent']}, MLPs of "
-        f"{cfg['n_layers']} hidden layers x {cfg['n_hidden']} {PAPER_DEPTH_NOTE}, Adam lr {cfg['lr']:g}, "
-        f"batch {cfg['batch_size']}, {cfg['max_epochs']} epochs; SparseVAE "
-        f"lambda1 = {cfg['lambda1']:g}, lambda0 = {cfg['lambda0']:g}; beta-VAE beta in {list(cfg['betas'])} (best by "
-        f"mean NLL shown in the paper table); OI-VAE each word its own group, p = {cfg['oivae_p']}, lambda = "
-        f"{cfg['oivae_lambda']:g}; VSC alpha = {cfg['vsc_alpha']:g}; NMF unregularised (KL divergence).",
-        *([f"- {lambda_note}"] if lambda_note else []),
+        f"- Settings (Table 6, semi-synthetic PeerRead): {network_words(cfg)}; beta-VAE beta in "
+        f"{list(cfg['betas'])} (best by mean NLL shown in the paper table); OI-VAE each word its own group, p = "
+        f"{cfg['oivae_p']}, lambda = {cfg['oivae_lambda']:g}; VSC alpha = {cfg['vsc_alpha']:g}; NMF unregularised "
+        "(KL divergence).",
+        *lambda_lines(cfg, PAPER_SEMISYNTHETIC_LAMBDA1),
         f"- Methods in this run: {', '.join(dict.fromkeys(df['method']))}.",
-        f"- Reduced from the paper's settings in this run: {'; '.join(reduced) if reduced else 'nothing'}; "
-        f"seeds 0..{seeds - 1} (the paper: five semi-simulated data sets).",
-        f"- {NLL_DEFINITION} Here S = {cfg['n_is_samples']}.",
-        "",
+        reduced_line(cfg, SEMISYNTHETIC_SETTINGS, f"; seeds 0..{seeds - 1} (the paper: five semi-simulated data sets)"),
+        *nll_lines(cfg),
         "## Table 2: held-out NLL per document (mean ± sd over seeds)",
         "",
         paper_comparison_table(df, PAPER_SEMISYNTHETIC_NLL, "shift", names, names),
         "",
-        "All runs (every beta):",
-        "",
-        full_table,
-        "",
+        *all_runs_lines(
+            df,
+            ["shift", "method"],
+            ["heldout_nll", "n_active", "fit_seconds"],
+            {"heldout_nll": 2, "n_active": 1, "fit_seconds": 1},
+        ),
         "## Must show",
         "",
         f"- SparseVAE best at all three shift levels: **{verdict}** ({detail}).",
@@ -130,12 +120,12 @@ def write_summary(
         "Per-seed values are in `results.csv`; `semisynthetic.png` plots the NLL against the shift level.",
         "",
     ]
-    return report.write_summary(out_dir, lines)
 
 
 def _reading(df: pd.DataFrame, levels: Sequence[str], quick: bool) -> list[str]:
+    """Per shift level, the ordering of the methods and the unigram reference; the SparseVAE's gap to the VAE."""
     if quick:
-        return ["Quick smoke run on a tiny corpus with 2 epochs: the numbers say nothing about the methods."]
+        return [QUICK_READING]
     lines = ["## Reading the result", ""]
     for lv in levels:
         sub = df[df["shift"] == lv]

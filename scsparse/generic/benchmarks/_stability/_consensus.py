@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from scsparse.generic.metrics import AGREEMENT_MEASURES, ProgrammeSet, block_jaccard, programme_agreement
+from scsparse.utils import markdown_rows
 
 from .._tables import markdown_table
 
@@ -199,6 +200,12 @@ def consensus_agreement(
     )
 
 
+#: Columns of the table of what a kept programme is worth (:func:`consensus_lines`).
+_WORTH_HEADER = (
+    "variant", "restarts", "recovered by", "programmes", "best Jaccard (mean)", "share with a match >= 0.5",
+)  # fmt: skip
+
+
 def consensus_lines(pairs: pd.DataFrame, programmes: pd.DataFrame, labels: dict[str, str]) -> list[str]:
     """The summary's lines for one data set: consensus against consensus, and what a kept programme is worth.
 
@@ -233,19 +240,17 @@ def consensus_lines(pairs: pd.DataFrame, programmes: pd.DataFrame, labels: dict[
             .agg(programmes="size", best_jaccard="mean", matched=lambda x: float((x >= 0.5).mean()))
             .reset_index()
         )
+        order = worth.sort_values(["variant", "restarts", "recovered_by"], ascending=[True, True, False])
+        rows = (
+            [r.variant, r.restarts, f"{r.recovered_by} of {r.restarts}", r.programmes, f"{r.best_jaccard:.2f}",
+             f"{r.matched:.2f}"]
+            for r in order.itertuples()
+        )  # fmt: skip
         lines += [
             "Each kept programme, by how many of its consensus's restarts recover it, against its best match "
             "(Jaccard index) among the programmes the other consensus keeps:",
             "",
-            "| variant | restarts | recovered by | programmes | best Jaccard (mean) | share with a match >= 0.5 |",
-            "|---|---|---|---|---|---|",
-            *(
-                f"| {r.variant} | {r.restarts} | {r.recovered_by} of {r.restarts} | {r.programmes} | "
-                f"{r.best_jaccard:.2f} | {r.matched:.2f} |"
-                for r in worth.sort_values(
-                    ["variant", "restarts", "recovered_by"], ascending=[True, True, False]
-                ).itertuples()
-            ),
+            *markdown_rows(_WORTH_HEADER, rows),
             "",
         ]
     return lines

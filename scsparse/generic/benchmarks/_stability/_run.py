@@ -85,7 +85,7 @@ from ._settings import (
     Lambda0Ladder,
     StabilityVariant,
 )
-from ._summary import stability_summary
+from ._summary import summary_lines
 
 __all__ = [
     "AGREEMENT_COLUMNS",
@@ -477,7 +477,7 @@ def run_stability(
     seconds = time.perf_counter() - start
     write_summary(
         out_dir,
-        stability_summary(
+        summary_lines(
             df, agreement, prov, quick=quick, total_seconds=seconds, consensus=consensus_df,
             consensus_programmes=programmes_df, halves=halves_df, same_seed=same_seed_df,
         ),

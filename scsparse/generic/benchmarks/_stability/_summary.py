@@ -1,4 +1,4 @@
-"""The ``summary.md`` of the stability benchmark, written through :mod:`.._report`."""
+"""The ``summary.md`` of the stability benchmark: its lines (:func:`summary_lines`), which ``_run`` writes."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from ._settings import (
     VARIANTS,
 )
 
-__all__ = ["stability_summary"]
+__all__ = ["summary_lines"]
 
 #: The agreement measures' names in the summary.
 _LABELS = {
@@ -42,7 +42,7 @@ _LABELS = {
 }
 
 
-def stability_summary(
+def summary_lines(
     results: pd.DataFrame,
     agreement: pd.DataFrame,
     prov: dict[str, Any],

@@ -29,12 +29,10 @@ from .._documents import (
     resolve_settings,
     score_methods,
 )
-from .._documents_summary import (
-    run_labels,
-)
+from .._documents_summary import run_labels
 from .._process import quiet_training_logs
 from ._settings import N_TOP_WORDS, PAPER_TEXT_LAMBDA1, PAPER_TEXT_NLL, TEXT_SETTINGS
-from ._summary import write_summary
+from ._summary import summary_lines
 
 __all__ = [
     "PAPER_TEXT_LAMBDA1",
@@ -48,17 +46,6 @@ __all__ = [
 
 #: Seeds of a quick run at most (a smoke run needs no spread over seeds).
 QUICK_MAX_SEEDS = 2
-
-#: Overrides of ``quick=True``: a small corpus and vocabulary, narrow networks, 2 epochs.
-QUICK_TEXT_SETTINGS: dict[str, Any] = {
-    "n_hidden": 8,
-    "max_epochs": 2,
-    "betas": (2.0,),
-    "vocab_size": 60,
-    "n_docs": 200,
-    "n_is_samples": 4,
-    "n_eval_docs": 40,
-}
 
 
 #: Columns of ``results.csv``, in order.
@@ -242,7 +229,6 @@ def run_text(
     seeds, methods = resolve_run(seeds, quick, QUICK_MAX_SEEDS, methods)
     cfg = resolve_settings(
         TEXT_SETTINGS,
-        QUICK_TEXT_SETTINGS,
         quick,
         max_epochs,
         n_docs=n_docs,
@@ -295,20 +281,22 @@ def run_text(
     n_train = int(df["n_train"].iloc[0]) if len(df) else 0
     n_eval = int(df["n_test"].iloc[0]) if len(df) else 0
     n_test = len(split_rows(corpus.n_docs, 0, unit="documents")[1])
-    write_summary(
+    report.write_summary(
         out_dir,
-        df,
-        prov,
-        cfg,
-        corpus,
-        words_sv,
-        words_nmf,
-        quick=quick,
-        seeds=seeds,
-        n_train=n_train,
-        n_eval=n_eval,
-        n_test=n_test,
-        total_seconds=total,
+        summary_lines(
+            df,
+            prov,
+            cfg,
+            corpus,
+            words_sv,
+            words_nmf,
+            quick=quick,
+            seeds=seeds,
+            n_train=n_train,
+            n_eval=n_eval,
+            n_test=n_test,
+            total_seconds=total,
+        ),
     )
     _write_figure(out_dir, df, W0, corpus.vocabulary, words_sv)
     done = report.wrote_line("text", [out_dir / "results.csv", out_dir / "summary.md", out_dir / "text.png"])

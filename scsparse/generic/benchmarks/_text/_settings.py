@@ -4,31 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._paper import PAPER_HIDDEN_LAYERS
+from .._documents import document_settings
 
 __all__ = ["N_TOP_WORDS", "PAPER_TEXT_LAMBDA1", "PAPER_TEXT_NLL", "TEXT_SETTINGS"]
 
 #: Settings of the paper's PeerRead experiment (Moran et al. 2022, Table 6) and of the baselines.
-TEXT_SETTINGS: dict[str, Any] = {
-    "n_latent": 20,
-    "n_hidden": 100,
-    "n_layers": PAPER_HIDDEN_LAYERS,
-    "lr": 0.01,
-    "max_epochs": 40,
-    "batch_size": 128,
-    "lambda0": 5.0,
-    "lambda1": 1.0,  # Table 6: 0.001 (PAPER_TEXT_LAMBDA1), see _paper.slab_threshold_note
-    "betas": (2.0, 4.0, 6.0, 8.0, 16.0),
-    "vsc_alpha": 0.01,
-    "oivae_lambda": 1.0,
-    "oivae_p": 5,
-    "oivae_layers": 1,
-    "nmf_alpha": 0.0,
-    "vocab_size": 500,
-    "n_docs": None,
-    "n_is_samples": 50,
-    "n_eval_docs": None,
-}
+TEXT_SETTINGS: dict[str, Any] = document_settings(n_hidden=100, max_epochs=40)
 
 #: The slab rate of Table 6 for PeerRead, paired there with an E-step without the Laplace normalisers.
 PAPER_TEXT_LAMBDA1 = 0.001

@@ -1,9 +1,8 @@
-"""The ``summary.md`` of the text benchmark, written through :mod:`.._report`."""
+"""The ``summary.md`` of the text benchmark: its lines (:func:`summary_lines`), which ``_run`` writes."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -11,28 +10,27 @@ import pandas as pd
 from scsparse.generic.datasets import TextCorpus
 from scsparse.utils import markdown_rows
 
-from .. import _report as report
-from .._documents import (
-    NLL_DEFINITION,
-)
 from .._documents_summary import (
+    QUICK_READING,
+    all_runs_lines,
     beaten_by,
     best_beta_rows,
+    lambda_lines,
+    must_show_verdict,
+    network_words,
+    nll_lines,
     paper_comparison_table,
-    reduced_settings,
-    run_labels,
+    reduced_line,
+    summary_opening,
     unigram_lines,
-    verdict_best,
 )
-from .._paper import PAPER_DEPTH_NOTE, no_active_factor_note, slab_threshold_note
-from .._tables import markdown_table
+from .._paper import no_active_factor_note
 from ._settings import N_TOP_WORDS, PAPER_TEXT_LAMBDA1, PAPER_TEXT_NLL, TEXT_SETTINGS
 
-__all__ = ["write_summary"]
+__all__ = ["summary_lines"]
 
 
-def write_summary(
-    out_dir: Path,
+def summary_lines(
     df: pd.DataFrame,
     prov: dict[str, Any],
     cfg: Mapping[str, Any],
@@ -46,30 +44,19 @@ def write_summary(
     n_eval: int,
     n_test: int,
     total_seconds: float,
-) -> Path:
-    """Write ``summary.md`` into ``out_dir`` (through ``report.write_summary``); return its path."""
-    ok, detail = verdict_best(df)
-    verdict = report.target_verdict(ok, assessed=not quick, unassessed=report.NOT_ASSESSED_QUICK)
+) -> list[str]:
+    """The lines of ``summary.md``: what ran, Table 1b beside the paper's, the verdict, Table 3b and a reading."""
+    ok, verdict, detail = must_show_verdict(df, quick)
     reasons = ""
     if not quick and not ok:
         reasons = f" Why: {beaten_by(df)}; see 'Reading the result' below."
-    full_table = markdown_table(
-        df.assign(method=run_labels(df)),
-        ["method"],
-        ["heldout_nll", "n_active", "fit_seconds", "eval_seconds"],
-        digits={"heldout_nll": 2, "n_active": 1, "fit_seconds": 1, "eval_seconds": 1},
-    )
-    reduced = reduced_settings(cfg, TEXT_SETTINGS)
-    lambda_note = slab_threshold_note(cfg["lambda0"], cfg["lambda1"], PAPER_TEXT_LAMBDA1)
-    lines = [
-        *report.summary_head(
+    return [
+        *summary_opening(
             "# Text benchmark: held-out likelihood and topics of abstracts (Moran et al. 2022, Tables 1b and 3b)",
             prov,
+            quick=quick,
             total_seconds=total_seconds,
-            mode=f"{'quick' if quick else 'full'} mode",
         ),
-        "## What ran",
-        "",
         f"- Data: **NeurIPS 2023-2025 abstracts** (registry `text_neurips`, a stand-in for PeerRead, which is not "
         f"obtainable offline): {corpus.n_docs} documents x {corpus.n_words} words. The paper used ~11,000 PeerRead "
         "abstracts (arXiv/ICLR/ACL/CoNLL papers up to 2017); ours are newer and all from one venue, so the "
@@ -80,30 +67,28 @@ def write_summary(
         f"- Split: seeded 80/20 split of the documents per seed (seeds 0..{seeds - 1}); every method is fitted on the "
         f"same {n_train} training documents and scored on the same held-out documents "
         f"({n_eval} of the {n_test} held-out documents, a fixed subset drawn with the seed, are scored).",
-        f"- Settings (Table 6, PeerRead): K = {cfg['n_latent']}, MLPs of {cfg['n_layers']} hidden layers x "
-        f"{cfg['n_hidden']} {PAPER_DEPTH_NOTE}, Adam lr {cfg['lr']:g}, batch {cfg['batch_size']}, "
-        f"{cfg['max_epochs']} epochs; SparseVAE lambda1 = "
-        f"{cfg['lambda1']:g}, lambda0 = {cfg['lambda0']:g}, a = 1, b = G, KL warm-up over the first quarter; "
+        f"- Settings (Table 6, PeerRead): {network_words(cfg)}, a = 1, b = G, KL warm-up over the first quarter; "
         f"beta-VAE beta in {list(cfg['betas'])} (the table shows the best by mean NLL, as the paper does); "
         f"OI-VAE: each word its own group, p = {cfg['oivae_p']}, lambda = {cfg['oivae_lambda']:g}, "
         f"{cfg['oivae_layers']} hidden layer(s) of {cfg['n_hidden']} per word generator; VSC alpha = "
         f"{cfg['vsc_alpha']:g}; NMF (scikit-learn, KL divergence) with alpha = {cfg['nmf_alpha']:g} (the paper's "
         "alpha = 1.0 refers to scikit-learn's pre-1.2 parameter, whose scaling the current alpha_W does not "
         "share; we leave NMF unregularised).",
-        *([f"- {lambda_note}"] if lambda_note else []),
-        f"- Reduced from the paper's settings in this run: {'; '.join(reduced) if reduced else 'nothing'}.",
-        f"- {NLL_DEFINITION} Here S = {cfg['n_is_samples']}.",
-        "",
+        *lambda_lines(cfg, PAPER_TEXT_LAMBDA1),
+        reduced_line(cfg, TEXT_SETTINGS),
+        *nll_lines(cfg),
         "## Table 1b: held-out NLL per document (mean ± sd over seeds)",
         "",
         paper_comparison_table(df, {m: (v[0],) for m, v in PAPER_TEXT_NLL.items()}),
         "",
         "Paper: PeerRead, mean (sd) over five splits. Ours: NeurIPS abstracts -- compare orderings, not values.",
         "",
-        "All runs (every beta):",
-        "",
-        full_table,
-        "",
+        *all_runs_lines(
+            df,
+            ["method"],
+            ["heldout_nll", "n_active", "fit_seconds", "eval_seconds"],
+            {"heldout_nll": 2, "n_active": 1, "fit_seconds": 1, "eval_seconds": 1},
+        ),
         "## Must show",
         "",
         f"- SparseVAE has the best held-out NLL of all methods in the same run: **{verdict}** ({detail}).{reasons}",
@@ -139,13 +124,12 @@ def write_summary(
         "on the top words of its active factors.",
         "",
     ]
-    return report.write_summary(out_dir, lines)
 
 
 def _reading(df: pd.DataFrame, quick: bool) -> list[str]:
     """A few sentences on what the numbers say (ordering, gaps, caveats)."""
     if quick:
-        return ["Quick smoke run on a tiny corpus with 2 epochs: the numbers say nothing about the methods."]
+        return [QUICK_READING]
     best = best_beta_rows(df)
     means = best.groupby("method", sort=False)["heldout_nll"].mean().sort_values()
     order = " < ".join(f"{m} ({v:.1f})" for m, v in means.items())

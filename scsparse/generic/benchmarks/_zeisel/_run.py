@@ -41,7 +41,7 @@ from ._settings import (
     VSC_ACTIVE_FRACTION,
     ZEISEL_SETTINGS,
 )
-from ._summary import results_table, write_summary
+from ._summary import results_table, summary_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
@@ -477,16 +477,18 @@ def run_zeisel(
     df = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
     report.write_results(df, out_dir, RESULT_COLUMNS)
     fig_path = _write_figure(out_dir, df, settings)
-    write_summary(
+    report.write_summary(
         out_dir,
-        df,
-        prov,
-        data=data,
-        seeds=seeds,
-        epochs=epochs,
-        settings=settings,
-        full_data=full_data,
-        figure=fig_path.name,
+        summary_lines(
+            df,
+            prov,
+            data=data,
+            seeds=seeds,
+            epochs=epochs,
+            settings=settings,
+            full_data=full_data,
+            figure=fig_path.name,
+        ),
     )
     done = report.wrote_line("zeisel", [out_dir / "results.csv", out_dir / "summary.md", fig_path])
     return report.finish_run(df, out_dir, results_table(df), done, verbose=verbose)

@@ -1,11 +1,10 @@
-"""The ``summary.md`` of the zeisel benchmark, written through :mod:`.._report`."""
+"""The ``summary.md`` of the zeisel benchmark: its lines (:func:`summary_lines`), which ``_run`` writes."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,9 +15,6 @@ from .. import _report as report
 from .._paper import PAPER_DEPTH_NOTE
 from .._tables import format_mean_sd, results_section
 from ._prep import TEST_FRACTION, ZeiselData
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
 from ._settings import (
     DEFAULT_SEEDS,
     GENES_REFERENCE,
@@ -28,7 +24,7 @@ from ._settings import (
     ZEISEL_SETTINGS,
 )
 
-__all__ = ["results_table", "write_summary"]
+__all__ = ["results_table", "summary_lines"]
 
 
 def _package_decoder_words() -> str:
@@ -168,8 +164,7 @@ def _notes(df: pd.DataFrame) -> list[str]:
     return ["## Notes", "", *notes, ""] if notes else []
 
 
-def write_summary(
-    out_dir: Path,
+def summary_lines(
     df: pd.DataFrame,
     prov: dict[str, Any],
     *,
@@ -179,12 +174,12 @@ def write_summary(
     settings: Sequence[str],
     full_data: bool,
     figure: str,
-) -> Path:
-    """Write ``summary.md`` into ``out_dir`` (through ``report.write_summary``); return its path."""
+) -> list[str]:
+    """The lines of ``summary.md``: what ran, the results beside the paper's Table 4, the targets and notes."""
     s = ZEISEL_SETTINGS
     n_train = int(df["n_train"].iloc[0]) if len(df) else 0
     n_test = int(df["n_test"].iloc[0]) if len(df) else 0
-    lines = [
+    return [
         *report.summary_head("# Zeisel benchmark: cell types from the factors (Moran et al. 2022, Table 4)", prov),
         "## What ran",
         "",
@@ -231,4 +226,3 @@ def write_summary(
         f"Per-seed values are in `results.csv`; the figure is `{figure}`.",
         "",
     ]
-    return report.write_summary(out_dir, lines)
