@@ -11,6 +11,8 @@ BENCHMARKS = PACKAGE / "generic" / "benchmarks"
 #: The one helper that registers, builds and trains a scvi-tools model (``_fits.scvi_tools_fit``).
 FITS = BENCHMARKS / "_fits.py"
 FIT_HELPER = "scvi_tools_fit"
+#: Calls that write a file: a summary module builds lines, its benchmark's ``_run`` writes them.
+WRITERS = frozenset({"write_summary", "write_text"})
 
 
 def _dotted(node: ast.expr) -> str:
@@ -32,13 +34,31 @@ def _calls(tree: ast.AST) -> list[tuple[int, str]]:
 def _summary_out_of_place(folders: dict[str, Path]) -> list[str]:
     """What breaks "a benchmark's summary is written by its folder's ``_summary``", for each ``name -> folder``.
 
-    A folder without ``_summary.py``; a ``summary_head`` call (the opening of every ``summary.md``) in any other
-    module of the folder; a function of ``_run.py`` whose name says it writes or builds a summary.
+    A folder without ``_summary.py``; a ``_summary.py`` that defines no ``summary_lines`` (the lines of
+    ``summary.md``, built without writing) or that writes a file itself (``write_summary``, ``write_text``); a
+    ``_run.py`` that does not write them through ``write_summary`` (``_report``'s, the one writer); a
+    ``summary_head`` call (the opening of every ``summary.md``) in any other module of the folder; a function of
+    ``_run.py`` whose name says it writes or builds a summary.
     """
     found = []
     for name, folder in sorted(folders.items()):
-        if not (folder / "_summary.py").is_file():
+        summary = folder / "_summary.py"
+        if not summary.is_file():
             found.append(f"{name}: no _summary.py")
+        else:
+            tree = ast.parse(summary.read_text())
+            if not any(isinstance(n, ast.FunctionDef) and n.name == "summary_lines" for n in tree.body):
+                found.append(f"{name}/_summary.py defines no summary_lines")
+            found += [
+                f"{name}/_summary.py:{line} calls {func}"
+                for line, func in _calls(tree)
+                if func.rpartition(".")[2] in WRITERS
+            ]
+        run = folder / "_run.py"
+        if run.is_file() and not any(
+            func.rpartition(".")[2] == "write_summary" for _, func in _calls(ast.parse(run.read_text()))
+        ):
+            found.append(f"{name}/_run.py does not call write_summary")
         for path in sorted(folder.glob("*.py")):
             if path.name == "_summary.py":
                 continue
@@ -64,26 +84,33 @@ def _benchmark_folders() -> dict[str, Path]:
 
 
 def test_every_benchmark_writes_its_summary_in_its_summary_module():
-    """A benchmark is a folder (``_run``, its jobs, ``_summary``); ``summary.md`` opens with
-    ``_report.summary_head`` in the folder's ``_summary`` and nowhere else, and ``_run`` defines no summary writer."""
+    """A benchmark is a folder (``_run``, its jobs, ``_summary``); the folder's ``_summary`` builds the lines of
+    ``summary.md`` (``summary_lines``, opening with ``_report.summary_head``, which no other module calls) and
+    ``_run`` writes them with ``_report.write_summary``; ``_run`` defines no summary writer of its own."""
     assert _summary_out_of_place(_benchmark_folders()) == []
 
 
 def test_the_house_rule_sees_a_summary_written_in_the_run_module(tmp_path):
     for name in ("bars", "mocap", "text"):
         (tmp_path / f"_{name}").mkdir()
-    (tmp_path / "_bars" / "_summary.py").write_text("def write_summary(out, prov):\n    summary_head('# Bars', prov)\n")
-    (tmp_path / "_bars" / "_run.py").write_text("def run_bars():\n    pass\n")
+    (tmp_path / "_bars" / "_summary.py").write_text(
+        "def write_summary(out, prov):\n    report.write_summary(out, [*summary_head('# Bars', prov)])\n"
+    )
+    (tmp_path / "_bars" / "_run.py").write_text("def run_bars(out):\n    write_summary(out, [])\n")
     (tmp_path / "_mocap" / "_run.py").write_text(
         "from .. import _report as report\n\n\ndef _write_summary(prov):\n    return report.summary_head('# M', prov)\n"
     )
-    (tmp_path / "_text" / "_summary.py").write_text("")
+    (tmp_path / "_text" / "_summary.py").write_text("def summary_lines(prov):\n    return []\n")
     (tmp_path / "_text" / "_run.py").write_text("def run_text(prov):\n    return [*summary_head('# Text', prov)]\n")
     folders = {name: tmp_path / f"_{name}" for name in ("bars", "mocap", "text")}
     assert _summary_out_of_place(folders) == [
+        "bars/_summary.py defines no summary_lines",
+        "bars/_summary.py:2 calls report.write_summary",
         "mocap: no _summary.py",
+        "mocap/_run.py does not call write_summary",
         "mocap/_run.py:5 calls report.summary_head",
         "mocap/_run.py:4 defines _write_summary",
+        "text/_run.py does not call write_summary",
         "text/_run.py:2 calls summary_head",
     ]
 
