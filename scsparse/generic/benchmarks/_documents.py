@@ -10,21 +10,20 @@ held-out negative log-likelihood (:data:`NLL_DEFINITION`); both take them from h
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from scsparse.generic.datasets import TextCorpus, text_corpus
 from scsparse.generic.models import NMF, OIVAE, VAE, VSC, ArrayModel, ArraySparseVAE, BetaVAE
 from scsparse.utils import check_integer
 
 from ._paper import PAPER_HIDDEN_LAYERS
 from ._settings import run_settings
-
-if TYPE_CHECKING:  # pragma: no cover
-    from scsparse.generic.datasets import TextCorpus
 
 __all__ = [
     "METHOD_NAMES",
@@ -36,6 +35,7 @@ __all__ = [
     "document_settings",
     "entry_row",
     "fit_and_score",
+    "load_corpus",
     "nmf_marginal_nll",
     "resolve_run",
     "resolve_settings",
@@ -156,6 +156,11 @@ class FittedMethod:
     eval_seconds: float
     nll_plugin: float = math.nan
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def beta_note(self) -> str:
+        """``" beta=<beta>"`` for the beta-VAE, ``""`` for the others (for progress lines)."""
+        return "" if math.isnan(self.beta) else f" beta={self.beta:g}"
 
 
 def build_models(cfg: Mapping[str, Any], seed: int, methods: Sequence[str] = METHOD_NAMES) -> list[FittedMethod]:
@@ -358,3 +363,19 @@ def check_corpus(corpus: TextCorpus, n_latent: int) -> None:
             f"factors, or fewer than max({n_latent}, 10) documents. Pass a larger corpus (source=...) or a larger "
             "vocab_size."
         )
+
+
+def load_corpus(
+    cfg: dict[str, Any],
+    source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None,
+    n_factors: int,
+) -> TextCorpus:
+    """The corpus of a document benchmark, checked for ``n_factors`` factors; sets ``cfg["n_features"]``.
+
+    :func:`~scsparse.generic.datasets.text_corpus` of ``source`` with ``cfg``'s ``vocab_size`` and ``n_docs``,
+    then :func:`check_corpus`; ``cfg["n_features"]`` becomes its number of words.
+    """
+    corpus = text_corpus(source, vocab_size=cfg["vocab_size"], max_docs=cfg["n_docs"])
+    check_corpus(corpus, n_factors)
+    cfg["n_features"] = corpus.n_words
+    return corpus

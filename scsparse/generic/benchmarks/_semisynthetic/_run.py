@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse.generic.datasets import eval_subset, split_rows, text_corpus
+from scsparse.generic.datasets import eval_subset, split_rows
 from scsparse.utils import torch_threads
 
 from .. import _report as report
-from .._documents import METHOD_NAMES, check_corpus, resolve_run, resolve_settings, score_methods
+from .._documents import METHOD_NAMES, load_corpus, resolve_run, resolve_settings, score_methods
 from .._documents_summary import run_labels
 from .._process import quiet_training_logs
 from ._settings import PAPER_SEMISYNTHETIC_LAMBDA1, PAPER_SEMISYNTHETIC_NLL, SEMISYNTHETIC_SETTINGS
@@ -283,9 +283,7 @@ def run_semisynthetic(
     rows: list[dict[str, Any]] = []
     with torch_threads(n_threads), quiet_training_logs():
         prov = report.provenance("semisynthetic", options)
-        corpus = text_corpus(source, vocab_size=cfg["vocab_size"], max_docs=cfg["n_docs"])
-        check_corpus(corpus, max(cfg["n_latent"], cfg["n_topics"]))
-        cfg["n_features"] = corpus.n_words
+        corpus = load_corpus(cfg, source, max(cfg["n_latent"], cfg["n_topics"]))
         t0 = time.perf_counter()
         theta, beta = fit_lda(corpus.counts, cfg["n_topics"], seed=0)
         if verbose:
@@ -316,9 +314,8 @@ def run_semisynthetic(
                         }
                     )
                     if verbose:
-                        b = "" if math.isnan(entry.beta) else f" beta={entry.beta:g}"
                         print(
-                            f"[semisynthetic] seed {seed} {level} (sigma={sigma:g}) {entry.method}{b}: "
+                            f"[semisynthetic] seed {seed} {level} (sigma={sigma:g}) {entry.method}{entry.beta_note}: "
                             f"NLL {entry.heldout_nll:.2f}, fit {entry.fit_seconds:.1f} s",
                             flush=True,
                         )

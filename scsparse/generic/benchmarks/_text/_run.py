@@ -17,18 +17,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from scsparse.generic.datasets import eval_subset, split_rows, text_corpus
+from scsparse.generic.datasets import eval_subset, split_rows
 from scsparse.generic.models import ArrayModel, ArraySparseVAE
 from scsparse.utils import torch_threads, write_csv
 
 from .. import _report as report
-from .._documents import (
-    METHOD_NAMES,
-    check_corpus,
-    resolve_run,
-    resolve_settings,
-    score_methods,
-)
+from .._documents import METHOD_NAMES, load_corpus, resolve_run, resolve_settings, score_methods
 from .._documents_summary import run_labels
 from .._process import quiet_training_logs
 from ._settings import N_TOP_WORDS, PAPER_TEXT_LAMBDA1, PAPER_TEXT_NLL, TEXT_SETTINGS
@@ -247,10 +241,8 @@ def run_text(
     W0: np.ndarray | None = None
     with torch_threads(n_threads), quiet_training_logs():
         prov = report.provenance("text", options)
-        corpus = text_corpus(source, vocab_size=cfg["vocab_size"], max_docs=cfg["n_docs"])
-        check_corpus(corpus, cfg["n_latent"])
+        corpus = load_corpus(cfg, source, cfg["n_latent"])
         X = corpus.counts.astype(np.float32)
-        cfg["n_features"] = corpus.n_words
         if verbose:
             print(f"[text] corpus: {corpus.n_docs} documents x {corpus.n_words} words", flush=True)
         for seed in range(seeds):
@@ -259,10 +251,9 @@ def run_text(
             for entry, row in score_methods(cfg, seed, methods, X[train_idx], X[eval_idx]):
                 rows.append(row)
                 if verbose:
-                    b = "" if math.isnan(entry.beta) else f" beta={entry.beta:g}"
                     print(
-                        f"[text] seed {seed} {entry.method}{b}: NLL {entry.heldout_nll:.2f} ({entry.nll_kind}), "
-                        f"fit {entry.fit_seconds:.1f} s, eval {entry.eval_seconds:.1f} s",
+                        f"[text] seed {seed} {entry.method}{entry.beta_note}: NLL {entry.heldout_nll:.2f} "
+                        f"({entry.nll_kind}), fit {entry.fit_seconds:.1f} s, eval {entry.eval_seconds:.1f} s",
                         flush=True,
                     )
                 if seed == 0 and entry.method == "SparseVAE":
