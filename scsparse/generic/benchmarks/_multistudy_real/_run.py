@@ -27,6 +27,20 @@ __all__ = ["REAL_RESULT_COLUMNS", "REAL_SETTINGS", "run_multistudy_real"]
 #: Columns of ``results.csv`` of :func:`run_multistudy_real`, in order.
 REAL_RESULT_COLUMNS: tuple[str, ...] = ("dataset", "seed", "metric", "value", "target", "met", "fit_seconds")
 
+#: The model and training settings every dataset of :data:`REAL_SETTINGS` shares; each adds its own sizes, width,
+#: initial ``|W|`` and epochs.
+_SHARED_FIT: dict[str, Any] = {
+    "n_layers": 1,
+    "gene_likelihood": "nb",
+    "lambda0": 10.0,
+    "lambda1": 1.0,
+    "dropout_rate": 0.1,
+    "first_bias": False,
+    "encode_study": False,
+    "lr": 0.01,
+    "batch_size": 128,
+}
+
 #: Settings of :func:`run_multistudy_real` per dataset (``quick`` overrides in ``"quick"``).
 REAL_SETTINGS: dict[str, dict[str, Any]] = {
     "kang": {
@@ -37,16 +51,8 @@ REAL_SETTINGS: dict[str, dict[str, Any]] = {
         # stimulated-specific factor in 3 of 5 seeds, fits with this setting in 5 of 5
         "n_latent_specific": {"stimulated": 3},
         "n_hidden": 32,
-        "n_layers": 1,
-        "gene_likelihood": "nb",
-        "lambda0": 10.0,
-        "lambda1": 1.0,
-        "dropout_rate": 0.1,
         "w_init": 0.1,
-        "first_bias": False,
-        "encode_study": False,
-        "lr": 0.01,
-        "batch_size": 128,
+        **_SHARED_FIT,
         "max_epochs": 100,
         "n_top_genes": 50,
         "quick": {"max_epochs": 5, "n_hidden": 16},
@@ -56,16 +62,8 @@ REAL_SETTINGS: dict[str, dict[str, Any]] = {
         "n_latent_shared": 8,
         "n_latent_specific": 3,
         "n_hidden": 32,
-        "n_layers": 1,
-        "gene_likelihood": "nb",
-        "lambda0": 10.0,
-        "lambda1": 1.0,
-        "dropout_rate": 0.1,
         "w_init": 0.1,
-        "first_bias": False,
-        "encode_study": False,
-        "lr": 0.01,
-        "batch_size": 128,
+        **_SHARED_FIT,
         "max_epochs": 300,
         "quick": {"max_epochs": 5, "n_hidden": 16, "n_genes": 300},
     },
@@ -81,16 +79,8 @@ REAL_SETTINGS["pbmc_3batch"] = {
     "n_latent_shared": 15,
     "n_latent_specific": 3,
     "n_hidden": 128,
-    "n_layers": 1,
-    "gene_likelihood": "nb",
-    "lambda0": 10.0,
-    "lambda1": 1.0,
-    "dropout_rate": 0.1,
     "w_init": 0.3,
-    "first_bias": False,
-    "encode_study": False,
-    "lr": 0.01,
-    "batch_size": 128,
+    **_SHARED_FIT,
     "max_epochs": 150,
     "n_neighbors": 30,
     "n_cells": None,
