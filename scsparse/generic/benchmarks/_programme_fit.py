@@ -11,11 +11,13 @@ genes by the method's own ranking.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from anndata import AnnData
+
+from scsparse.utils import check_integer
 
 __all__ = ["EQUAL_SIZES", "FitBudget", "ProgrammeFit", "extended_ranking", "read_sparsevae"]
 
@@ -52,6 +54,19 @@ class FitBudget:
     consensus_restarts: int = 5
     cnmf_iterations: int = 100
     mofa_iterations: int = 1000
+
+    def with_max_epochs(self, max_epochs: int | None) -> FitBudget:
+        """The budget with ``max_epochs`` epochs (a whole number of at least 1) instead; ``None`` keeps its own.
+
+        Examples
+        --------
+        >>> FitBudget(max_epochs=60).with_max_epochs(None).max_epochs, FitBudget().with_max_epochs(5).max_epochs
+        (60, 5)
+        """
+        if max_epochs is None:
+            return self
+        check_integer("max_epochs", max_epochs)
+        return replace(self, max_epochs=max_epochs)
 
 
 @dataclass

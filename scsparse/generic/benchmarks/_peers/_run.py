@@ -326,16 +326,13 @@ def run_peers(
     """
     seeds = (1 if quick else 3) if seeds is None else seeds
     check_integer("seeds", seeds)
-    if max_epochs is not None:
-        check_integer("max_epochs", max_epochs)
+    budget = (_QUICK if quick else _FULL).with_max_epochs(max_epochs)
     chosen_data = chosen_names(datasets, list(REAL_DATASETS), "data set(s)")
     chosen_methods = chosen_names(
         [*DEFAULT_METHODS, *MULTISTUDY_METHODS] if methods is None else methods,
         [*PEER_METHODS, *MULTISTUDY_METHODS],
         "method(s)",
     )
-    base = _QUICK if quick else _FULL
-    budget = FitBudget(**{**base.__dict__, "max_epochs": max_epochs or base.max_epochs})
     out_dir = make_output_dir(out)
     options = run_options(
         out_dir, seeds, quick, budget.max_epochs, datasets=chosen_data, methods=chosen_methods,

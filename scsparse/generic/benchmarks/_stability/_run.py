@@ -381,8 +381,7 @@ def run_stability(
     check_integer("seeds", seeds)
     if seeds < 2:
         raise ValueError(f"Stability needs at least 2 seeds, got {seeds}.")
-    if max_epochs is not None:
-        check_integer("max_epochs", max_epochs)
+    budget = (_QUICK if quick else _FULL).with_max_epochs(max_epochs)
     single = [n for n in REAL_DATASETS if n not in _MULTI_STUDY]
     if datasets is None:
         chosen_data = ["kang"] if quick else single
@@ -403,8 +402,6 @@ def run_stability(
     chosen_sections = set(chosen_names(sections if sections is not None else list(SECTIONS), SECTIONS, "section(s)"))
     if chosen_sections == {"halves"} and not halves:
         raise ValueError("The 'halves' section needs at least one random halving: pass halves >= 1 (--halves N).")
-    base = _QUICK if quick else _FULL
-    budget = FitBudget(**{**base.__dict__, "max_epochs": max_epochs or base.max_epochs})
     out_dir = make_output_dir(out)
     options = run_options(
         out_dir, seeds, quick, budget.max_epochs, datasets=chosen_data, methods=chosen, n_threads=n_threads,
