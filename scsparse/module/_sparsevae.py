@@ -197,7 +197,7 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         # The running mean of W's data gradient by which exact zeros judge zero entries, and its weight per entry
         # (:class:`~scsparse.train.SparseVAETrainingPlan`'s ``zero_rule_decay``). It lives with the module, so a
         # second ``train(exact_zeros=True)`` goes on from the first's evidence instead of judging by one minibatch;
-        # it is not saved (empty until a fit with exact zeros).
+        # it is not saved (empty until a fit with exact zeros, see :meth:`forget_zero_rule_mean_`).
         self.register_buffer("zero_rule_mean", torch.zeros(0), persistent=False)
         self.register_buffer("zero_rule_weight", torch.zeros(0), persistent=False)
 
@@ -500,6 +500,13 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         if grad is None:
             return torch.zeros_like(w)
         return grad - torch.sign(w) * self.rates_over_cells(n_obs)
+
+    def forget_zero_rule_mean_(self) -> None:
+        """Empty the zero rule's running mean of ``W``'s data gradient and its weights, in place (a fit that moves ``W``
+        without updating them leaves them describing another ``W``); the next fit with exact zeros starts them afresh.
+        """
+        empty = torch.zeros(0, device=self.zero_rule_mean.device)
+        self.zero_rule_mean, self.zero_rule_weight = empty, empty.clone()
 
     @torch.no_grad()
     def zero_rule_gradient_(self, n_obs: int, zero_grad: torch.Tensor | None = None) -> torch.Tensor:

@@ -215,8 +215,7 @@ class SparseVAETrainingPlan(TrainingPlan):
         super().on_train_start()
         self._previous_slab = self._slab()
         if not self.exact_zeros or self.zero_rule_decay == 0:  # W moves without the mean: it no longer describes W
-            empty = torch.zeros(0, device=self.module.zero_rule_mean.device)
-            self.module.zero_rule_mean, self.module.zero_rule_weight = empty, empty.clone()
+            self.module.forget_zero_rule_mean_()
         self._start_loss, self._epoch_loss = None, None
 
     def _check_divergence(self) -> None:

@@ -144,8 +144,8 @@ def test_a_second_fit_goes_on_from_the_first_fits_running_mean(planted):
     plan = {"exact_zeros": True, "active_set_every": 5}
     model.train(plan_kwargs=plan, **again)
     went_on = int(model.history["w_readmitted"].iloc[-1, 0])
-    module.load_state_dict(state)  # the same fit, its running mean begun afresh (as a new plan once began it)
-    module.zero_rule_mean, module.zero_rule_weight = torch.zeros(0), torch.zeros(0)
+    module.load_state_dict(state)  # the same fit, its running mean begun afresh (as a loaded model begins it)
+    module.forget_zero_rule_mean_()
     model.train(plan_kwargs=plan, **again)
     afresh = int(model.history["w_readmitted"].iloc[-1, 0])
     # judged by one minibatch the first check readmits noise (35 of 120 entries against 2 on this fixture)

@@ -3,11 +3,11 @@
 A fresh model's epochs (the epoch section) are those before the mask settles, when every entry of ``W`` is still
 nonzero. Here, for each number of factors, a model of all the cells trains with exact zeros and the decoder on its
 active set (``train(exact_zeros=True)``) until its mask has settled — as many steps as ``settle_epochs`` epochs of
-``settle_cells`` cells — and goes on in the same fit for ``rounds`` blocks of ``epochs`` epochs, which are timed.
-The same fit, because the active set's checks judge a zero entry by a running mean of its gradient that lives in the
-fit (a new ``train()`` call starts it afresh, and its first checks readmit the entries one minibatch's noise puts
-over their bound). Then two things train in turn for ``epochs`` epochs, in rounds, so that a slow spell of a shared
-machine falls on both sides of their ratio:
+``settle_cells`` cells — and goes on in the same fit for ``rounds`` blocks of ``epochs`` epochs, which are timed. One
+``train()`` call, because the active set's checks judge a zero entry by a running mean of its gradient, which a model
+built from the settled weights would start afresh (the mean is not saved), and whose first checks would then readmit the
+entries one minibatch's noise puts over their bound. Then two things train in turn for ``epochs`` epochs, in rounds, so
+that a slowdown during the run falls on both sides of their ratio:
 
 - **every entry** — the settled weights with the whole mask readmitted, trained with the default (dense) steps;
 - **SCVI** — a fresh ``scvi.model.SCVI`` at the same number of factors.
