@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
+from scvi import REGISTRY_KEYS
 
 from scsparse._checks import InvalidInputError, check_integer, check_pip_threshold, check_real
+from scsparse._options import COUNT_LIKELIHOODS
 from scsparse.data._genesets import GeneSetError, load_gene_sets
 from scsparse.results import MIN_KEPT, guided_table
 
@@ -26,9 +28,13 @@ __all__ = [
     "DEFAULT_MIN_SET_GENES",
     "DEFAULT_SET_PRIOR",
     "GuidedFactorsMixin",
+    "GUIDED_CODE_LR",
+    "GUIDED_CODE_STEPS",
+    "GUIDED_KL_DELAY",
     "check_set_prior",
     "guided_members",
     "resolve_gene_sets",
+    "set_scores",
 ]
 
 #: The fewest of a set's genes the data must have for the set to guide a factor (``min_set_genes``).
@@ -40,6 +46,17 @@ DEFAULT_SET_PRIOR = 0.5
 #: which set genes it keeps. A start at 1.0 (``p* = 0.999``) kept a decoy set whole in a 60-epoch fit of a planted
 #: simulation.
 GUIDED_START = 0.5
+
+#: Adam steps (learning rate :data:`GUIDED_CODE_LR`, the training minibatches) that start a guided model's encoder
+#: on its sets' scores before the first fit (``train(guided_start=True)``): after them each guided code follows its
+#: set's score in every cell, so the factor starts carrying its set's signal whatever the random draw.
+GUIDED_CODE_STEPS = 500
+#: The learning rate of the encoder's start on the sets' scores.
+GUIDED_CODE_LR = 1e-3
+#: The share of the KL warm-up through which the guided codes have no KL term (``train(guided_start=True)``;
+#: :class:`~scsparse.train.SparseVAETrainingPlan`'s ``guided_kl_delay``); their weight then rises to the full one at
+#: the warm-up's end.
+GUIDED_KL_DELAY = 0.25
 
 GeneSetsArgument = str | PathLike[str] | Mapping[str, Iterable[str]]
 
@@ -127,6 +144,38 @@ def guided_members(gene_sets: Mapping[str, Sequence[str]], gene_names: Sequence[
     return members
 
 
+def set_scores(x: torch.Tensor, members: torch.Tensor, counts: bool = True) -> torch.Tensor:
+    """Each set's score in each cell: the mean ``log(1 + x)`` of its genes at 10,000 counts per cell.
+
+    Parameters
+    ----------
+    x
+        The cells' values, shape ``(cells, genes)``: counts, or (``counts=False``) values on their own scale, which are
+        averaged as they are.
+    members
+        Boolean ``(genes, sets)`` membership, each set with at least one gene.
+    counts
+        Whether ``x`` holds counts (normalised to 10,000 per cell and log-transformed first).
+
+    Returns
+    -------
+    torch.Tensor
+        Shape ``(cells, sets)``.
+
+    Examples
+    --------
+    >>> x = torch.tensor([[9.0, 1.0, 0.0], [0.0, 0.0, 10.0]])
+    >>> members = torch.tensor([[True, False], [True, False], [False, True]])
+    >>> set_scores(x, members, counts=False)
+    tensor([[ 5.,  0.],
+            [ 0., 10.]])
+    """
+    if counts:
+        x = torch.log1p(x / x.sum(-1, keepdim=True).clamp_min(1.0) * 1e4)
+    weights = members.to(x.dtype)
+    return x @ (weights / weights.sum(0))
+
+
 class GuidedFactorsMixin:
     """Gene-set guided factors of :class:`~scsparse.model.SparseVAE`: the sets' resolution and their reading."""
 
@@ -163,6 +212,49 @@ class GuidedFactorsMixin:
         members = self.module.prior.members[:, : len(self.gene_sets_)]
         guided = self.module.decoder.W[:, : len(self.gene_sets_)]
         guided.copy_(torch.where(members, torch.full_like(guided, GUIDED_START), torch.zeros_like(guided)))
+
+    def _start_guided_codes(self, batch_size: int) -> int:
+        """Start the encoder of a guided model on its sets' scores; the number of steps taken (0: not guided, a query
+        or no AnnData).
+
+        :data:`GUIDED_CODE_STEPS` Adam steps on the encoder alone fit each guided factor's posterior mean to its set's
+        score (:func:`set_scores`), standardised over the cells, on shuffled minibatches of every cell (as the mask's
+        NMF start reads every cell). The decoder, ``W`` and the prior are untouched.
+        """
+        if not self.gene_sets_ or self._is_query() or self.adata is None:
+            return 0
+        module = self.module
+        n_sets = len(self.gene_sets_)
+        counts = module.gene_likelihood in COUNT_LIKELIHOODS
+        members = module.prior.members[:, :n_sets]
+        every = np.arange(self.adata.n_obs)
+
+        def scores(tensors: dict[str, torch.Tensor]) -> torch.Tensor:
+            x = tensors[REGISTRY_KEYS.X_KEY].to(members.device, torch.float64)
+            return set_scores(x, members, counts)
+
+        with torch.no_grad():  # each set's mean and spread over the cells
+            total, square = torch.zeros(n_sets, dtype=torch.float64), torch.zeros(n_sets, dtype=torch.float64)
+            for tensors in self._make_data_loader(adata=self.adata, indices=every, batch_size=max(batch_size, 1024)):
+                s = scores(tensors).cpu()
+                total, square = total + s.sum(0), square + (s**2).sum(0)
+            mean = total / len(every)
+            sd = (square / len(every) - mean**2).clamp_min(0).sqrt()
+            sd = torch.where(sd > 0, sd, torch.ones_like(sd))  # a set silent in every cell scores 0 everywhere
+        optimiser = torch.optim.Adam(module.encoder.parameters(), lr=GUIDED_CODE_LR)
+        steps = 0
+        while steps < GUIDED_CODE_STEPS:
+            for tensors in self._make_data_loader(adata=self.adata, indices=every, batch_size=batch_size, shuffle=True):
+                loc = module.inference(**module._get_inference_input(tensors))["qz"].loc[..., :n_sets]
+                target = ((scores(tensors).cpu() - mean) / sd).to(loc.device, loc.dtype)
+                optimiser.zero_grad()
+                torch.nn.functional.mse_loss(loc, target).backward()
+                optimiser.step()
+                steps += 1
+                if steps == GUIDED_CODE_STEPS:
+                    break
+        optimiser.zero_grad(set_to_none=True)
+        return steps
 
     @property
     def guided_factors(self) -> list[str]:

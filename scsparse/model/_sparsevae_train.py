@@ -13,6 +13,7 @@ from scsparse._options import COUNT_LIKELIHOODS
 from scsparse.nn import flush_denormals
 from scsparse.train import ACTIVE_SET_EVERY, SettledStopping, clean_training_output
 
+from ._gene_sets import GUIDED_KL_DELAY
 from ._init import mask_start
 from ._seeding import seeded
 from ._validation import check_float32_default, check_precision, check_train_arguments
@@ -35,6 +36,7 @@ class TrainMixin:
         kl_warmup_fraction: float = 0.25,
         orient: bool = True,
         exact_zeros: bool = False,
+        guided_start: bool = True,
         plan_kwargs: dict | None = None,
         accelerator: str = "auto",
         devices: int | list[int] | str = "auto",
@@ -99,6 +101,15 @@ class TrainMixin:
             ``zero_rule_decay`` of :class:`~scsparse.train.SparseVAETrainingPlan`). The same programmes as the
             default steps, in less time once the mask is sparse (:doc:`/benchmarks/speed`). Not for a query model or
             a consensus refit, whose masks are held fixed.
+        guided_start
+            With ``gene_sets``: before the first fit, start the encoder so that each guided factor's code follows its
+            set's score in every cell (the mean ``log(1 + x)`` of the set's genes at 10,000 counts per cell,
+            standardised; 500 Adam steps on the encoder alone), and keep the guided codes out of the KL term for the
+            first quarter of the KL warm-up, their weight then rising to the full one at its end
+            (``plan_kwargs["guided_kl_free"]`` and ``"guided_kl_delay"``), so the factor carries its set's signal
+            while the decoder learns to use it, whatever the random draw (:doc:`/user-guide/gene-sets`). ``False``:
+            the guided codes start and warm up as the free ones (the sets still start ``W``'s columns and raise
+            their genes' prior inclusion).
         plan_kwargs
             Passed to :class:`~scsparse.train.SparseVAETrainingPlan` (``lr``, ``weight_decay``,
             ``n_epochs_kl_warmup``, ``reduce_lr_on_plateau`` ...).
@@ -141,6 +152,8 @@ class TrainMixin:
             n_cells=n_cells, max_epochs=max_epochs, lr=lr, batch_size=batch_size, train_size=train_size,
             kl_warmup_fraction=kl_warmup_fraction, seed=seed,
         )  # fmt: skip
+        if not isinstance(guided_start, bool):
+            raise InvalidInputError(f"guided_start must be True or False, got {guided_start!r}.")
         check_float32_default()
         check_precision(kwargs.get("precision"))
         if max_epochs is None:
@@ -149,6 +162,9 @@ class TrainMixin:
         plan = {"lr": lr, "n_epochs_kl_warmup": warmup, "em_every": em_every}
         if exact_zeros:
             plan |= {"exact_zeros": True, "active_set_every": ACTIVE_SET_EVERY}
+        guided = bool(guided_start) and bool(self.gene_sets_) and not self._is_query()
+        if guided and warmup is not None and self.module.latent_prior is None:
+            plan |= {"guided_kl_free": len(self.gene_sets_), "guided_kl_delay": GUIDED_KL_DELAY}
         if datamodule is not None and not hasattr(datamodule, "n_train"):
             plan["n_obs_training"] = n_cells
         plan.update(plan_kwargs or {})
@@ -186,12 +202,15 @@ class TrainMixin:
         # in the mode it finds: without this a second train() call, or training a loaded model, would run with
         # dropout off and batch norm on its running statistics
         self.module.train()
-        if not self.is_trained_:
+        started = not self.is_trained_
+        if started:
             self._start_mask()
             self._start_guided_columns()
         # the split, the minibatch order, dropout and the orientation's pass follow the model's seed; the caller's
         # random state is kept. Denormals slow CPU training several-fold late in a fit.
         with seeded(self.seed):
+            steps = self._start_guided_codes(batch_size) if started and guided else 0
+            self.train_kwargs_["guided_code_steps"] = steps
             with flush_denormals(), clean_training_output(self._expected_training_warnings()):
                 super().train(
                     max_epochs=max_epochs,

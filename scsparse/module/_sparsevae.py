@@ -456,21 +456,43 @@ class SparseVAEModule(BaseMinifiedModeModuleClass):
         generative_outputs: dict[str, torch.Tensor],
         kl_weight: float = 1.0,
         n_obs: int = 1,
+        guided_codes: int = 0,
+        guided_kl_weight: float = 1.0,
     ) -> LossOutput:
         """Per-cell negative ELBO plus the global prior terms scaled by the number of training cells.
 
         ``loss = mean_i[-log p(x_i | z_i) + kl_weight * KL(q(z_i | x_i) || N(0, I))] + penalty / n``, with
         ``n = min(n_obs, max_prior_cells)``. The global penalty is divided by the number of training cells (the
         data term is a sum over all of them), not by the minibatch size, and it is not multiplied by
-        ``kl_weight``.
+        ``kl_weight``. The first ``guided_codes`` codes have the KL weight ``guided_kl_weight`` instead (the guided
+        factors during the KL warm-up, :class:`~scsparse.train.SparseVAETrainingPlan`'s ``guided_kl_free``); the
+        ``kl_local`` reported is every code's whole KL, so the ELBO logged is the model's.
         """
         x = tensors[REGISTRY_KEYS.X_KEY]
         rec = -self.log_likelihood(x, generative_outputs)
         qz, mask = inference_outputs["qz"], inference_outputs.get("latent_mask")
         kl_z = gaussian_kl(qz, mask) if self.latent_prior is None else self.latent_prior.kl(qz)
         penalty = self.global_penalty()
-        loss = sparse_vae_objective(rec, kl_z, penalty, self.prior_cells(n_obs), kl_weight)
+        if guided_codes:
+            kl_loss = self._weighted_kl(qz, mask, int(guided_codes), guided_kl_weight, kl_weight)
+            loss = sparse_vae_objective(rec, kl_loss, penalty, self.prior_cells(n_obs))
+        else:
+            loss = sparse_vae_objective(rec, kl_z, penalty, self.prior_cells(n_obs), kl_weight)
         return LossOutput(loss=loss, reconstruction_loss=rec, kl_local=kl_z, kl_global=penalty)
+
+    def _weighted_kl(
+        self, qz: Normal, mask: torch.Tensor | None, n_first: int, first_weight: float, weight: float
+    ) -> torch.Tensor:
+        """``KL(q(z | x) || N(0, I))`` per cell, the first ``n_first`` codes weighed by ``first_weight`` and the
+        others by ``weight``.
+        """
+        if self.latent_prior is not None:
+            raise ValueError(
+                "guided_codes needs the identity latent prior: the correlated prior's KL does not split by code."
+            )
+        weights = torch.full((qz.loc.shape[-1],), float(weight), dtype=qz.loc.dtype, device=qz.loc.device)
+        weights[:n_first] = float(first_weight)
+        return gaussian_kl(qz, weights if mask is None else mask * weights)
 
     # ------------------------------------------------------------------ exact zeros
     @property

@@ -107,6 +107,15 @@ class SparseVAETrainingPlan(TrainingPlan):
         regularised dual averaging does for stochastic L1 problems) keeps it at zero until they do. An entry
         outside the active set is seen only on check steps, so its mean runs over checks. ``0``: each minibatch's
         gradient; ``None``: :data:`ZERO_RULE_DECAY` with exact zeros.
+    guided_kl_free
+        The first this many codes (a guided model's gene-set factors) have no KL term for the first
+        ``guided_kl_delay`` of the KL warm-up (``n_epochs_kl_warmup`` or ``n_steps_kl_warmup``); their KL weight then
+        rises linearly to the full weight at the warm-up's end, while the other codes' weight rises over the whole
+        warm-up as usual. The warm-up's KL would otherwise shrink a guided code before the decoder has learnt to use
+        it (:doc:`/design-decisions`). ``0``: every code warms up alike.
+    guided_kl_delay
+        The share of the KL warm-up through which the guided codes have no KL term, in ``[0, 1]`` (1: none through
+        the whole warm-up, then the full weight).
     **kwargs
         Passed to :class:`scvi.train.TrainingPlan` (``lr``, ``weight_decay``, ``n_epochs_kl_warmup`` ...).
     """
@@ -120,12 +129,27 @@ class SparseVAETrainingPlan(TrainingPlan):
         exact_zeros: bool = False,
         active_set_every: int | None = None,
         zero_rule_decay: float | None = None,
+        guided_kl_free: int = 0,
+        guided_kl_delay: float = 1.0,
         **kwargs: Any,
     ) -> None:
         if em_every not in ("step", "epoch"):
             raise ValueError(f"em_every must be 'step' or 'epoch', got {em_every!r}.")
         check_exact_zeros(module, exact_zeros, active_set_every, zero_rule_decay)
+        guided_kl_free = check_integer(
+            "guided_kl_free", guided_kl_free, minimum=0, fix="The number of guided factors, or 0 (every code alike)."
+        )
+        n_latent = getattr(module, "n_latent", 0)
+        if guided_kl_free > n_latent:
+            raise InvalidInputError(
+                f"guided_kl_free={guided_kl_free} exceeds the module's {n_latent} factors: give at most the number of "
+                "guided factors (the first ones), or 0."
+            )
+        guided_kl_delay = check_real(
+            "guided_kl_delay", guided_kl_delay, low=0, high=1, fix="A share of the KL warm-up, from 0 to 1."
+        )
         super().__init__(module, **kwargs)
+        self.guided_kl_free, self.guided_kl_delay = guided_kl_free, float(guided_kl_delay)
         self.em_every = em_every
         self.exact_zeros = bool(exact_zeros)
         self.active_set_every = None if active_set_every is None else int(active_set_every)
@@ -184,8 +208,30 @@ class SparseVAETrainingPlan(TrainingPlan):
                 sync_dist=self.use_sync_dist,
             )
 
+    @property
+    def guided_kl_weight(self) -> float:
+        """The KL weight of the guided codes (``guided_kl_free``) at this epoch or step: 0 through the first
+        ``guided_kl_delay`` of the warm-up, then rising linearly to the full weight at its end.
+        """
+        if self.n_epochs_kl_warmup:
+            at, length = self.current_epoch, self.n_epochs_kl_warmup
+        elif self.n_steps_kl_warmup:
+            at, length = self.global_step, self.n_steps_kl_warmup
+        else:
+            return float(self.max_kl_weight)
+        start = self.guided_kl_delay * length
+        if at >= length:
+            return float(self.max_kl_weight)
+        if at < start:
+            return 0.0
+        return float(self.max_kl_weight) * (at - start) / (length - start)
+
     def training_step(self, batch: Any, batch_idx: int) -> Any:
-        """scvi-tools' step, with the step's loss added to the epoch's sum that :meth:`_check_divergence` reads."""
+        """scvi-tools' step, with the step's loss added to the epoch's sum that :meth:`_check_divergence` reads;
+        the guided codes' own KL weight through the warm-up (``guided_kl_free``).
+        """
+        if self.guided_kl_free:  # validation reads the same setting, as it reads the step's KL weight
+            self.loss_kwargs |= {"guided_codes": self.guided_kl_free, "guided_kl_weight": self.guided_kl_weight}
         with self._nan_parameters_diverge():
             out = super().training_step(batch, batch_idx)
         loss = (out["loss"] if isinstance(out, dict) else out).detach()

@@ -1,4 +1,5 @@
-"""Guided factors (``SparseVAE(gene_sets=...)``): the planted test, the sets' checks, reading, saving and loading."""
+"""Guided factors (``SparseVAE(gene_sets=...)``): the planted test, the sets' checks, the guided start (the encoder
+started on the sets' scores, the guided codes' own KL weight through the warm-up), reading, saving and loading."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 import torch
+from lightning.pytorch.callbacks import Callback
 
 import scsparse
 from scsparse.model import InvalidInputError, MultiStudySparseVAE, SparseVAE
+from scsparse.model._gene_sets import GUIDED_CODE_STEPS, GUIDED_KL_DELAY, set_scores
 from scsparse.results import guided_table, read_results
+from scsparse.train import SparseVAETrainingPlan
 
 N_PER, N_BACKGROUND = 10, 30
 FIT = {"max_epochs": 80, "batch_size": 128, "stop_when_settled": False, "orient": False, "enable_progress_bar": False}
@@ -269,3 +273,145 @@ def test_a_query_on_a_guided_reference_keeps_its_sets_and_their_prior(counts_fac
     assert torch.equal(query.module.prior.members, reference.module.prior.members)
     assert torch.equal(query.module.decoder.W, reference.module.decoder.W)  # not restarted on the set
     pd.testing.assert_frame_equal(query.guided_table(), reference.guided_table())
+
+
+# ------------------------------------------------------------------ the guided start
+QUICK = {"batch_size": 128, "stop_when_settled": False, "orient": False, "enable_progress_bar": False}
+
+
+@pytest.fixture
+def planted_adata():
+    adata, truth, sets = planted()
+    SparseVAE.setup_anndata(adata, layer="counts")
+    return adata, truth, sets
+
+
+def _codes(model: SparseVAE) -> np.ndarray:
+    """The posterior means of every cell, in order (also for an untrained model)."""
+    module = model.module.eval()
+    with torch.no_grad():
+        loader = model._make_data_loader(adata=model.adata, batch_size=256)
+        return np.concatenate([module.inference(**module._get_inference_input(t))["qz"].loc.numpy() for t in loader])
+
+
+def _scores(adata, sets) -> np.ndarray:
+    members = torch.as_tensor(np.stack([adata.var_names.isin(genes) for genes in sets.values()], axis=1))
+    x = torch.as_tensor(adata.layers["counts"].toarray(), dtype=torch.float64)
+    return set_scores(x, members).numpy()
+
+
+def test_the_set_score_is_the_mean_log_expression_of_its_genes_at_10000_counts_per_cell():
+    x = torch.tensor([[6.0, 2.0, 2.0], [0.0, 5.0, 5.0]], dtype=torch.float64)
+    members = torch.tensor([[True, False], [True, True], [False, True]])
+    expected = np.log1p(np.array([[6000.0, 2000.0, 2000.0], [0.0, 5000.0, 5000.0]]))
+    np.testing.assert_allclose(
+        set_scores(x, members).numpy(),
+        np.stack([expected[:, :2].mean(1), expected[:, 1:].mean(1)], axis=1),
+    )
+    np.testing.assert_allclose(set_scores(x, members, counts=False).numpy(), [[4.0, 2.0], [2.5, 5.0]])
+
+
+def test_the_encoder_start_makes_each_guided_code_follow_its_set_and_leaves_the_decoder(planted_adata):
+    adata, _, sets = planted_adata
+    model = SparseVAE(adata, n_latent=2, n_hidden=32, seed=0, gene_sets=sets)
+    decoder = {k: v.clone() for k, v in model.module.decoder.state_dict().items()}
+    before = _codes(model)[:, :3]
+    scores = _scores(adata, sets)
+    model.module.train()
+    assert model._start_guided_codes(batch_size=128) == GUIDED_CODE_STEPS
+    after = _codes(model)
+    for k in range(3):
+        assert abs(np.corrcoef(before[:, k], scores[:, k])[0, 1]) < 0.5
+        assert np.corrcoef(after[:, k], scores[:, k])[0, 1] > 0.95  # the set's score, standardised
+    assert abs(after[:, :3].mean()) < 0.2 and 0.7 < after[:, :3].std() < 1.3
+    for key, value in model.module.decoder.state_dict().items():
+        assert torch.equal(value, decoder[key]), key  # only the encoder moved
+
+
+def test_a_guided_fit_records_its_start_and_the_same_seed_gives_the_same_fit(planted_adata):
+    adata, _, sets = planted_adata
+    fits = []
+    for _ in range(2):
+        model = SparseVAE(adata, n_latent=2, n_hidden=16, seed=3, gene_sets=sets)
+        model.train(max_epochs=4, **QUICK)
+        fits.append(model)
+    first, second = fits
+    assert first.train_kwargs_["guided_code_steps"] == GUIDED_CODE_STEPS
+    assert first.train_kwargs_["plan_kwargs"]["guided_kl_free"] == 3
+    assert first.train_kwargs_["plan_kwargs"]["guided_kl_delay"] == GUIDED_KL_DELAY
+    np.testing.assert_array_equal(_codes(first), _codes(second))
+    first.train(max_epochs=2, **QUICK)  # a second call goes on from the fit: no new start
+    assert first.train_kwargs_["guided_code_steps"] == 0
+
+
+@pytest.mark.filterwarnings("ignore:Training ended with no active factor")
+def test_without_the_guided_start_the_guided_codes_start_and_warm_up_as_the_free_ones(planted_adata):
+    adata, _, sets = planted_adata
+    model = SparseVAE(adata, n_latent=2, n_hidden=16, seed=0, gene_sets=sets)
+    model.train(max_epochs=2, guided_start=False, **QUICK)
+    assert model.train_kwargs_["guided_code_steps"] == 0
+    assert "guided_kl_free" not in model.train_kwargs_["plan_kwargs"]
+    plain = SparseVAE(adata, n_latent=2, n_hidden=16, seed=0)
+    plain.train(max_epochs=2, **QUICK)  # not guided: nothing to start
+    assert plain.train_kwargs_["guided_code_steps"] == 0
+    assert "guided_kl_free" not in plain.train_kwargs_["plan_kwargs"]
+    with pytest.raises(InvalidInputError, match="guided_start must be True or False"):
+        model.train(max_epochs=1, guided_start="yes", **QUICK)
+
+
+def test_the_correlated_prior_starts_the_codes_but_warms_every_code_alike(planted_adata):
+    adata, _, sets = planted_adata
+    model = SparseVAE(adata, n_latent=2, n_hidden=16, seed=0, gene_sets=sets, latent_prior="correlated")
+    model.train(max_epochs=2, **QUICK)
+    assert model.train_kwargs_["guided_code_steps"] == GUIDED_CODE_STEPS
+    assert "guided_kl_free" not in model.train_kwargs_["plan_kwargs"]
+
+
+class _KLWeights(Callback):
+    def __init__(self) -> None:
+        self.weights: list[tuple[float, float]] = []
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        self.weights.append((float(pl_module.kl_weight), pl_module.guided_kl_weight))
+
+
+def test_the_guided_codes_have_no_kl_for_the_delay_then_reach_the_full_weight_with_the_warmup(planted_adata):
+    adata, _, sets = planted_adata
+    model = SparseVAE(adata, n_latent=2, n_hidden=16, seed=0, gene_sets=sets)
+    seen = _KLWeights()
+    plan = {"n_epochs_kl_warmup": 8, "guided_kl_delay": 0.5}
+    model.train(max_epochs=10, plan_kwargs=plan, callbacks=[seen], **QUICK)
+    free, guided = np.array(seen.weights).T
+    np.testing.assert_allclose(free, [0, 1 / 8, 2 / 8, 3 / 8, 4 / 8, 5 / 8, 6 / 8, 7 / 8, 1, 1])
+    np.testing.assert_allclose(guided, [0, 0, 0, 0, 0, 1 / 4, 2 / 4, 3 / 4, 1, 1])
+
+
+def test_the_loss_weighs_the_guided_codes_by_their_own_kl_weight(planted_adata):
+    adata, _, sets = planted_adata
+    model = SparseVAE(adata, n_latent=2, n_hidden=16, seed=0, gene_sets=sets)
+    module = model.module.eval()
+    tensors = next(iter(model._make_data_loader(adata=adata, batch_size=64)))
+    torch.manual_seed(0)
+    inference, generative = module(tensors, compute_loss=False)
+
+    def loss(**kwargs):
+        return module.loss(tensors, inference, generative, n_obs=adata.n_obs, **kwargs)
+
+    qz = inference["qz"]
+    kl = (0.5 * (qz.loc**2 + qz.scale**2 - 1 - torch.log(qz.scale**2))).detach()
+    plain, guided_off = loss(kl_weight=0.5), loss(kl_weight=0.5, guided_codes=3, guided_kl_weight=0.0)
+    torch.testing.assert_close(plain.kl_local, guided_off.kl_local)  # the ELBO logged is the model's
+    torch.testing.assert_close(plain.loss - guided_off.loss, 0.5 * kl[:, :3].sum(-1).mean(), rtol=1e-3, atol=1e-4)
+    same = loss(kl_weight=0.5, guided_codes=3, guided_kl_weight=0.5)
+    torch.testing.assert_close(same.loss, plain.loss)
+
+
+def test_the_plan_refuses_guided_settings_it_cannot_train_with(planted_adata):
+    adata, _, sets = planted_adata
+    module = SparseVAE(adata, n_latent=2, n_hidden=16, gene_sets=sets).module
+    with pytest.raises(InvalidInputError, match="guided_kl_free=9 exceeds the module's 5 factors"):
+        SparseVAETrainingPlan(module, guided_kl_free=9)
+    with pytest.raises(InvalidInputError, match="guided_kl_delay"):
+        SparseVAETrainingPlan(module, guided_kl_free=3, guided_kl_delay=1.5)
+    with pytest.raises(InvalidInputError, match="guided_kl_free"):
+        SparseVAETrainingPlan(module, guided_kl_free=-1)
