@@ -234,9 +234,9 @@ class GuidedFactorsMixin:
             return set_scores(x, members, counts)
 
         with torch.no_grad():  # each set's mean and spread over the cells
-            total, square = torch.zeros(n_sets, dtype=torch.float64), torch.zeros(n_sets, dtype=torch.float64)
+            total = square = torch.zeros(n_sets, dtype=torch.float64, device=members.device)
             for tensors in self._make_data_loader(adata=self.adata, indices=every, batch_size=max(batch_size, 1024)):
-                s = scores(tensors).cpu()
+                s = scores(tensors)
                 total, square = total + s.sum(0), square + (s**2).sum(0)
             mean = total / len(every)
             sd = (square / len(every) - mean**2).clamp_min(0).sqrt()
@@ -246,7 +246,7 @@ class GuidedFactorsMixin:
         while steps < GUIDED_CODE_STEPS:
             for tensors in self._make_data_loader(adata=self.adata, indices=every, batch_size=batch_size, shuffle=True):
                 loc = module.inference(**module._get_inference_input(tensors))["qz"].loc[..., :n_sets]
-                target = ((scores(tensors).cpu() - mean) / sd).to(loc.device, loc.dtype)
+                target = ((scores(tensors) - mean) / sd).to(loc.device, loc.dtype)
                 optimiser.zero_grad()
                 torch.nn.functional.mse_loss(loc, target).backward()
                 optimiser.step()

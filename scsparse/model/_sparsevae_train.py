@@ -162,7 +162,7 @@ class TrainMixin:
         plan = {"lr": lr, "n_epochs_kl_warmup": warmup, "em_every": em_every}
         if exact_zeros:
             plan |= {"exact_zeros": True, "active_set_every": ACTIVE_SET_EVERY}
-        guided = bool(guided_start) and bool(self.gene_sets_) and not self._is_query()
+        guided = guided_start and bool(self.gene_sets_) and not self._is_query()
         if guided and warmup is not None and self.module.latent_prior is None:
             plan |= {"guided_kl_free": len(self.gene_sets_), "guided_kl_delay": GUIDED_KL_DELAY}
         if datamodule is not None and not hasattr(datamodule, "n_train"):
@@ -209,7 +209,7 @@ class TrainMixin:
         # the split, the minibatch order, dropout and the orientation's pass follow the model's seed; the caller's
         # random state is kept. Denormals slow CPU training several-fold late in a fit.
         with seeded(self.seed):
-            steps = self._start_guided_codes(batch_size) if started and guided else 0
+            steps = self._start_guided_codes(batch_size) if started and guided_start else 0
             self.train_kwargs_["guided_code_steps"] = steps
             with flush_denormals(), clean_training_output(self._expected_training_warnings()):
                 super().train(

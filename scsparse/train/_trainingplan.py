@@ -231,7 +231,9 @@ class SparseVAETrainingPlan(TrainingPlan):
         the guided codes' own KL weight through the warm-up (``guided_kl_free``).
         """
         if self.guided_kl_free:  # validation reads the same setting, as it reads the step's KL weight
-            self.loss_kwargs |= {"guided_codes": self.guided_kl_free, "guided_kl_weight": self.guided_kl_weight}
+            weight = self.guided_kl_weight  # the full weight once the warm-up is over: every code alike again
+            codes = self.guided_kl_free if weight < self.max_kl_weight else 0
+            self.loss_kwargs |= {"guided_codes": codes, "guided_kl_weight": weight}
         with self._nan_parameters_diverge():
             out = super().training_step(batch, batch_idx)
         loss = (out["loss"] if isinstance(out, dict) else out).detach()
